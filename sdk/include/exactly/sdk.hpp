@@ -1,0 +1,635 @@
+// exactly C++ plugin SDK — header-only, compiled into the plugin.
+//
+// Plugin authors derive from Source, Transform or Sink, declare a config schema as a
+// static array of ex_config_field, and export everything with EXACTLY_PLUGIN. The
+// adapters here translate the C ABI (plugin_abi.h) into virtual calls and catch every
+// exception at the boundary: nothing C++ ever reaches the host.
+#pragma once
+
+#include <exactly/plugin_abi.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace exactly::sdk {
+
+// ---------------------------------------------------------------- Status
+
+class Status {
+ public:
+  Status() = default;
+  static Status ok() { return {}; }
+  static Status error(ex_status code, std::string message, std::string key = {}) {
+    Status s;
+    s.code_ = code;
+    s.message_ = std::move(message);
+    s.key_ = std::move(key);
+    return s;
+  }
+  static Status retriable(std::string m) { return error(EX_ERR_RETRIABLE, std::move(m)); }
+  static Status abortable(std::string m) { return error(EX_ERR_ABORTABLE, std::move(m)); }
+  static Status fatal(std::string m) { return error(EX_ERR_FATAL, std::move(m)); }
+  static Status config(std::string key, std::string m) {
+    return error(EX_ERR_CONFIG, std::move(m), std::move(key));
+  }
+  static Status unsupported(std::string m = "not supported") {
+    return error(EX_ERR_UNSUPPORTED, std::move(m));
+  }
+  bool is_ok() const { return code_ == EX_OK; }
+  explicit operator bool() const { return is_ok(); }
+  ex_status code() const { return code_; }
+  const std::string& message() const { return message_; }
+  const std::string& key() const { return key_; }
+
+ private:
+  ex_status code_ = EX_OK;
+  std::string message_;
+  std::string key_;
+};
+
+// Thrown by Config accessors and by authors for invalid settings; becomes EX_ERR_CONFIG
+// with the key, so the host can point at the key's file:line:col.
+class ConfigError : public std::runtime_error {
+ public:
+  ConfigError(std::string key, const std::string& msg)
+      : std::runtime_error(msg), key_(std::move(key)) {}
+  const std::string& key() const { return key_; }
+
+ private:
+  std::string key_;
+};
+
+// Thrown by authors for any other failure; becomes the given status class.
+class StatusError : public std::runtime_error {
+ public:
+  explicit StatusError(Status s) : std::runtime_error(s.message()), status_(std::move(s)) {}
+  const Status& status() const { return status_; }
+
+ private:
+  Status status_;
+};
+
+namespace detail {
+inline void copy_cstr(char* dst, size_t cap, const std::string& s) {
+  size_t n = s.size() < cap - 1 ? s.size() : cap - 1;
+  std::memcpy(dst, s.data(), n);
+  dst[n] = '\0';
+}
+inline int32_t fill(ex_error* err, const Status& s) {
+  if (err != nullptr && !s.is_ok()) {
+    err->code = s.code();
+    copy_cstr(err->key, sizeof(err->key), s.key());
+    copy_cstr(err->message, sizeof(err->message), s.message());
+  }
+  return s.code();
+}
+}  // namespace detail
+
+// ---------------------------------------------------------------- bytes & records
+
+inline std::string_view view(ex_bytes b) {
+  return b.ptr == nullptr ? std::string_view{}
+                          : std::string_view(reinterpret_cast<const char*>(b.ptr), b.len);
+}
+inline ex_bytes bytes(std::string_view s) {
+  return ex_bytes{reinterpret_cast<const uint8_t*>(s.data()), s.size()};
+}
+inline ex_bytes null_bytes() { return ex_bytes{nullptr, 0}; }
+
+// Header value by name, or nullopt.
+inline std::optional<std::string_view> header(const ex_record& r, std::string_view name) {
+  for (uint32_t i = 0; i < r.header_count; ++i)
+    if (view(r.headers[i].key) == name) return view(r.headers[i].value);
+  return std::nullopt;
+}
+
+// A read-only batch that honours the producer's record stride.
+class Batch {
+ public:
+  explicit Batch(const ex_batch* b) : b_(b) {}
+  size_t size() const { return b_->count; }
+  bool empty() const { return b_->count == 0; }
+  const ex_record& operator[](size_t i) const {
+    return *reinterpret_cast<const ex_record*>(reinterpret_cast<const char*>(b_->records) +
+                                               i * b_->record_size);
+  }
+
+ private:
+  const ex_batch* b_;
+};
+
+// ---------------------------------------------------------------- config
+
+class Config {
+ public:
+  Config() = default;
+  explicit Config(const ex_config* c) {
+    if (c == nullptr) return;
+    for (size_t i = 0; i < c->count; ++i)
+      values_[std::string(view(c->entries[i].key))].emplace_back(view(c->entries[i].value));
+  }
+  // For tests and the harness: build from pairs.
+  explicit Config(const std::vector<std::pair<std::string, std::string>>& kv) {
+    for (auto& [k, v] : kv) values_[k].push_back(v);
+  }
+
+  bool has(const std::string& key) const { return values_.count(key) != 0; }
+
+  std::string get_string(const std::string& key, const std::string& dflt = {}) const {
+    auto it = values_.find(key);
+    return it == values_.end() || it->second.empty() ? dflt : it->second.front();
+  }
+  std::string require_string(const std::string& key) const {
+    auto it = values_.find(key);
+    if (it == values_.end() || it->second.empty()) throw ConfigError(key, "is required");
+    return it->second.front();
+  }
+  int64_t get_int(const std::string& key, int64_t dflt = 0) const {
+    if (!has(key)) return dflt;
+    return parse_int(key, get_string(key));
+  }
+  double get_double(const std::string& key, double dflt = 0) const {
+    if (!has(key)) return dflt;
+    std::string s = get_string(key);
+    char* end = nullptr;
+    double d = std::strtod(s.c_str(), &end);
+    if (s.empty() || *end != '\0') throw ConfigError(key, "expected a number, got '" + s + "'");
+    return d;
+  }
+  bool get_bool(const std::string& key, bool dflt = false) const {
+    if (!has(key)) return dflt;
+    std::string s = get_string(key);
+    if (s == "true") return true;
+    if (s == "false") return false;
+    throw ConfigError(key, "expected true or false, got '" + s + "'");
+  }
+  // Durations and sizes arrive normalised by the host (ms / bytes).
+  int64_t get_duration_ms(const std::string& key, int64_t dflt = 0) const {
+    return get_int(key, dflt);
+  }
+  int64_t get_size(const std::string& key, int64_t dflt = 0) const { return get_int(key, dflt); }
+  std::vector<std::string> get_list(const std::string& key) const {
+    auto it = values_.find(key);
+    return it == values_.end() ? std::vector<std::string>{} : it->second;
+  }
+  // Entries "<prefix>.<sub>" as {sub: value} (pass-through maps such as librdkafka's).
+  std::map<std::string, std::string> get_map(const std::string& prefix) const {
+    std::map<std::string, std::string> out;
+    std::string p = prefix + ".";
+    for (auto& [k, v] : values_)
+      if (k.compare(0, p.size(), p) == 0 && !v.empty()) out[k.substr(p.size())] = v.front();
+    return out;
+  }
+  const std::map<std::string, std::vector<std::string>>& all() const { return values_; }
+
+  static int64_t parse_int(const std::string& key, const std::string& s) {
+    char* end = nullptr;
+    long long v = std::strtoll(s.c_str(), &end, 10);
+    if (s.empty() || *end != '\0') throw ConfigError(key, "expected an integer, got '" + s + "'");
+    return v;
+  }
+
+ private:
+  std::map<std::string, std::vector<std::string>> values_;
+};
+
+// ---------------------------------------------------------------- host services
+
+struct Partition {
+  int32_t id = 0;
+  std::string name;
+  std::string topic;
+  int32_t number = 0;
+  int64_t start_offset = -1;
+
+  static Partition from(const ex_partition& p) {
+    return Partition{p.id, std::string(view(p.name)), std::string(view(p.topic)), p.number,
+                     p.start_offset};
+  }
+  ex_partition to_abi() const {
+    return ex_partition{sizeof(ex_partition), id, bytes(name), bytes(topic), number,
+                        start_offset};
+  }
+};
+
+inline std::vector<Partition> partitions_from(const ex_partition* p, size_t n) {
+  std::vector<Partition> out;
+  out.reserve(n);
+  for (size_t i = 0; i < n; ++i) out.push_back(Partition::from(p[i]));
+  return out;
+}
+
+struct Checkpoint {
+  std::string format;
+  std::string data;
+  static Checkpoint from(const ex_checkpoint* c) {
+    return c == nullptr ? Checkpoint{}
+                        : Checkpoint{std::string(view(c->format)), std::string(view(c->data))};
+  }
+};
+
+class Host {
+ public:
+  Host() = default;
+  explicit Host(const ex_host_api* api) : api_(api) {}
+  const char* pipeline() const { return api_ && api_->pipeline_name ? api_->pipeline_name : ""; }
+  const char* component_id() const {
+    return api_ && api_->component_id ? api_->component_id : "";
+  }
+  void log(ex_log_level level, std::string_view msg) const {
+    if (api_ && api_->log) api_->log(api_->ctx, level, msg.data(), msg.size());
+  }
+  void info(std::string_view m) const { log(EX_LOG_INFO, m); }
+  void warn(std::string_view m) const { log(EX_LOG_WARN, m); }
+  void error(std::string_view m) const { log(EX_LOG_ERROR, m); }
+  void counter(const char* name, double v, const char* labels = "") const {
+    if (api_ && api_->metric) api_->metric(api_->ctx, EX_METRIC_COUNTER, name, labels, v);
+  }
+  void gauge(const char* name, double v, const char* labels = "") const {
+    if (api_ && api_->metric) api_->metric(api_->ctx, EX_METRIC_GAUGE, name, labels, v);
+  }
+  // Sources: report partition changes (from inside poll).
+  Status assigned(const std::vector<Partition>& parts) const {
+    return notify(parts, api_ ? api_->partitions_assigned : nullptr);
+  }
+  Status revoked(const std::vector<Partition>& parts) const {
+    return notify(parts, api_ ? api_->partitions_revoked : nullptr);
+  }
+
+ private:
+  using Fn = int32_t (*)(void*, const ex_partition*, size_t, ex_error*);
+  Status notify(const std::vector<Partition>& parts, Fn fn) const {
+    if (fn == nullptr) return Status::ok();
+    std::vector<ex_partition> abi;
+    abi.reserve(parts.size());
+    for (auto& p : parts) abi.push_back(p.to_abi());
+    ex_error err{};
+    err.struct_size = sizeof(err);
+    int32_t rc = fn(api_->ctx, abi.data(), abi.size(), &err);
+    return rc == EX_OK ? Status::ok() : Status::error(static_cast<ex_status>(rc), err.message);
+  }
+  const ex_host_api* api_ = nullptr;
+};
+
+class Emitter {
+ public:
+  explicit Emitter(const ex_emitter* e) : e_(e) {}
+  void keep(size_t input_index) const { e_->keep(e_->ctx, input_index); }
+  void emit(const ex_record& r) const { e_->emit(e_->ctx, &r); }
+  void reject(size_t input_index, std::string_view reason) const {
+    e_->reject(e_->ctx, input_index, reason.data(), reason.size());
+  }
+
+ private:
+  const ex_emitter* e_;
+};
+
+class RecordErrors {
+ public:
+  explicit RecordErrors(const ex_record_errors* e) : e_(e) {}
+  void reject(size_t input_index, std::string_view reason) const {
+    if (e_ && e_->reject) e_->reject(e_->ctx, input_index, reason.data(), reason.size());
+  }
+
+ private:
+  const ex_record_errors* e_;
+};
+
+// ---------------------------------------------------------------- component bases
+// Constructors take (Host, const Config&) and may throw ConfigError for bad settings.
+
+class Source {
+ public:
+  virtual ~Source() = default;
+  virtual Status open(const std::optional<Checkpoint>& resume) = 0;
+  // Append records to `out` (cleared by the caller). Their bytes must stay valid until
+  // the next poll/rewind. Set end_of_input when a bounded source is exhausted.
+  virtual Status poll(int timeout_ms, std::vector<ex_record>& out, bool& end_of_input) = 0;
+  virtual Status checkpoint(Checkpoint& out) = 0;
+  virtual Status commit(const Checkpoint& positions) = 0;
+  virtual Status rewind(const Checkpoint& positions) = 0;
+  virtual Status pause(bool) { return Status::ok(); }
+  virtual Status reconfigure(const Config&) { return Status::unsupported(); }
+};
+
+class Transform {
+ public:
+  virtual ~Transform() = default;
+  virtual Status assign(const std::vector<Partition>&) { return Status::ok(); }
+  virtual Status revoke(const std::vector<Partition>&) { return Status::ok(); }
+  virtual Status process(const Batch& in, const Emitter& out) = 0;
+  virtual Status prepare_commit() { return Status::ok(); }
+  virtual Status commit() { return Status::ok(); }
+  virtual Status abort() { return Status::ok(); }
+  virtual Status reconfigure(const Config&) { return Status::unsupported(); }
+};
+
+class Sink {
+ public:
+  virtual ~Sink() = default;
+  // Fill `stored` when this sink keeps source positions with its output.
+  virtual Status open(std::optional<Checkpoint>& stored) {
+    stored.reset();
+    return Status::ok();
+  }
+  virtual Status assign(const std::vector<Partition>&) { return Status::ok(); }
+  virtual Status revoke(const std::vector<Partition>&) { return Status::ok(); }
+  virtual Status write(const Batch& in, const RecordErrors& errors) = 0;
+  virtual Status prepare_commit() { return Status::ok(); }
+  // Set stored_positions when `positions` became durable atomically with the output.
+  virtual Status commit(const Checkpoint* positions, bool& stored_positions) = 0;
+  virtual Status abort() { return Status::ok(); }
+  virtual Status reconfigure(const Config&) { return Status::unsupported(); }
+};
+
+// ---------------------------------------------------------------- boundary adapters
+
+namespace detail {
+
+template <typename F>
+int32_t guard(ex_error* err, F&& f) noexcept {
+  try {
+    return fill(err, f());
+  } catch (const ConfigError& e) {
+    return fill(err, Status::config(e.key(), e.what()));
+  } catch (const StatusError& e) {
+    return fill(err, e.status());
+  } catch (const std::exception& e) {
+    return fill(err, Status::fatal(std::string("unhandled exception: ") + e.what()));
+  } catch (...) {
+    return fill(err, Status::fatal("unhandled non-standard exception"));
+  }
+}
+
+template <typename Base, typename T>
+int32_t create(const ex_host_api* host, const ex_config* config, void** out, ex_error* err) {
+  return guard(err, [&] {
+    Config cfg(config);
+    *out = static_cast<Base*>(new T(Host(host), cfg));
+    return Status::ok();
+  });
+}
+
+template <typename Base>
+void destroy(void* self) noexcept {
+  try {
+    delete static_cast<Base*>(self);
+  } catch (...) {
+  }
+}
+
+inline Config cfg(const ex_config* c) { return Config(c); }
+
+// Per-instance storage for source batches and checkpoints that must outlive the call.
+struct SourceBox {
+  std::unique_ptr<Source> impl;
+  std::vector<ex_record> batch;
+  Checkpoint cp;
+  std::string fmt, data;
+};
+
+template <typename T>
+struct SourceAdapter {
+  static int32_t create(const ex_host_api* host, const ex_config* config, void** out,
+                        ex_error* err) {
+    return guard(err, [&] {
+      auto* box = new SourceBox();
+      try {
+        box->impl = std::make_unique<T>(Host(host), Config(config));
+      } catch (...) {
+        delete box;
+        throw;
+      }
+      *out = box;
+      return Status::ok();
+    });
+  }
+  static void destroy(void* self) noexcept {
+    try {
+      delete static_cast<SourceBox*>(self);
+    } catch (...) {
+    }
+  }
+  static SourceBox& box(void* s) { return *static_cast<SourceBox*>(s); }
+  static int32_t open(void* s, const ex_checkpoint* resume, ex_error* err) {
+    return guard(err, [&] {
+      std::optional<Checkpoint> r;
+      if (resume != nullptr) r = Checkpoint::from(resume);
+      return box(s).impl->open(r);
+    });
+  }
+  static int32_t poll(void* s, int32_t timeout_ms, ex_batch* out, int32_t* eoi, ex_error* err) {
+    return guard(err, [&] {
+      auto& b = box(s);
+      b.batch.clear();
+      bool end = false;
+      Status st = b.impl->poll(timeout_ms, b.batch, end);
+      *eoi = end ? 1 : 0;
+      out->struct_size = sizeof(ex_batch);
+      out->record_size = sizeof(ex_record);
+      out->records = b.batch.data();
+      out->count = b.batch.size();
+      return st;
+    });
+  }
+  static int32_t checkpoint(void* s, ex_checkpoint* out, ex_error* err) {
+    return guard(err, [&] {
+      auto& b = box(s);
+      Status st = b.impl->checkpoint(b.cp);
+      out->struct_size = sizeof(ex_checkpoint);
+      out->format = bytes(b.cp.format);
+      out->data = bytes(b.cp.data);
+      return st;
+    });
+  }
+  static int32_t commit(void* s, const ex_checkpoint* cp, ex_error* err) {
+    return guard(err, [&] { return box(s).impl->commit(Checkpoint::from(cp)); });
+  }
+  static int32_t rewind(void* s, const ex_checkpoint* cp, ex_error* err) {
+    return guard(err, [&] { return box(s).impl->rewind(Checkpoint::from(cp)); });
+  }
+  static int32_t pause(void* s, int32_t paused, ex_error* err) {
+    return guard(err, [&] { return box(s).impl->pause(paused != 0); });
+  }
+  static int32_t reconfigure(void* s, const ex_config* c, ex_error* err) {
+    return guard(err, [&] { return box(s).impl->reconfigure(Config(c)); });
+  }
+  static const ex_source_vtable* vtable() {
+    static const ex_source_vtable vt = {sizeof(ex_source_vtable), &create, &destroy, &open,
+                                        &poll, &checkpoint, &commit, &rewind, &pause,
+                                        &reconfigure};
+    return &vt;
+  }
+};
+
+template <typename T>
+struct TransformAdapter {
+  static Transform* self(void* s) { return static_cast<Transform*>(s); }
+  static int32_t assign(void* s, const ex_partition* p, size_t n, ex_error* err) {
+    return guard(err, [&] { return self(s)->assign(partitions_from(p, n)); });
+  }
+  static int32_t revoke(void* s, const ex_partition* p, size_t n, ex_error* err) {
+    return guard(err, [&] { return self(s)->revoke(partitions_from(p, n)); });
+  }
+  static int32_t process(void* s, const ex_batch* in, const ex_emitter* out, ex_error* err) {
+    return guard(err, [&] { return self(s)->process(Batch(in), Emitter(out)); });
+  }
+  static int32_t prepare_commit(void* s, ex_error* err) {
+    return guard(err, [&] { return self(s)->prepare_commit(); });
+  }
+  static int32_t commit(void* s, ex_error* err) {
+    return guard(err, [&] { return self(s)->commit(); });
+  }
+  static int32_t abort(void* s, ex_error* err) {
+    return guard(err, [&] { return self(s)->abort(); });
+  }
+  static int32_t reconfigure(void* s, const ex_config* c, ex_error* err) {
+    return guard(err, [&] { return self(s)->reconfigure(Config(c)); });
+  }
+  static const ex_transform_vtable* vtable() {
+    static const ex_transform_vtable vt = {
+        sizeof(ex_transform_vtable), &detail::create<Transform, T>, &detail::destroy<Transform>,
+        &assign, &revoke, &process, &prepare_commit, &commit, &abort, &reconfigure};
+    return &vt;
+  }
+};
+
+struct SinkBox {
+  std::unique_ptr<Sink> impl;
+  Checkpoint stored;
+};
+
+template <typename T>
+struct SinkAdapter {
+  static int32_t create(const ex_host_api* host, const ex_config* config, void** out,
+                        ex_error* err) {
+    return guard(err, [&] {
+      auto* box = new SinkBox();
+      try {
+        box->impl = std::make_unique<T>(Host(host), Config(config));
+      } catch (...) {
+        delete box;
+        throw;
+      }
+      *out = box;
+      return Status::ok();
+    });
+  }
+  static void destroy(void* self) noexcept {
+    try {
+      delete static_cast<SinkBox*>(self);
+    } catch (...) {
+    }
+  }
+  static SinkBox& box(void* s) { return *static_cast<SinkBox*>(s); }
+  static int32_t open(void* s, ex_checkpoint* stored, int32_t* has, ex_error* err) {
+    return guard(err, [&] {
+      auto& b = box(s);
+      std::optional<Checkpoint> cp;
+      Status st = b.impl->open(cp);
+      *has = cp.has_value() ? 1 : 0;
+      if (cp) {
+        b.stored = *cp;
+        stored->struct_size = sizeof(ex_checkpoint);
+        stored->format = bytes(b.stored.format);
+        stored->data = bytes(b.stored.data);
+      }
+      return st;
+    });
+  }
+  static int32_t assign(void* s, const ex_partition* p, size_t n, ex_error* err) {
+    return guard(err, [&] { return box(s).impl->assign(partitions_from(p, n)); });
+  }
+  static int32_t revoke(void* s, const ex_partition* p, size_t n, ex_error* err) {
+    return guard(err, [&] { return box(s).impl->revoke(partitions_from(p, n)); });
+  }
+  static int32_t write(void* s, const ex_batch* in, const ex_record_errors* e, ex_error* err) {
+    return guard(err, [&] { return box(s).impl->write(Batch(in), RecordErrors(e)); });
+  }
+  static int32_t prepare_commit(void* s, ex_error* err) {
+    return guard(err, [&] { return box(s).impl->prepare_commit(); });
+  }
+  static int32_t commit(void* s, const ex_checkpoint* cp, uint32_t* flags, ex_error* err) {
+    return guard(err, [&] {
+      Checkpoint c;
+      const Checkpoint* pc = nullptr;
+      if (cp != nullptr) {
+        c = Checkpoint::from(cp);
+        pc = &c;
+      }
+      bool stored = false;
+      Status st = box(s).impl->commit(pc, stored);
+      *flags = stored ? EX_SINK_STORED_POSITIONS : 0u;
+      return st;
+    });
+  }
+  static int32_t abort(void* s, ex_error* err) {
+    return guard(err, [&] { return box(s).impl->abort(); });
+  }
+  static int32_t reconfigure(void* s, const ex_config* c, ex_error* err) {
+    return guard(err, [&] { return box(s).impl->reconfigure(Config(c)); });
+  }
+  static const ex_sink_vtable* vtable() {
+    static const ex_sink_vtable vt = {sizeof(ex_sink_vtable), &create, &destroy, &open,
+                                      &assign, &revoke, &write, &prepare_commit, &commit,
+                                      &abort, &reconfigure};
+    return &vt;
+  }
+};
+
+}  // namespace detail
+
+// ---------------------------------------------------------------- registration
+
+// Schema helpers, usable in static arrays.
+constexpr ex_config_field field(const char* key, ex_config_type type, const char* doc,
+                                const char* default_value = nullptr,
+                                const char* const* allowed = nullptr) {
+  return ex_config_field{sizeof(ex_config_field), key, type, 0, default_value, doc, allowed};
+}
+constexpr ex_config_field required(const char* key, ex_config_type type, const char* doc,
+                                   const char* const* allowed = nullptr) {
+  return ex_config_field{sizeof(ex_config_field), key, type, 1, nullptr, doc, allowed};
+}
+
+template <typename T, size_t N>
+ex_component source(const char* name, const char* doc, const ex_config_field (&fields)[N]) {
+  return ex_component{sizeof(ex_component), EX_KIND_SOURCE, name, doc, fields, N,
+                      detail::SourceAdapter<T>::vtable()};
+}
+template <typename T, size_t N>
+ex_component transform(const char* name, const char* doc, const ex_config_field (&fields)[N]) {
+  return ex_component{sizeof(ex_component), EX_KIND_TRANSFORM, name, doc, fields, N,
+                      detail::TransformAdapter<T>::vtable()};
+}
+template <typename T, size_t N>
+ex_component sink(const char* name, const char* doc, const ex_config_field (&fields)[N]) {
+  return ex_component{sizeof(ex_component), EX_KIND_SINK, name, doc, fields, N,
+                      detail::SinkAdapter<T>::vtable()};
+}
+
+}  // namespace exactly::sdk
+
+// Exports the plugin. Usage (once per library, at namespace scope):
+//   EXACTLY_PLUGIN("myplugin", "1.0.0",
+//                  exactly::sdk::transform<MyTransform>("upper", "Upper-cases values", kFields))
+#define EXACTLY_PLUGIN(NAME, VERSION, ...)                                                  \
+  extern "C" EX_EXPORT const ex_plugin_descriptor* exactly_plugin_descriptor(              \
+      uint32_t host_abi_version) {                                                         \
+    if ((host_abi_version >> 16) != EX_ABI_VERSION_MAJOR) return nullptr;                   \
+    static const ex_component components[] = {__VA_ARGS__};                                 \
+    static const ex_plugin_descriptor descriptor = {                                        \
+        sizeof(ex_plugin_descriptor), EX_ABI_VERSION, NAME, VERSION, components,             \
+        sizeof(components) / sizeof(components[0])};                                        \
+    return &descriptor;                                                                     \
+  }

@@ -1,0 +1,428 @@
+// exactly plugin test harness — header-only. Loads a plugin .so through the real C ABI
+// (dlopen + the exported descriptor function) and drives its components with batches,
+// the way the host does, without a host. For plugin authors' unit tests.
+//
+//   exactly::testing::Library lib("build/plugins/exactly_dedupe.so");
+//   exactly::testing::TransformHarness t(lib, "dedupe", {{"id.key", "true"}, ...});
+//   auto out = t.process({rec("k1", "v1", /*partition*/0, /*offset*/0)});
+#pragma once
+
+#include <dlfcn.h>
+#include <exactly/plugin_abi.h>
+#include <exactly/sdk.hpp>
+
+#include <map>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace exactly::testing {
+
+using Pairs = std::vector<std::pair<std::string, std::string>>;
+
+// A record that owns its bytes.
+struct OwnedRecord {
+  std::optional<std::string> key;
+  std::string value;
+  std::vector<std::pair<std::string, std::string>> headers;
+  int32_t partition = 0;
+  int64_t offset = 0;
+  int64_t timestamp_ms = -1;
+
+  static OwnedRecord from(const ex_record& r) {
+    OwnedRecord o;
+    if (r.key.ptr != nullptr) o.key = std::string(sdk::view(r.key));
+    o.value = std::string(sdk::view(r.value));
+    for (uint32_t i = 0; i < r.header_count; ++i)
+      o.headers.emplace_back(std::string(sdk::view(r.headers[i].key)),
+                             std::string(sdk::view(r.headers[i].value)));
+    o.partition = r.partition;
+    o.offset = r.offset;
+    o.timestamp_ms = r.timestamp_ms;
+    return o;
+  }
+};
+
+inline OwnedRecord rec(std::optional<std::string> key, std::string value, int32_t partition = 0,
+                       int64_t offset = 0) {
+  OwnedRecord r;
+  r.key = std::move(key);
+  r.value = std::move(value);
+  r.partition = partition;
+  r.offset = offset;
+  return r;
+}
+
+// Keeps ex_record views (and their header arrays) pointing into OwnedRecords.
+class BatchView {
+ public:
+  explicit BatchView(const std::vector<OwnedRecord>& in) {
+    headers_.resize(in.size());
+    for (size_t i = 0; i < in.size(); ++i) {
+      for (auto& [k, v] : in[i].headers) headers_[i].push_back({sdk::bytes(k), sdk::bytes(v)});
+      ex_record r{};
+      r.key = in[i].key ? sdk::bytes(*in[i].key) : sdk::null_bytes();
+      r.value = sdk::bytes(in[i].value);
+      r.headers = headers_[i].data();
+      r.header_count = static_cast<uint32_t>(headers_[i].size());
+      r.partition = in[i].partition;
+      r.offset = in[i].offset;
+      r.timestamp_ms = in[i].timestamp_ms;
+      records_.push_back(r);
+    }
+    batch_ = ex_batch{sizeof(ex_batch), sizeof(ex_record), records_.data(), records_.size()};
+  }
+  const ex_batch* get() const { return &batch_; }
+
+ private:
+  std::vector<std::vector<ex_header>> headers_;
+  std::vector<ex_record> records_;
+  ex_batch batch_{};
+};
+
+class Library {
+ public:
+  explicit Library(const std::string& path) {
+    handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle_ == nullptr) throw std::runtime_error(std::string("dlopen: ") + dlerror());
+    auto fn = reinterpret_cast<ex_plugin_entry_fn>(dlsym(handle_, EX_PLUGIN_ENTRY_SYMBOL));
+    if (fn == nullptr) throw std::runtime_error(path + ": not an exactly plugin");
+    desc_ = fn(EX_ABI_VERSION);
+    if (desc_ == nullptr) throw std::runtime_error(path + ": plugin refused this ABI");
+  }
+  ~Library() {
+    if (handle_ != nullptr) dlclose(handle_);
+  }
+  Library(const Library&) = delete;
+  Library& operator=(const Library&) = delete;
+
+  const ex_plugin_descriptor* descriptor() const { return desc_; }
+  const ex_component& component(ex_component_kind kind, const std::string& name) const {
+    for (size_t i = 0; i < desc_->component_count; ++i) {
+      const auto& c = desc_->components[i];
+      if (c.kind == kind && name == c.name) return c;
+    }
+    throw std::runtime_error("no component '" + name + "' of that kind");
+  }
+
+ private:
+  void* handle_ = nullptr;
+  const ex_plugin_descriptor* desc_ = nullptr;
+};
+
+// Host services recorded for assertions.
+class FakeHost {
+ public:
+  explicit FakeHost(std::string pipeline = "test") : pipeline_(std::move(pipeline)) {
+    api_.struct_size = sizeof(api_);
+    api_.ctx = this;
+    api_.pipeline_name = pipeline_.c_str();
+    api_.component_id = "harness";
+    api_.log = [](void* ctx, int32_t level, const char* m, size_t n) {
+      auto* h = static_cast<FakeHost*>(ctx);
+      std::lock_guard<std::mutex> g(h->mu_);
+      h->logs.emplace_back(level, std::string(m, n));
+    };
+    api_.metric = [](void* ctx, int32_t kind, const char* name, const char* labels, double v) {
+      auto* h = static_cast<FakeHost*>(ctx);
+      std::lock_guard<std::mutex> g(h->mu_);
+      std::string k = std::string(name) + (labels && *labels ? "{" + std::string(labels) + "}" : "");
+      if (kind == EX_METRIC_COUNTER)
+        h->metrics[k] += v;
+      else
+        h->metrics[k] = v;
+    };
+    api_.partitions_assigned = [](void* ctx, const ex_partition* p, size_t n, ex_error*) {
+      auto* h = static_cast<FakeHost*>(ctx);
+      for (auto& x : sdk::partitions_from(p, n)) h->assigned.push_back(x);
+      return int32_t{EX_OK};
+    };
+    api_.partitions_revoked = [](void* ctx, const ex_partition* p, size_t n, ex_error*) {
+      auto* h = static_cast<FakeHost*>(ctx);
+      for (auto& x : sdk::partitions_from(p, n)) h->revoked.push_back(x);
+      return int32_t{EX_OK};
+    };
+  }
+  const ex_host_api* api() const { return &api_; }
+  double metric(const std::string& k) const {
+    std::lock_guard<std::mutex> g(mu_);
+    auto it = metrics.find(k);
+    return it == metrics.end() ? 0.0 : it->second;
+  }
+
+  std::vector<std::pair<int32_t, std::string>> logs;
+  std::map<std::string, double> metrics;
+  std::vector<sdk::Partition> assigned, revoked;
+
+ private:
+  std::string pipeline_;
+  ex_host_api api_{};
+  mutable std::mutex mu_;
+};
+
+// Fills schema defaults for keys the test did not give (the host does this too).
+class OwnedConfig {
+ public:
+  OwnedConfig(const ex_component& c, const Pairs& given) : kv_(given) {
+    for (size_t i = 0; i < c.field_count; ++i) {
+      const auto& f = c.fields[i];
+      bool present = false;
+      for (auto& [k, v] : given)
+        if (k == f.key || k.rfind(std::string(f.key) + ".", 0) == 0) present = true;
+      if (!present && f.default_value != nullptr && f.type != EX_CFG_LIST)
+        kv_.emplace_back(f.key, f.default_value);
+    }
+    for (auto& [k, v] : kv_) entries_.push_back({sdk::bytes(k), sdk::bytes(v)});
+    cfg_ = ex_config{sizeof(ex_config), entries_.data(), entries_.size()};
+  }
+  const ex_config* get() const { return &cfg_; }
+
+ private:
+  Pairs kv_;
+  std::vector<ex_config_entry> entries_;
+  ex_config cfg_{};
+};
+
+inline sdk::Status status_of(int32_t rc, const ex_error& e) {
+  return rc == EX_OK ? sdk::Status::ok()
+                     : sdk::Status::error(static_cast<ex_status>(rc), e.message, e.key);
+}
+inline ex_error new_error() {
+  ex_error e{};
+  e.struct_size = sizeof(e);
+  return e;
+}
+
+struct TransformOutput {
+  std::vector<OwnedRecord> records;
+  std::vector<size_t> kept;                             // input indices kept as-is
+  std::vector<std::pair<size_t, std::string>> rejected; // input index, reason
+};
+
+class TransformHarness {
+ public:
+  TransformHarness(const Library& lib, const std::string& name, const Pairs& config,
+                   FakeHost* host = nullptr)
+      : vt_(static_cast<const ex_transform_vtable*>(
+            lib.component(EX_KIND_TRANSFORM, name).vtable)),
+        host_(host ? host : &own_host_) {
+    OwnedConfig cfg(lib.component(EX_KIND_TRANSFORM, name), config);
+    ex_error e = new_error();
+    int32_t rc = vt_->create(host_->api(), cfg.get(), &self_, &e);
+    create_status_ = status_of(rc, e);
+    if (rc != EX_OK) self_ = nullptr;
+  }
+  ~TransformHarness() {
+    if (self_) vt_->destroy(self_);
+  }
+  const sdk::Status& create_status() const { return create_status_; }
+  bool ok() const { return self_ != nullptr; }
+  FakeHost& host() { return *host_; }
+
+  sdk::Status assign(const std::vector<sdk::Partition>& parts) { return parts_call(parts, vt_->assign); }
+  sdk::Status revoke(const std::vector<sdk::Partition>& parts) { return parts_call(parts, vt_->revoke); }
+
+  TransformOutput process(const std::vector<OwnedRecord>& in, sdk::Status* st = nullptr) {
+    BatchView view(in);
+    TransformOutput out;
+    struct Ctx {
+      const std::vector<OwnedRecord>* in;
+      TransformOutput* out;
+    } ctx{&in, &out};
+    ex_emitter em{sizeof(ex_emitter), &ctx,
+                  [](void* c, size_t i) {
+                    auto* x = static_cast<Ctx*>(c);
+                    x->out->kept.push_back(i);
+                    x->out->records.push_back((*x->in)[i]);
+                    return int32_t{EX_OK};
+                  },
+                  [](void* c, const ex_record* r) {
+                    static_cast<Ctx*>(c)->out->records.push_back(OwnedRecord::from(*r));
+                    return int32_t{EX_OK};
+                  },
+                  [](void* c, size_t i, const char* m, size_t n) {
+                    static_cast<Ctx*>(c)->out->rejected.emplace_back(i, std::string(m, n));
+                    return int32_t{EX_OK};
+                  }};
+    ex_error e = new_error();
+    int32_t rc = vt_->process(self_, view.get(), &em, &e);
+    if (st) *st = status_of(rc, e);
+    if (rc != EX_OK && !st) throw std::runtime_error("process failed: " + std::string(e.message));
+    return out;
+  }
+  sdk::Status prepare_commit() { return simple(vt_->prepare_commit); }
+  sdk::Status commit() { return simple(vt_->commit); }
+  sdk::Status abort() { return simple(vt_->abort); }
+  sdk::Status reconfigure(const Pairs& config) {
+    // Defaults are not re-filled here; pass the full config.
+    std::vector<ex_config_entry> entries;
+    for (auto& [k, v] : config) entries.push_back({sdk::bytes(k), sdk::bytes(v)});
+    ex_config c{sizeof(ex_config), entries.data(), entries.size()};
+    ex_error e = new_error();
+    return status_of(vt_->reconfigure ? vt_->reconfigure(self_, &c, &e) : EX_ERR_UNSUPPORTED, e);
+  }
+
+ private:
+  using PartsFn = int32_t (*)(void*, const ex_partition*, size_t, ex_error*);
+  sdk::Status parts_call(const std::vector<sdk::Partition>& parts, PartsFn fn) {
+    std::vector<ex_partition> abi;
+    for (auto& p : parts) abi.push_back(p.to_abi());
+    ex_error e = new_error();
+    return status_of(fn(self_, abi.data(), abi.size(), &e), e);
+  }
+  sdk::Status simple(int32_t (*fn)(void*, ex_error*)) {
+    ex_error e = new_error();
+    return status_of(fn(self_, &e), e);
+  }
+
+  const ex_transform_vtable* vt_;
+  FakeHost own_host_;
+  FakeHost* host_;
+  void* self_ = nullptr;
+  sdk::Status create_status_;
+};
+
+class SourceHarness {
+ public:
+  SourceHarness(const Library& lib, const std::string& name, const Pairs& config,
+                FakeHost* host = nullptr)
+      : vt_(static_cast<const ex_source_vtable*>(lib.component(EX_KIND_SOURCE, name).vtable)),
+        host_(host ? host : &own_host_) {
+    OwnedConfig cfg(lib.component(EX_KIND_SOURCE, name), config);
+    ex_error e = new_error();
+    int32_t rc = vt_->create(host_->api(), cfg.get(), &self_, &e);
+    create_status_ = status_of(rc, e);
+    if (rc != EX_OK) self_ = nullptr;
+  }
+  ~SourceHarness() {
+    if (self_) vt_->destroy(self_);
+  }
+  const sdk::Status& create_status() const { return create_status_; }
+  bool ok() const { return self_ != nullptr; }
+  FakeHost& host() { return *host_; }
+
+  sdk::Status open(const std::optional<sdk::Checkpoint>& resume = std::nullopt) {
+    ex_error e = new_error();
+    if (!resume) return status_of(vt_->open(self_, nullptr, &e), e);
+    ex_checkpoint cp{sizeof(cp), sdk::bytes(resume->format), sdk::bytes(resume->data)};
+    return status_of(vt_->open(self_, &cp, &e), e);
+  }
+  // One poll; `eoi` reports end of input.
+  std::vector<OwnedRecord> poll(int timeout_ms, bool* eoi = nullptr, sdk::Status* st = nullptr) {
+    ex_batch b{};
+    int32_t end = 0;
+    ex_error e = new_error();
+    int32_t rc = vt_->poll(self_, timeout_ms, &b, &end, &e);
+    if (st) *st = status_of(rc, e);
+    if (eoi) *eoi = end != 0;
+    std::vector<OwnedRecord> out;
+    sdk::Batch batch(&b);
+    for (size_t i = 0; i < batch.size(); ++i) out.push_back(OwnedRecord::from(batch[i]));
+    return out;
+  }
+  sdk::Checkpoint checkpoint() {
+    ex_checkpoint cp{};
+    ex_error e = new_error();
+    int32_t rc = vt_->checkpoint(self_, &cp, &e);
+    if (rc != EX_OK) throw std::runtime_error("checkpoint failed: " + std::string(e.message));
+    return sdk::Checkpoint::from(&cp);
+  }
+  sdk::Status commit(const sdk::Checkpoint& c) { return cp_call(c, vt_->commit); }
+  sdk::Status rewind(const sdk::Checkpoint& c) { return cp_call(c, vt_->rewind); }
+
+ private:
+  sdk::Status cp_call(const sdk::Checkpoint& c,
+                      int32_t (*fn)(void*, const ex_checkpoint*, ex_error*)) {
+    ex_checkpoint cp{sizeof(cp), sdk::bytes(c.format), sdk::bytes(c.data)};
+    ex_error e = new_error();
+    return status_of(fn(self_, &cp, &e), e);
+  }
+  const ex_source_vtable* vt_;
+  FakeHost own_host_;
+  FakeHost* host_;
+  void* self_ = nullptr;
+  sdk::Status create_status_;
+};
+
+class SinkHarness {
+ public:
+  SinkHarness(const Library& lib, const std::string& name, const Pairs& config,
+              FakeHost* host = nullptr)
+      : vt_(static_cast<const ex_sink_vtable*>(lib.component(EX_KIND_SINK, name).vtable)),
+        host_(host ? host : &own_host_) {
+    OwnedConfig cfg(lib.component(EX_KIND_SINK, name), config);
+    ex_error e = new_error();
+    int32_t rc = vt_->create(host_->api(), cfg.get(), &self_, &e);
+    create_status_ = status_of(rc, e);
+    if (rc != EX_OK) self_ = nullptr;
+  }
+  ~SinkHarness() {
+    if (self_) vt_->destroy(self_);
+  }
+  const sdk::Status& create_status() const { return create_status_; }
+  bool ok() const { return self_ != nullptr; }
+  FakeHost& host() { return *host_; }
+
+  sdk::Status open(std::optional<sdk::Checkpoint>* stored = nullptr) {
+    ex_checkpoint cp{};
+    int32_t has = 0;
+    ex_error e = new_error();
+    int32_t rc = vt_->open(self_, &cp, &has, &e);
+    if (stored) {
+      if (has)
+        *stored = sdk::Checkpoint::from(&cp);
+      else
+        stored->reset();
+    }
+    return status_of(rc, e);
+  }
+  // Returns the records the sink rejected synchronously.
+  std::vector<std::pair<size_t, std::string>> write(const std::vector<OwnedRecord>& in,
+                                                    sdk::Status* st = nullptr) {
+    BatchView view(in);
+    std::vector<std::pair<size_t, std::string>> rejected;
+    ex_record_errors errs{sizeof(errs), &rejected, [](void* c, size_t i, const char* m, size_t n) {
+                            static_cast<std::vector<std::pair<size_t, std::string>>*>(c)
+                                ->emplace_back(i, std::string(m, n));
+                            return int32_t{EX_OK};
+                          }};
+    ex_error e = new_error();
+    int32_t rc = vt_->write(self_, view.get(), &errs, &e);
+    if (st) *st = status_of(rc, e);
+    if (rc != EX_OK && !st) throw std::runtime_error("write failed: " + std::string(e.message));
+    return rejected;
+  }
+  sdk::Status prepare_commit() {
+    ex_error e = new_error();
+    return status_of(vt_->prepare_commit(self_, &e), e);
+  }
+  sdk::Status commit(const std::optional<sdk::Checkpoint>& positions, bool* stored = nullptr) {
+    ex_error e = new_error();
+    uint32_t flags = 0;
+    int32_t rc;
+    if (positions) {
+      ex_checkpoint cp{sizeof(cp), sdk::bytes(positions->format), sdk::bytes(positions->data)};
+      rc = vt_->commit(self_, &cp, &flags, &e);
+    } else {
+      rc = vt_->commit(self_, nullptr, &flags, &e);
+    }
+    if (stored) *stored = (flags & EX_SINK_STORED_POSITIONS) != 0;
+    return status_of(rc, e);
+  }
+  sdk::Status abort() {
+    ex_error e = new_error();
+    return status_of(vt_->abort(self_, &e), e);
+  }
+
+ private:
+  const ex_sink_vtable* vt_;
+  FakeHost own_host_;
+  FakeHost* host_;
+  void* self_ = nullptr;
+  sdk::Status create_status_;
+};
+
+}  // namespace exactly::testing
