@@ -1,5 +1,8 @@
 # exactly_add_plugin(<name> SOURCES ...) builds exactly_<name>.so: hidden visibility
 # (only the descriptor function is exported), no "lib" prefix, linked to the SDK.
+set(EXACTLY_PLUGIN_INSTALL_DIR "lib/exactly/plugins" CACHE STRING
+    "where `cmake --install` puts plugin libraries, relative to the install prefix")
+
 function(exactly_add_plugin name)
   cmake_parse_arguments(P "" "" "SOURCES" ${ARGN})
   add_library(exactly_plugin_${name} MODULE ${P_SOURCES})
@@ -10,9 +13,18 @@ function(exactly_add_plugin name)
     set_target_properties(exactly_plugin_${name} PROPERTIES
       LIBRARY_OUTPUT_DIRECTORY ${EXACTLY_PLUGIN_OUTPUT_DIR})
   endif()
-  if(TARGET exactly::sdk)
-    target_link_libraries(exactly_plugin_${name} PRIVATE exactly::sdk)
+  if(NOT TARGET exactly::sdk)
+    message(FATAL_ERROR "exactly_add_plugin(${name}): no exactly::sdk target; "
+                        "call find_package(exactly_sdk REQUIRED) first")
   endif()
+  target_link_libraries(exactly_plugin_${name} PRIVATE exactly::sdk)
+  # Static locals in inline/template code (the SDK adapters) would otherwise become
+  # STB_GNU_UNIQUE symbols, which make glibc refuse to ever unload the library.
+  target_compile_options(exactly_plugin_${name} PRIVATE -fno-gnu-unique)
   # Fail at link time, not at dlopen time, on a missing symbol.
   target_link_options(exactly_plugin_${name} PRIVATE -Wl,--no-undefined)
+  # `cmake --install` puts plugins where plugin.path usually points; out-of-tree
+  # plugins get the same rule.
+  install(TARGETS exactly_plugin_${name}
+          LIBRARY DESTINATION ${EXACTLY_PLUGIN_INSTALL_DIR} COMPONENT plugins)
 endfunction()

@@ -1,0 +1,25 @@
+#include "cli/commands.hpp"
+
+#include <cstdio>
+
+namespace exactly::cli {
+
+void print_usage() {
+  std::printf(
+      "exactly — exactly-once pipelines from plugins\n"
+      "\n"
+      "usage:\n"
+      "  exactly run PATH... [--log-level debug|info|warn|error] [--no-watch]\n"
+      "      run the pipelines in the YAML files / directories; stops on SIGINT/SIGTERM after\n"
+      "      committing the running round; prints a summary at the end\n"
+      "  exactly validate PATH...\n"
+      "      check files without running; exit 2 with file:line:col messages on error\n"
+      "  exactly plugins [--json] [--plugin-path DIR]...\n"
+      "      list components found on the plugin path with their config schema\n"
+      "  exactly --version | --help\n"
+      "\n"
+      "plugin path: plugin.path in the files, $EXACTLY_PLUGIN_PATH, <bin>/plugins,\n"
+      "<bin>/../lib/exactly/plugins\n");
+}
+
+}  // namespace exactly::cli

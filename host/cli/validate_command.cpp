@@ -1,0 +1,40 @@
+#include "cli/commands.hpp"
+#include "config/loader.hpp"
+
+#include <cstdio>
+
+namespace exactly::cli {
+
+int cmd_validate(const std::vector<std::string>& args) {
+  std::vector<std::string> paths;
+  for (auto& a : args) {
+    if (a == "--help" || a == "-h") {
+      print_usage();
+      return 0;
+    }
+    paths.push_back(a);
+  }
+  if (paths.empty()) {
+    std::fprintf(stderr, "exactly validate: give at least one file or directory\n");
+    return 2;
+  }
+  plugin::Registry registry;
+  auto r = config::load(paths, registry);
+  if (!r.ok()) {
+    for (auto& d : r.errors) std::fprintf(stderr, "%s\n", d.str().c_str());
+    std::fprintf(stderr, "%zu error(s); nothing would start\n", r.errors.size());
+    return 2;
+  }
+  for (auto& p : r.spec.pipelines) {
+    std::string chain = p.source.plugin;
+    for (auto& t : p.transforms) chain += " -> " + t.plugin;
+    chain += " -> " + p.sink.plugin;
+    std::printf("ok  %-24s %s  (%s, %s)\n", p.name.c_str(), chain.c_str(),
+                config::to_string(p.delivery), p.mark.str().c_str());
+  }
+  std::printf("%zu pipeline(s) in %zu file(s) are valid\n", r.spec.pipelines.size(),
+              r.spec.files.size());
+  return 0;
+}
+
+}  // namespace exactly::cli

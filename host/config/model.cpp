@@ -1,0 +1,48 @@
+#include "config/model.hpp"
+
+#include <fmt/format.h>
+
+namespace exactly::config {
+
+std::string Mark::str() const {
+  if (line <= 0) return file;
+  return fmt::format("{}:{}:{}", file, line, col);
+}
+
+Mark ComponentSpec::mark_of(const std::string& key) const {
+  auto it = key_marks.find(key);
+  if (it != key_marks.end()) return it->second;
+  // A map entry "rdkafka.x" is reported at its own mark if known, else the block.
+  return config_mark.line > 0 ? config_mark : mark;
+}
+
+std::string ComponentSpec::fingerprint() const {
+  std::string out = plugin + "\n" + label + "\n";
+  for (auto& [k, v] : values) out += k + "=" + v + "\n";
+  return out;
+}
+
+std::string PipelineSpec::fingerprint() const {
+  std::string out = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}\n", name, to_string(delivery),
+                                commit_interval_ms, commit_max_records,
+                                to_string(error_policy), backoff_initial_ms, backoff_max_ms,
+                                max_consecutive_aborts);
+  out += source.fingerprint();
+  for (auto& t : transforms) out += "T:" + t.fingerprint();
+  out += "S:" + sink.fingerprint();
+  if (dead_letter) out += "D:" + dead_letter->fingerprint();
+  return out;
+}
+
+const char* to_string(Delivery d) {
+  return d == Delivery::exactly_once ? "exactly_once" : "at_least_once";
+}
+const char* to_string(ErrorPolicy p) {
+  switch (p) {
+    case ErrorPolicy::stop: return "stop";
+    case ErrorPolicy::skip: return "skip";
+    default: return "dead-letter";
+  }
+}
+
+}  // namespace exactly::config

@@ -1,0 +1,140 @@
+#include "engine/components.hpp"
+
+#include <fmt/format.h>
+
+namespace exactly::engine {
+
+ex_error new_error() {
+  ex_error e{};
+  e.struct_size = sizeof(e);
+  return e;
+}
+
+Outcome Outcome::from(int32_t rc, const ex_error& e) {
+  if (rc == EX_OK) return {};
+  Outcome o{rc, e.message, e.key};
+  if (o.message.empty()) o.message = fmt::format("error code {}", rc);
+  return o;
+}
+
+AbiConfig::AbiConfig(const config::ComponentSpec& spec) {
+  for (auto& [k, v] : spec.values)
+    entries_.push_back({{reinterpret_cast<const uint8_t*>(k.data()), k.size()},
+                        {reinterpret_cast<const uint8_t*>(v.data()), v.size()}});
+  cfg_ = ex_config{sizeof(ex_config), entries_.data(), entries_.size()};
+}
+
+Component::Component(const config::ComponentSpec& spec, std::unique_ptr<HostBinding> binding)
+    : spec_(spec), library_(spec.library), binding_(std::move(binding)) {}
+
+std::string Component::describe_create_error(const Outcome& o) const {
+  config::Mark m = o.key.empty() ? spec_.mark : spec_.mark_of(o.key);
+  std::string key = o.key.empty() ? "" : fmt::format(" key '{}':", o.key);
+  return fmt::format("{}: error: {} ({}):{} {}", m.str(), spec_.where, spec_.plugin, key,
+                     o.message);
+}
+
+#define CALL(fn, ...)                                       \
+  do {                                                      \
+    if (vt().fn == nullptr) return Outcome{};               \
+    ex_error e = new_error();                               \
+    return Outcome::from(vt().fn(self_, ##__VA_ARGS__, &e), e); \
+  } while (0)
+
+#define CALL_REQUIRED(fn, ...)                                                            \
+  do {                                                                                    \
+    if (vt().fn == nullptr)                                                               \
+      return Outcome::make(EX_ERR_FATAL, fmt::format("{} does not implement " #fn, id())); \
+    ex_error e = new_error();                                                             \
+    return Outcome::from(vt().fn(self_, ##__VA_ARGS__, &e), e);                           \
+  } while (0)
+
+template <typename VT>
+Outcome create_with(const VT& vt, const config::ComponentSpec& spec, HostBinding* b,
+                    void** self) {
+  AbiConfig cfg(spec);
+  ex_error e = new_error();
+  int32_t rc = vt.create(&b->api, cfg.get(), self, &e);
+  if (rc != EX_OK) *self = nullptr;
+  return Outcome::from(rc, e);
+}
+
+Source::~Source() {
+  if (self_) vt().destroy(self_);
+}
+Outcome Source::create() { return create_with(vt(), spec_, binding_.get(), &self_); }
+Outcome Source::open(const ex_checkpoint* resume) { CALL_REQUIRED(open, resume); }
+Outcome Source::poll(int32_t timeout_ms, ex_batch* out, bool* eoi) {
+  int32_t end = 0;
+  ex_error e = new_error();
+  *out = ex_batch{sizeof(ex_batch), sizeof(ex_record), nullptr, 0};
+  if (vt().poll == nullptr) return Outcome::make(EX_ERR_FATAL, "source has no poll");
+  int32_t rc = vt().poll(self_, timeout_ms, out, &end, &e);
+  *eoi = end != 0;
+  if (out->record_size < sizeof(ex_record) && out->count > 0)
+    return Outcome::make(EX_ERR_FATAL, "source returned records smaller than ex_record");
+  return Outcome::from(rc, e);
+}
+Outcome Source::checkpoint(ex_checkpoint* out) {
+  *out = ex_checkpoint{sizeof(ex_checkpoint), {nullptr, 0}, {nullptr, 0}};
+  CALL_REQUIRED(checkpoint, out);
+}
+Outcome Source::commit(const ex_checkpoint* cp) { CALL(commit, cp); }
+Outcome Source::rewind(const ex_checkpoint* cp) { CALL_REQUIRED(rewind, cp); }
+Outcome Source::reconfigure(const config::ComponentSpec& spec) {
+  if (vt().reconfigure == nullptr) return Outcome::make(EX_ERR_UNSUPPORTED, "no reconfigure");
+  AbiConfig cfg(spec);
+  ex_error e = new_error();
+  return Outcome::from(vt().reconfigure(self_, cfg.get(), &e), e);
+}
+
+Transform::~Transform() {
+  if (self_) vt().destroy(self_);
+}
+Outcome Transform::create() { return create_with(vt(), spec_, binding_.get(), &self_); }
+Outcome Transform::assign(const std::vector<ex_partition>& p) { CALL(assign, p.data(), p.size()); }
+Outcome Transform::revoke(const std::vector<ex_partition>& p) { CALL(revoke, p.data(), p.size()); }
+Outcome Transform::process(const ex_batch* in, const ex_emitter* out) {
+  CALL_REQUIRED(process, in, out);
+}
+Outcome Transform::prepare_commit() { CALL(prepare_commit); }
+Outcome Transform::commit() { CALL(commit); }
+Outcome Transform::abort() { CALL(abort); }
+Outcome Transform::reconfigure(const config::ComponentSpec& spec) {
+  if (vt().reconfigure == nullptr) return Outcome::make(EX_ERR_UNSUPPORTED, "no reconfigure");
+  AbiConfig cfg(spec);
+  ex_error e = new_error();
+  Outcome o = Outcome::from(vt().reconfigure(self_, cfg.get(), &e), e);
+  if (o.ok()) spec_ = spec;
+  return o;
+}
+
+Sink::~Sink() {
+  if (self_) vt().destroy(self_);
+}
+Outcome Sink::create() { return create_with(vt(), spec_, binding_.get(), &self_); }
+Outcome Sink::open(ex_checkpoint* stored, bool* has_stored) {
+  int32_t has = 0;
+  *stored = ex_checkpoint{sizeof(ex_checkpoint), {nullptr, 0}, {nullptr, 0}};
+  ex_error e = new_error();
+  if (vt().open == nullptr) {
+    *has_stored = false;
+    return {};
+  }
+  int32_t rc = vt().open(self_, stored, &has, &e);
+  *has_stored = has != 0;
+  return Outcome::from(rc, e);
+}
+Outcome Sink::assign(const std::vector<ex_partition>& p) { CALL(assign, p.data(), p.size()); }
+Outcome Sink::revoke(const std::vector<ex_partition>& p) { CALL(revoke, p.data(), p.size()); }
+Outcome Sink::write(const ex_batch* in, const ex_record_errors* errors) {
+  CALL_REQUIRED(write, in, errors);
+}
+Outcome Sink::prepare_commit() { CALL(prepare_commit); }
+Outcome Sink::commit(const ex_checkpoint* positions, uint32_t* flags) {
+  *flags = 0;
+  CALL_REQUIRED(commit, positions, flags);
+}
+Outcome Sink::abort() { CALL(abort); }
+
+}  // namespace exactly::engine

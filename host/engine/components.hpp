@@ -1,0 +1,113 @@
+#pragma once
+// Live plugin objects. Each holds a shared_ptr to its library, so the .so stays
+// mapped until the object is destroyed (Boost.DLL's first rule), and owns the
+// ex_host_api it handed to the plugin (the plugin may keep that pointer).
+#include <exactly/plugin_abi.h>
+
+#include "config/model.hpp"
+#include "plugin/loader.hpp"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace exactly::engine {
+
+// Result of a call across the ABI.
+struct Outcome {
+  int32_t code = EX_OK;
+  std::string message;
+  std::string key;
+  bool ok() const { return code == EX_OK; }
+  static Outcome from(int32_t rc, const ex_error& e);
+  static Outcome make(int32_t code, std::string msg) { return Outcome{code, std::move(msg), {}}; }
+};
+
+ex_error new_error();
+
+// The config as the plugin sees it: entries pointing into the spec's strings.
+class AbiConfig {
+ public:
+  explicit AbiConfig(const config::ComponentSpec& spec);
+  const ex_config* get() const { return &cfg_; }
+
+ private:
+  std::vector<ex_config_entry> entries_;
+  ex_config cfg_{};
+};
+
+struct HostBinding {
+  ex_host_api api{};
+  std::string pipeline;
+  std::string component_id;
+};
+
+class Component {
+ public:
+  Component(const config::ComponentSpec& spec, std::unique_ptr<HostBinding> binding);
+  virtual ~Component() = default;
+  Component(const Component&) = delete;
+  Component& operator=(const Component&) = delete;
+  const config::ComponentSpec& spec() const { return spec_; }
+  const std::string& id() const { return binding_->component_id; }
+  // A create() failure rendered with the file:line:col of the offending key.
+  std::string describe_create_error(const Outcome& o) const;
+
+ protected:
+  config::ComponentSpec spec_;
+  std::shared_ptr<plugin::Library> library_;  // declared before self_: destroyed after it
+  std::unique_ptr<HostBinding> binding_;
+  void* self_ = nullptr;
+};
+
+class Source : public Component {
+ public:
+  using Component::Component;
+  ~Source() override;
+  Outcome create();
+  Outcome open(const ex_checkpoint* resume);
+  Outcome poll(int32_t timeout_ms, ex_batch* out, bool* eoi);
+  Outcome checkpoint(ex_checkpoint* out);
+  Outcome commit(const ex_checkpoint* cp);
+  Outcome rewind(const ex_checkpoint* cp);
+  Outcome reconfigure(const config::ComponentSpec& spec);
+
+ private:
+  const ex_source_vtable& vt() const { return spec_.component->source; }
+};
+
+class Transform : public Component {
+ public:
+  using Component::Component;
+  ~Transform() override;
+  Outcome create();
+  Outcome assign(const std::vector<ex_partition>& p);
+  Outcome revoke(const std::vector<ex_partition>& p);
+  Outcome process(const ex_batch* in, const ex_emitter* out);
+  Outcome prepare_commit();
+  Outcome commit();
+  Outcome abort();
+  Outcome reconfigure(const config::ComponentSpec& spec);
+
+ private:
+  const ex_transform_vtable& vt() const { return spec_.component->transform; }
+};
+
+class Sink : public Component {
+ public:
+  using Component::Component;
+  ~Sink() override;
+  Outcome create();
+  Outcome open(ex_checkpoint* stored, bool* has_stored);
+  Outcome assign(const std::vector<ex_partition>& p);
+  Outcome revoke(const std::vector<ex_partition>& p);
+  Outcome write(const ex_batch* in, const ex_record_errors* errors);
+  Outcome prepare_commit();
+  Outcome commit(const ex_checkpoint* positions, uint32_t* flags);
+  Outcome abort();
+
+ private:
+  const ex_sink_vtable& vt() const { return spec_.component->sink; }
+};
+
+}  // namespace exactly::engine

@@ -1,0 +1,659 @@
+#include "engine/pipeline.hpp"
+
+#include "util/log.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace exactly::engine {
+namespace {
+using Clock = std::chrono::steady_clock;
+
+std::string sv(ex_bytes b) {
+  return b.ptr ? std::string(reinterpret_cast<const char*>(b.ptr), b.len) : std::string();
+}
+ex_bytes bv(const std::string& s) {
+  return ex_bytes{reinterpret_cast<const uint8_t*>(s.data()), s.size()};
+}
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+}  // namespace
+
+const char* to_string(State s) {
+  switch (s) {
+    case State::starting: return "starting";
+    case State::running: return "running";
+    case State::finished: return "finished";
+    case State::stopped: return "stopped";
+    default: return "failed";
+  }
+}
+
+// One build of the pipeline's plugin objects. Torn down source first, so nothing
+// the source does while closing (a consumer's final revocation) reaches stages
+// that are already gone.
+struct Pipeline::Instance {
+  std::unique_ptr<Sink> sink;
+  std::unique_ptr<Sink> dlq;
+  std::vector<std::unique_ptr<Transform>> transforms;
+  std::unique_ptr<Source> source;
+
+  bool has_last = false;  // last committed positions (what an abort rewinds to)
+  std::string last_format, last_data;
+  uint64_t round_records = 0;
+  int64_t consecutive_aborts = 0;
+  Clock::time_point round_start = Clock::now();
+
+  Arena arena;
+  std::vector<ex_record> dlq_pending;
+  std::optional<std::string> policy_stop;
+  std::optional<Outcome> callback_failure;
+
+  ex_checkpoint last() const {
+    return ex_checkpoint{sizeof(ex_checkpoint), bv(last_format), bv(last_data)};
+  }
+  void teardown() {
+    source.reset();
+    transforms.clear();
+    dlq.reset();
+    sink.reset();
+  }
+};
+
+Pipeline::Pipeline(config::PipelineSpec spec) : spec_(std::move(spec)) {
+  auto& m = metrics::global();
+  m.describe("records_in_total", metrics::Type::counter, "Records read from the source");
+  m.describe("records_out_total", metrics::Type::counter, "Records handed to the sink");
+  m.describe("records_rejected_total", metrics::Type::counter,
+             "Records rejected by a stage, by stage and error policy outcome");
+  m.describe("commits_total", metrics::Type::counter, "Rounds committed");
+  m.describe("aborts_total", metrics::Type::counter, "Rounds aborted and rewound");
+  m.describe("restarts_total", metrics::Type::counter, "Pipeline instances rebuilt after a fatal error");
+  m.describe("commit_latency_seconds", metrics::Type::histogram, "Time to commit a round");
+  m.describe("batch_latency_seconds", metrics::Type::histogram,
+             "Time to run one batch through transforms and sink");
+  m.describe("pipeline_up", metrics::Type::gauge, "1 while the pipeline runs");
+}
+
+Pipeline::~Pipeline() {
+  request_stop();
+  join();
+}
+
+void Pipeline::start() {
+  started_ = Clock::now();
+  state_ = State::running;
+  thread_ = std::thread([this] { thread_main(); });
+}
+
+void Pipeline::request_stop() {
+  stop_ = true;
+  cv_.notify_all();
+}
+
+void Pipeline::join() {
+  if (thread_.joinable()) thread_.join();
+}
+
+bool Pipeline::done() const {
+  State s = state_.load();
+  return s == State::finished || s == State::stopped || s == State::failed;
+}
+
+std::string Pipeline::error() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return error_;
+}
+
+double Pipeline::elapsed_seconds() const {
+  int64_t ms = elapsed_ms_.load();
+  if (ms >= 0) return ms / 1000.0;
+  return seconds_since(started_);
+}
+
+metrics::Registry::Labels Pipeline::labels(const std::string& stage) const {
+  metrics::Registry::Labels l{{"pipeline", spec_.name}};
+  if (!stage.empty()) l.emplace_back("stage", stage);
+  return l;
+}
+
+void Pipeline::fail(const std::string& msg) {
+  std::lock_guard<std::mutex> g(mu_);
+  error_ = msg;
+}
+
+bool Pipeline::sleep_interruptible(std::chrono::milliseconds d) {
+  std::unique_lock<std::mutex> lk(mu_);
+  return !cv_.wait_for(lk, d, [this] { return stop_.load(); });
+}
+
+std::string Pipeline::origin(const ex_record& r) const {
+  auto it = partitions_.find(r.partition);
+  std::string part = it != partitions_.end() ? it->second.name : fmt::format("partition {}", r.partition);
+  return fmt::format("{}@{}", part, r.offset);
+}
+
+// ---------------------------------------------------------------- host callbacks
+
+namespace {
+struct CallbackCtx {
+  Pipeline* pipeline;
+  HostBinding* binding;
+};
+}  // namespace
+
+std::unique_ptr<HostBinding> Pipeline::binding(const std::string& component_id) {
+  auto b = std::make_unique<HostBinding>();
+  b->pipeline = spec_.name;
+  b->component_id = component_id;
+  b->api.struct_size = sizeof(ex_host_api);
+  b->api.ctx = this;
+  b->api.pipeline_name = b->pipeline.c_str();
+  b->api.component_id = b->component_id.c_str();
+  b->api.log = &Pipeline::cb_log;
+  b->api.metric = &Pipeline::cb_metric;
+  b->api.partitions_assigned = &Pipeline::cb_assigned;
+  b->api.partitions_revoked = &Pipeline::cb_revoked;
+  return b;
+}
+
+void Pipeline::cb_log(void* ctx, int32_t level, const char* msg, size_t len) {
+  auto* p = static_cast<Pipeline*>(ctx);
+  std::string scope = "pipeline:" + p->spec_.name;
+  log::write(static_cast<log::Level>(std::clamp(level, 0, 3)), scope, std::string_view(msg, len));
+}
+
+void Pipeline::cb_metric(void* ctx, int32_t kind, const char* name, const char* labels, double v) {
+  auto* p = static_cast<Pipeline*>(ctx);
+  if (name == nullptr) return;
+  auto l = p->labels();
+  for (auto& kv : metrics::Registry::parse_labels(labels ? labels : "")) l.push_back(kv);
+  if (kind == EX_METRIC_COUNTER)
+    metrics::global().add(name, l, v);
+  else
+    metrics::global().set(name, l, v);
+}
+
+int32_t Pipeline::cb_assigned(void* ctx, const ex_partition* parts, size_t n, ex_error* err) {
+  auto* p = static_cast<Pipeline*>(ctx);
+  Instance* in = p->current_;
+  if (in == nullptr) return EX_OK;
+  std::vector<ex_partition> copy(parts, parts + n);
+  for (auto& x : copy) {
+    p->partitions_[x.id] = PartitionInfo{sv(x.name), sv(x.topic), x.number, x.start_offset};
+    log::info("pipeline:" + p->spec_.name, "assigned {} (resume at offset {})", sv(x.name),
+              x.start_offset);
+  }
+  auto report = [&](const Outcome& o, const std::string& who) {
+    std::string msg = fmt::format("{} refused the assignment: {}", who, o.message);
+    in->callback_failure = Outcome{o.code, msg, o.key};
+    if (err) {
+      err->code = o.code;
+      std::snprintf(err->message, sizeof(err->message), "%s", msg.c_str());
+    }
+    return o.code;
+  };
+  for (auto& t : in->transforms) {
+    Outcome o = t->assign(copy);
+    if (!o.ok()) return report(o, t->id());
+  }
+  if (in->sink) {
+    Outcome o = in->sink->assign(copy);
+    if (!o.ok()) return report(o, in->sink->id());
+  }
+  return EX_OK;
+}
+
+int32_t Pipeline::cb_revoked(void* ctx, const ex_partition* parts, size_t n, ex_error* err) {
+  auto* p = static_cast<Pipeline*>(ctx);
+  Instance* in = p->current_;
+  if (in == nullptr) return EX_OK;
+  std::string scope = "pipeline:" + p->spec_.name;
+  // Commit what was read so far before the partitions go: the next owner resumes
+  // exactly where this round ends.
+  if (in->round_records > 0) {
+    Outcome o = p->commit_round(*in);
+    if (!o.ok()) {
+      log::warn(scope, "commit before revocation failed ({}); the next owner replays the round",
+                o.message);
+      p->abort_round(*in, o.message);
+    }
+  }
+  std::vector<ex_partition> copy(parts, parts + n);
+  for (auto& t : in->transforms) {
+    Outcome o = t->revoke(copy);
+    if (!o.ok()) {
+      in->callback_failure = o;
+      if (err) err->code = o.code;
+    }
+  }
+  if (in->sink) in->sink->revoke(copy);
+  for (auto& x : copy) {
+    log::info(scope, "revoked {}", sv(x.name));
+    p->partitions_.erase(x.id);
+  }
+  return EX_OK;
+}
+
+// ---------------------------------------------------------------- record path
+
+bool Pipeline::handle_reject(Instance& in, const std::string& stage, const ex_record& r,
+                             const std::string& reason) {
+  std::string where = origin(r);
+  stats_.rejected++;
+  std::string scope = "pipeline:" + spec_.name;
+  switch (spec_.error_policy) {
+    case config::ErrorPolicy::stop:
+      if (!in.policy_stop)
+        in.policy_stop = fmt::format("record at {} rejected by {}: {} (errors.policy: stop)", where,
+                                     stage, reason);
+      metrics::global().add("records_rejected_total", {{"pipeline", spec_.name}, {"stage", stage}, {"outcome", "stop"}}, 1);
+      return false;
+    case config::ErrorPolicy::skip: {
+      uint64_t n = ++stats_.skipped;
+      if (n <= 10 || n % 1000 == 0)
+        log::warn(scope, "skipped record at {} rejected by {}: {} ({} skipped so far)", where, stage,
+                  reason, n);
+      metrics::global().add("records_rejected_total", {{"pipeline", spec_.name}, {"stage", stage}, {"outcome", "skipped"}}, 1);
+      return true;
+    }
+    case config::ErrorPolicy::dead_letter: {
+      std::string names[4] = {"exactly.error", "exactly.stage", "exactly.origin", "exactly.pipeline"};
+      std::string values[4] = {reason, stage, where, spec_.name};
+      std::vector<ex_header> extra;
+      for (int i = 0; i < 4; ++i) extra.push_back({bv(names[i]), bv(values[i])});
+      in.dlq_pending.push_back(in.arena.copy(r, extra));  // copies the strings too
+      stats_.dead_lettered++;
+      metrics::global().add("records_rejected_total", {{"pipeline", spec_.name}, {"stage", stage}, {"outcome", "dead_letter"}}, 1);
+      return true;
+    }
+  }
+  return false;
+}
+
+namespace {
+struct EmitCtx {
+  Pipeline* pipeline;
+  const ex_batch* in;
+  std::vector<ex_record>* out;
+  Arena* arena;
+  std::function<void(size_t, std::string)> reject;
+  size_t rejected = 0;
+};
+const ex_record& at(const ex_batch* b, size_t i) {
+  return *reinterpret_cast<const ex_record*>(reinterpret_cast<const char*>(b->records) +
+                                             i * b->record_size);
+}
+}  // namespace
+
+Outcome Pipeline::process_batch(Instance& in, const ex_batch* batch) {
+  auto t0 = Clock::now();
+  in.arena.reset();
+  in.dlq_pending.clear();
+  stats_.records_in += batch->count;
+  metrics::global().add("records_in_total", labels(), static_cast<double>(batch->count));
+
+  std::vector<ex_record> bufs[2];
+  ex_batch views[2];
+  const ex_batch* cur = batch;
+  for (size_t i = 0; i < in.transforms.size(); ++i) {
+    auto& t = in.transforms[i];
+    auto& out = bufs[i % 2];
+    out.clear();
+    out.reserve(cur->count);
+    EmitCtx ctx{this, cur, &out, &in.arena, {}, 0};
+    std::string stage = t->id();
+    ctx.reject = [&](size_t idx, std::string reason) {
+      if (idx < cur->count) handle_reject(in, stage, at(cur, idx), reason);
+    };
+    ex_emitter em{sizeof(ex_emitter), &ctx,
+                  [](void* c, size_t idx) -> int32_t {
+                    auto* x = static_cast<EmitCtx*>(c);
+                    if (idx >= x->in->count) return EX_ERR_FATAL;
+                    x->out->push_back(at(x->in, idx));
+                    return EX_OK;
+                  },
+                  [](void* c, const ex_record* r) -> int32_t {
+                    auto* x = static_cast<EmitCtx*>(c);
+                    x->out->push_back(x->arena->copy(*r));
+                    return EX_OK;
+                  },
+                  [](void* c, size_t idx, const char* m, size_t n) -> int32_t {
+                    auto* x = static_cast<EmitCtx*>(c);
+                    x->reject(idx, std::string(m, n));
+                    return EX_OK;
+                  }};
+    Outcome o = t->process(cur, &em);
+    if (!o.ok()) {
+      o.message = fmt::format("{}: {}", stage, o.message);
+      return o;
+    }
+    if (in.policy_stop) return Outcome::make(EX_ERR_CONFIG, *in.policy_stop);
+    views[i % 2] = ex_batch{sizeof(ex_batch), sizeof(ex_record), out.data(), out.size()};
+    cur = &views[i % 2];
+  }
+
+  size_t sink_rejects = 0;
+  struct SinkCtx {
+    Pipeline* p;
+    Instance* in;
+    const ex_batch* batch;
+    std::string stage;
+    size_t* count;
+  } sctx{this, &in, cur, in.sink->id(), &sink_rejects};
+  ex_record_errors errs{sizeof(ex_record_errors), &sctx,
+                        [](void* c, size_t idx, const char* m, size_t n) -> int32_t {
+                          auto* x = static_cast<SinkCtx*>(c);
+                          if (idx >= x->batch->count) return EX_ERR_FATAL;
+                          ++*x->count;
+                          x->p->handle_reject(*x->in, x->stage, at(x->batch, idx), std::string(m, n));
+                          return EX_OK;
+                        }};
+  if (cur->count > 0) {
+    Outcome o = in.sink->write(cur, &errs);
+    if (!o.ok()) {
+      o.message = fmt::format("{}: {}", in.sink->id(), o.message);
+      return o;
+    }
+  }
+  if (in.policy_stop) return Outcome::make(EX_ERR_CONFIG, *in.policy_stop);
+  if (!in.dlq_pending.empty()) {
+    ex_batch d{sizeof(ex_batch), sizeof(ex_record), in.dlq_pending.data(), in.dlq_pending.size()};
+    size_t dlq_rejects = 0;
+    struct DlqCtx {
+      size_t* n;
+    } dctx{&dlq_rejects};
+    ex_record_errors derrs{sizeof(ex_record_errors), &dctx,
+                           [](void* c, size_t, const char*, size_t) -> int32_t {
+                             ++*static_cast<DlqCtx*>(c)->n;
+                             return EX_OK;
+                           }};
+    Outcome o = in.dlq->write(&d, &derrs);
+    if (!o.ok()) {
+      o.message = fmt::format("dead-letter sink: {}", o.message);
+      return o;
+    }
+    // A record the dead-letter sink refuses has nowhere left to go: stop, never drop.
+    if (dlq_rejects > 0)
+      return Outcome::make(EX_ERR_CONFIG, fmt::format("the dead-letter sink rejected {} record(s); "
+                                                      "stopping rather than losing them",
+                                                      dlq_rejects));
+  }
+  uint64_t out = cur->count - sink_rejects;
+  stats_.records_out += out;
+  metrics::global().add("records_out_total", labels(), static_cast<double>(out));
+  metrics::global().observe("batch_latency_seconds", labels(), seconds_since(t0));
+  return {};
+}
+
+// ---------------------------------------------------------------- commit protocol
+
+Outcome Pipeline::commit_round(Instance& in) {
+  auto t0 = Clock::now();
+  ex_checkpoint cp{};
+  Outcome o = in.source->checkpoint(&cp);
+  if (!o.ok()) return o;
+  std::string fmt_s = sv(cp.format), data_s = sv(cp.data);
+  ex_checkpoint positions{sizeof(ex_checkpoint), bv(fmt_s), bv(data_s)};
+
+  // 1. every stateful stage makes the round durable
+  for (auto& t : in.transforms) {
+    o = t->prepare_commit();
+    if (!o.ok()) return Outcome{o.code, t->id() + " prepare_commit: " + o.message, o.key};
+  }
+  o = in.sink->prepare_commit();
+  if (!o.ok()) return Outcome{o.code, in.sink->id() + " prepare_commit: " + o.message, o.key};
+  // Dead letters are flushed before the main commit: never lost, at worst repeated.
+  if (in.dlq) {
+    uint32_t f = 0;
+    o = in.dlq->prepare_commit();
+    if (o.ok()) o = in.dlq->commit(nullptr, &f);
+    if (!o.ok()) return Outcome{o.code, "dead-letter sink: " + o.message, o.key};
+  }
+  // 2. the sink commits output and, when it can, the positions with it
+  uint32_t flags = 0;
+  o = in.sink->commit(&positions, &flags);
+  if (!o.ok()) return Outcome{o.code, in.sink->id() + " commit: " + o.message, o.key};
+  if ((flags & EX_SINK_STORED_POSITIONS) == 0) {
+    if (spec_.delivery == config::Delivery::exactly_once)
+      return Outcome::make(
+          EX_ERR_CONFIG,
+          fmt::format("{}: delivery is exactly_once but sink '{}' cannot store the source's "
+                      "positions ({}) atomically with its output; use delivery: at_least_once "
+                      "or a sink/source pair that supports it",
+                      spec_.mark.str(), spec_.sink.plugin, fmt_s.empty() ? "none" : fmt_s));
+    o = in.source->commit(&positions);
+    if (!o.ok())
+      log::warn("pipeline:" + spec_.name,
+                "source could not commit its positions ({}); they are committed with the next round",
+                o.message);
+  }
+  for (auto& t : in.transforms) {
+    Outcome c = t->commit();
+    if (!c.ok()) log::warn("pipeline:" + spec_.name, "{} commit: {}", t->id(), c.message);
+  }
+  in.has_last = true;
+  in.last_format = fmt_s;
+  in.last_data = data_s;
+  in.round_records = 0;
+  in.consecutive_aborts = 0;
+  stats_.commits++;
+  metrics::global().add("commits_total", labels(), 1);
+  metrics::global().observe("commit_latency_seconds", labels(), seconds_since(t0));
+  return {};
+}
+
+void Pipeline::abort_round(Instance& in, const std::string& why) {
+  std::string scope = "pipeline:" + spec_.name;
+  log::warn(scope, "aborting round of {} records: {}", in.round_records, why);
+  if (in.sink) in.sink->abort();
+  if (in.dlq) in.dlq->abort();
+  for (auto& t : in.transforms) t->abort();
+  if (in.source) {
+    ex_checkpoint last = in.last();
+    Outcome o = in.source->rewind(&last);
+    if (!o.ok()) {
+      in.callback_failure = Outcome{EX_ERR_FATAL, "rewind failed: " + o.message, {}};
+    }
+  }
+  in.round_records = 0;
+  in.consecutive_aborts++;
+  stats_.aborts++;
+  metrics::global().add("aborts_total", labels(), 1);
+}
+
+// ---------------------------------------------------------------- lifecycle
+
+Pipeline::RunResult Pipeline::run_instance() {
+  std::string scope = "pipeline:" + spec_.name;
+  Instance in;
+  partitions_.clear();
+  auto classify = [&](const Outcome& o) {
+    return o.code == EX_ERR_CONFIG ? RunResult::failed_permanent : RunResult::failed_retry;
+  };
+  auto cleanup = [&](RunResult r) {
+    current_ = nullptr;
+    in.teardown();
+    return r;
+  };
+
+  // Build: sink first so it can recover and tell where the source resumes.
+  in.sink = std::make_unique<Sink>(spec_.sink, binding("sink/" + spec_.sink.plugin));
+  Outcome o = in.sink->create();
+  if (!o.ok()) {
+    fail(in.sink->describe_create_error(o));
+    return cleanup(classify(o));
+  }
+  if (spec_.dead_letter) {
+    in.dlq = std::make_unique<Sink>(*spec_.dead_letter,
+                                    binding("errors.dead-letter/" + spec_.dead_letter->plugin));
+    o = in.dlq->create();
+    if (!o.ok()) {
+      fail(in.dlq->describe_create_error(o));
+      return cleanup(classify(o));
+    }
+  }
+  for (size_t i = 0; i < spec_.transforms.size(); ++i) {
+    auto& ts = spec_.transforms[i];
+    std::string id = ts.label.empty() ? fmt::format("transforms[{}]/{}", i, ts.plugin)
+                                      : fmt::format("transforms[{}]/{}", i, ts.label);
+    auto t = std::make_unique<Transform>(ts, binding(id));
+    o = t->create();
+    if (!o.ok()) {
+      fail(t->describe_create_error(o));
+      return cleanup(classify(o));
+    }
+    in.transforms.push_back(std::move(t));
+  }
+  in.source = std::make_unique<Source>(spec_.source, binding("source/" + spec_.source.plugin));
+  o = in.source->create();
+  if (!o.ok()) {
+    fail(in.source->describe_create_error(o));
+    return cleanup(classify(o));
+  }
+  current_ = &in;
+
+  ex_checkpoint stored{};
+  bool has_stored = false;
+  o = in.sink->open(&stored, &has_stored);
+  if (o.ok() && in.dlq) {
+    ex_checkpoint ignored{};
+    bool h = false;
+    o = in.dlq->open(&ignored, &h);
+  }
+  if (!o.ok()) {
+    fail(fmt::format("sink open: {}", o.message));
+    return cleanup(classify(o));
+  }
+  if (has_stored) {
+    in.has_last = true;
+    in.last_format = sv(stored.format);
+    in.last_data = sv(stored.data);
+    ex_checkpoint resume = in.last();
+    log::info(scope, "resuming from positions stored by the sink ({})", in.last_format);
+    o = in.source->open(&resume);
+  } else {
+    o = in.source->open(nullptr);
+  }
+  if (!o.ok()) {
+    fail(fmt::format("source open: {}", o.message));
+    return cleanup(classify(o));
+  }
+  if (!has_stored) {
+    ex_checkpoint cp{};
+    o = in.source->checkpoint(&cp);
+    if (!o.ok()) {
+      fail(fmt::format("source checkpoint: {}", o.message));
+      return cleanup(classify(o));
+    }
+    in.has_last = true;
+    in.last_format = sv(cp.format);
+    in.last_data = sv(cp.data);
+  }
+  metrics::global().set("pipeline_up", labels(), 1);
+  log::info(scope, "running ({} -> {} transform(s) -> {}, delivery {})", spec_.source.plugin,
+            spec_.transforms.size(), spec_.sink.plugin, config::to_string(spec_.delivery));
+
+  auto interval = std::chrono::milliseconds(spec_.commit_interval_ms);
+  int retriable_polls = 0;
+  for (;;) {
+    in.round_start = Clock::now();
+    bool eoi = false;
+    Outcome err;
+    while (!stop_ && in.round_records < static_cast<uint64_t>(spec_.commit_max_records)) {
+      auto elapsed = Clock::now() - in.round_start;
+      if (elapsed >= interval) break;
+      auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(interval - elapsed);
+      int32_t timeout = static_cast<int32_t>(std::clamp<int64_t>(remaining.count(), 1, 100));
+      ex_batch b{};
+      o = in.source->poll(timeout, &b, &eoi);
+      if (in.callback_failure) {
+        o = *in.callback_failure;
+        in.callback_failure.reset();
+      }
+      if (!o.ok()) {
+        if (o.code == EX_ERR_RETRIABLE) {
+          if (++retriable_polls % 50 == 1) log::warn(scope, "source: {} (retrying)", o.message);
+          sleep_interruptible(std::chrono::milliseconds(100));
+          continue;
+        }
+        err = Outcome{o.code, "source: " + o.message, o.key};
+        break;
+      }
+      retriable_polls = 0;
+      if (b.count > 0) {
+        in.round_records += b.count;
+        o = process_batch(in, &b);
+        if (!o.ok()) {
+          err = o;
+          break;
+        }
+      }
+      if (eoi) break;
+    }
+    if (err.ok() && (in.round_records > 0 || eoi)) err = commit_round(in);
+    if (!err.ok()) {
+      abort_round(in, err.message);
+      if (err.code == EX_ERR_CONFIG) {
+        fail(err.message);
+        log::error(scope, "stopped: {}", err.message);
+        return cleanup(RunResult::failed_permanent);
+      }
+      if (err.code != EX_ERR_RETRIABLE && err.code != EX_ERR_ABORTABLE) {
+        fail(err.message);
+        log::error(scope, "fatal: {}", err.message);
+        return cleanup(RunResult::failed_retry);
+      }
+      if (in.consecutive_aborts > spec_.max_consecutive_aborts) {
+        fail(fmt::format("{} rounds aborted in a row; last: {}", in.consecutive_aborts, err.message));
+        return cleanup(RunResult::failed_retry);
+      }
+      sleep_interruptible(std::chrono::milliseconds(
+          std::min<int64_t>(5000, 50LL << std::min<int64_t>(in.consecutive_aborts, 6))));
+      continue;
+    }
+    if (eoi) {
+      log::info(scope, "end of input");
+      return cleanup(RunResult::finished);
+    }
+    if (stop_) return cleanup(RunResult::stopped);
+  }
+}
+
+void Pipeline::thread_main() {
+  std::string scope = "pipeline:" + spec_.name;
+  auto backoff = std::chrono::milliseconds(spec_.backoff_initial_ms);
+  for (;;) {
+    uint64_t commits_before = stats_.commits.load();
+    RunResult r = run_instance();
+    metrics::global().set("pipeline_up", labels(), 0);
+    if (r == RunResult::finished) {
+      state_ = State::finished;
+      break;
+    }
+    if (r == RunResult::stopped || stop_) {
+      state_ = r == RunResult::failed_permanent ? State::failed : State::stopped;
+      break;
+    }
+    if (r == RunResult::failed_permanent) {
+      state_ = State::failed;
+      break;
+    }
+    // An instance that made progress earns a fresh backoff.
+    if (stats_.commits.load() > commits_before) backoff = std::chrono::milliseconds(spec_.backoff_initial_ms);
+    stats_.restarts++;
+    metrics::global().add("restarts_total", labels(), 1);
+    log::warn(scope, "restarting in {} ms after: {}", backoff.count(), error());
+    if (!sleep_interruptible(backoff)) {
+      state_ = State::stopped;
+      break;
+    }
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(spec_.backoff_max_ms));
+  }
+  elapsed_ms_ = static_cast<int64_t>(seconds_since(started_) * 1000);
+  cv_.notify_all();
+}
+
+}  // namespace exactly::engine

@@ -1,0 +1,100 @@
+#pragma once
+// One pipeline: a thread that builds the plugin instances, runs rounds with the
+// commit protocol, applies the error policy, and rebuilds the instance with
+// exponential backoff after a fatal error. See docs/architecture.md.
+#include "config/model.hpp"
+#include "engine/arena.hpp"
+#include "engine/components.hpp"
+#include "metrics/registry.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace exactly::engine {
+
+enum class State { starting, running, finished, stopped, failed };
+const char* to_string(State s);
+
+struct Stats {
+  std::atomic<uint64_t> records_in{0};
+  std::atomic<uint64_t> records_out{0};
+  std::atomic<uint64_t> rejected{0};
+  std::atomic<uint64_t> skipped{0};
+  std::atomic<uint64_t> dead_lettered{0};
+  std::atomic<uint64_t> commits{0};
+  std::atomic<uint64_t> aborts{0};
+  std::atomic<uint64_t> restarts{0};
+};
+
+class Pipeline {
+ public:
+  explicit Pipeline(config::PipelineSpec spec);
+  ~Pipeline();
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+
+  void start();
+  // Finish the running round, commit it, stop. Non-blocking; join() waits.
+  void request_stop();
+  void join();
+  bool done() const;
+
+  State state() const { return state_.load(); }
+  std::string error() const;
+  const Stats& stats() const { return stats_; }
+  const config::PipelineSpec& spec() const { return spec_; }
+  double elapsed_seconds() const;
+
+ private:
+  enum class RunResult { finished, stopped, failed_permanent, failed_retry };
+  struct Instance;
+
+  void thread_main();
+  RunResult run_instance();
+  // Returns false on a policy stop (the pipeline fails permanently).
+  bool handle_reject(Instance& in, const std::string& stage, const ex_record& r,
+                     const std::string& reason);
+  Outcome process_batch(Instance& in, const ex_batch* batch);
+  Outcome commit_round(Instance& in);
+  void abort_round(Instance& in, const std::string& why);
+  std::string origin(const ex_record& r) const;
+  void fail(const std::string& msg);
+  bool sleep_interruptible(std::chrono::milliseconds d);
+  metrics::Registry::Labels labels(const std::string& stage = {}) const;
+
+  // Host API callbacks (the plugin calls them through ex_host_api).
+  static void cb_log(void* ctx, int32_t level, const char* msg, size_t len);
+  static void cb_metric(void* ctx, int32_t kind, const char* name, const char* labels, double v);
+  static int32_t cb_assigned(void* ctx, const ex_partition* p, size_t n, ex_error* err);
+  static int32_t cb_revoked(void* ctx, const ex_partition* p, size_t n, ex_error* err);
+  std::unique_ptr<HostBinding> binding(const std::string& component_id);
+
+  config::PipelineSpec spec_;
+  std::thread thread_;
+  std::atomic<State> state_{State::starting};
+  std::atomic<bool> stop_{false};
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::string error_;
+  Stats stats_;
+  std::chrono::steady_clock::time_point started_{};
+  std::atomic<int64_t> elapsed_ms_{-1};
+  Instance* current_ = nullptr;  // valid while run_instance runs (callbacks use it)
+  // Partitions by id, with owned names for origins and re-issuing to stages.
+  struct PartitionInfo {
+    std::string name, topic;
+    int32_t number = 0;
+    int64_t start_offset = -1;
+  };
+  std::map<int32_t, PartitionInfo> partitions_;
+};
+
+}  // namespace exactly::engine

@@ -1,0 +1,116 @@
+#include "engine/supervisor.hpp"
+
+#include "util/log.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace exactly::engine {
+
+Supervisor::~Supervisor() {
+  request_stop_all();
+  join_all();
+}
+
+ApplyReport Supervisor::apply(const config::HostSpec& spec) {
+  ApplyReport rep;
+  std::map<std::string, const config::PipelineSpec*> next;
+  for (auto& p : spec.pipelines) next[p.name] = &p;
+
+  // Drain everything that goes away or changes first, in parallel, then start.
+  std::vector<std::unique_ptr<Pipeline>> keep, draining;
+  std::vector<const config::PipelineSpec*> to_start;
+  std::set<std::string> live_names;
+  for (auto& p : live_) {
+    live_names.insert(p->spec().name);
+    auto it = next.find(p->spec().name);
+    if (it == next.end()) {
+      rep.removed.push_back(p->spec().name);
+      p->request_stop();
+      draining.push_back(std::move(p));
+    } else if (it->second->fingerprint() != p->spec().fingerprint()) {
+      rep.restarted.push_back(p->spec().name);
+      p->request_stop();
+      draining.push_back(std::move(p));
+      to_start.push_back(it->second);
+    } else {
+      rep.unchanged.push_back(p->spec().name);
+      keep.push_back(std::move(p));
+    }
+  }
+  for (auto& p : spec.pipelines)
+    if (!live_names.count(p.name)) {
+      rep.added.push_back(p.name);
+      to_start.push_back(&p);
+    }
+  for (auto& p : draining) {
+    p->join();
+    retired_.push_back(std::move(p));
+  }
+  live_ = std::move(keep);
+  for (auto* ps : to_start) {
+    auto p = std::make_unique<Pipeline>(*ps);
+    p->start();
+    live_.push_back(std::move(p));
+  }
+  return rep;
+}
+
+void Supervisor::request_stop_all() {
+  for (auto& p : live_) p->request_stop();
+}
+
+void Supervisor::join_all() {
+  for (auto& p : live_) p->join();
+}
+
+bool Supervisor::any_running() const {
+  return std::any_of(live_.begin(), live_.end(), [](auto& p) { return !p->done(); });
+}
+
+bool Supervisor::any_failed() const {
+  return std::any_of(live_.begin(), live_.end(),
+                     [](auto& p) { return p->state() == State::failed; });
+}
+
+std::vector<const Pipeline*> Supervisor::all() const {
+  std::vector<const Pipeline*> out;
+  for (auto& p : retired_) out.push_back(p.get());
+  for (auto& p : live_) out.push_back(p.get());
+  return out;
+}
+
+const Pipeline* Supervisor::find(const std::string& name) const {
+  for (auto& p : live_)
+    if (p->spec().name == name) return p.get();
+  return nullptr;
+}
+
+std::string render_summary(const std::vector<const Pipeline*>& pipelines) {
+  static const std::set<std::string> host_families = {
+      "records_in_total", "records_out_total", "records_rejected_total", "commits_total",
+      "aborts_total",     "restarts_total",    "pipeline_up"};
+  std::string o = fmt::format("{:<22} {:<9} {:>10} {:>10} {:>9} {:>9} {:>8} {:>7} {:>9} {:>12}\n",
+                              "pipeline", "state", "in", "out", "dropped", "rejected", "commits",
+                              "aborts", "elapsed", "rate");
+  for (auto* p : pipelines) {
+    auto& s = p->stats();
+    uint64_t in = s.records_in, out = s.records_out, rej = s.rejected;
+    uint64_t dropped = in >= out + rej ? in - out - rej : 0;
+    double el = p->elapsed_seconds();
+    o += fmt::format("{:<22} {:<9} {:>10} {:>10} {:>9} {:>9} {:>8} {:>7} {:>8.2f}s {:>8.0f} r/s\n",
+                     p->spec().name, to_string(p->state()), in, out, dropped, rej,
+                     s.commits.load(), s.aborts.load(), el, el > 0 ? in / el : 0.0);
+    for (auto& ser : metrics::global().series_with("pipeline", p->spec().name))
+      if (!host_families.count(ser.name) && ser.name.find("_total") != std::string::npos)
+        o += fmt::format("    {}{{{}}} = {}\n", ser.name, ser.labels, ser.value);
+    if (s.restarts) o += fmt::format("    restarts: {}\n", s.restarts.load());
+    if (p->state() == State::failed) o += fmt::format("    error: {}\n", p->error());
+  }
+  return o;
+}
+
+}  // namespace exactly::engine

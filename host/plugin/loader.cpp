@@ -1,0 +1,205 @@
+#include "plugin/loader.hpp"
+
+#include <boost/dll/runtime_symbol_info.hpp>
+#include <algorithm>
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <set>
+#include <fmt/format.h>
+
+namespace exactly::plugin {
+namespace fs = std::filesystem;
+
+const char* kind_name(ex_component_kind k) {
+  switch (k) {
+    case EX_KIND_SOURCE: return "source";
+    case EX_KIND_TRANSFORM: return "transform";
+    case EX_KIND_SINK: return "sink";
+  }
+  return "unknown";
+}
+
+const Field* Component::field(const std::string& key) const {
+  for (auto& f : fields)
+    if (f.key == key) return &f;
+  return nullptr;
+}
+
+namespace {
+
+// The smallest struct sizes this host accepts: everything of ABI 1.0.
+constexpr uint32_t kMinDescriptor = offsetof(ex_plugin_descriptor, component_count) + sizeof(size_t);
+constexpr uint32_t kMinComponent = offsetof(ex_component, vtable) + sizeof(void*);
+constexpr uint32_t kMinField = offsetof(ex_config_field, allowed) + sizeof(void*);
+
+template <typename VT>
+bool copy_vtable(const void* src, VT* dst, std::string* why, const char* what) {
+  if (src == nullptr) {
+    *why = fmt::format("{} has no vtable", what);
+    return false;
+  }
+  uint32_t size = *static_cast<const uint32_t*>(src);
+  // create and destroy are the minimum anyone can work with.
+  if (size < offsetof(VT, destroy) + sizeof(void*)) {
+    *why = fmt::format("{} vtable is too small ({} bytes)", what, size);
+    return false;
+  }
+  std::memset(dst, 0, sizeof(VT));
+  std::memcpy(dst, src, std::min<size_t>(size, sizeof(VT)));
+  dst->struct_size = sizeof(VT);
+  if (dst->create == nullptr || dst->destroy == nullptr) {
+    *why = fmt::format("{} vtable lacks create/destroy", what);
+    return false;
+  }
+  return true;
+}
+
+bool read_component(const ex_component& c, Component* out, std::string* why) {
+  if (c.struct_size < kMinComponent) {
+    *why = fmt::format("component struct too small ({} bytes)", c.struct_size);
+    return false;
+  }
+  if (c.name == nullptr || *c.name == '\0') {
+    *why = "component without a name";
+    return false;
+  }
+  out->kind = static_cast<ex_component_kind>(c.kind);
+  out->name = c.name;
+  out->doc = c.doc ? c.doc : "";
+  for (size_t i = 0; i < c.field_count; ++i) {
+    const ex_config_field& f = c.fields[i];
+    if (f.struct_size < kMinField || f.key == nullptr) {
+      *why = fmt::format("component '{}': malformed config field #{}", out->name, i);
+      return false;
+    }
+    Field fd;
+    fd.key = f.key;
+    fd.type = static_cast<ex_config_type>(f.type);
+    fd.required = f.required != 0;
+    fd.has_default = f.default_value != nullptr;
+    if (fd.has_default) fd.default_value = f.default_value;
+    fd.doc = f.doc ? f.doc : "";
+    if (f.allowed)
+      for (const char* const* a = f.allowed; *a; ++a) fd.allowed.emplace_back(*a);
+    out->fields.push_back(std::move(fd));
+  }
+  std::string what = fmt::format("{} '{}'", kind_name(out->kind), out->name);
+  switch (out->kind) {
+    case EX_KIND_SOURCE: return copy_vtable(c.vtable, &out->source, why, what.c_str());
+    case EX_KIND_TRANSFORM: return copy_vtable(c.vtable, &out->transform, why, what.c_str());
+    case EX_KIND_SINK: return copy_vtable(c.vtable, &out->sink, why, what.c_str());
+  }
+  *why = fmt::format("component '{}' has unknown kind {}", out->name, c.kind);
+  return false;
+}
+
+}  // namespace
+
+std::shared_ptr<Library> Registry::load(const std::string& path, std::string* why_out) {
+  std::string why;
+  auto fail = [&](std::string reason) -> std::shared_ptr<Library> {
+    failures_.push_back({path, reason});
+    if (why_out) *why_out = reason;
+    return nullptr;
+  };
+  auto lib = std::make_shared<Library>();
+  lib->path = path;
+  try {
+    // rtld_local: plugins must not see each other's symbols (two plugins may bundle
+    // different copies of a library).
+    lib->handle.load(path, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
+  } catch (const std::exception& e) {
+    return fail(fmt::format("cannot load: {}", e.what()));
+  }
+  if (!lib->handle.has(EX_PLUGIN_ENTRY_SYMBOL))
+    return fail(fmt::format("not an exactly plugin: no exported function '{}'",
+                            EX_PLUGIN_ENTRY_SYMBOL));
+  auto entry = lib->handle.get<const ex_plugin_descriptor*(uint32_t)>(EX_PLUGIN_ENTRY_SYMBOL);
+  const ex_plugin_descriptor* d = entry(EX_ABI_VERSION);
+  if (d == nullptr)
+    return fail(fmt::format("the plugin refused this host's ABI {}.{}", EX_ABI_VERSION_MAJOR,
+                            EX_ABI_VERSION_MINOR));
+  uint32_t major = d->abi_version >> 16, minor = d->abi_version & 0xffff;
+  if (major != EX_ABI_VERSION_MAJOR || minor > EX_ABI_VERSION_MINOR)
+    return fail(fmt::format(
+        "built for plugin ABI {}.{}, this host speaks {}.{} (rebuild the plugin against this "
+        "SDK, or upgrade the host)",
+        major, minor, EX_ABI_VERSION_MAJOR, EX_ABI_VERSION_MINOR));
+  if (d->struct_size < kMinDescriptor)
+    return fail(fmt::format("descriptor too small ({} bytes)", d->struct_size));
+  lib->abi_version = d->abi_version;
+  lib->name = d->name ? d->name : fs::path(path).stem().string();
+  lib->version = d->version ? d->version : "";
+  for (size_t i = 0; i < d->component_count; ++i) {
+    Component c;
+    if (!read_component(d->components[i], &c, &why)) return fail(why);
+    lib->components.push_back(std::move(c));
+  }
+  for (auto& c : lib->components) c.library = lib.get();
+  // A component name may exist once per kind across all libraries: the first wins.
+  for (auto& c : lib->components) {
+    Found f = find(c.kind, c.name);
+    if (f.component != nullptr)
+      return fail(fmt::format("{} '{}' is already provided by {}", kind_name(c.kind), c.name,
+                              f.library->path));
+  }
+  libs_.push_back(lib);
+  return lib;
+}
+
+void Registry::scan(const std::vector<std::string>& dirs) {
+  std::set<std::string> seen;
+  for (auto& l : libs_) seen.insert(fs::weakly_canonical(l->path).string());
+  for (const auto& d : dirs) {
+    searched_.push_back(d);
+    std::error_code ec;
+    if (!fs::is_directory(d, ec)) continue;
+    std::vector<fs::path> files;
+    for (auto& e : fs::directory_iterator(d, ec))
+      if (e.path().extension() == ".so") files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    for (auto& f : files) {
+      auto canon = fs::weakly_canonical(f).string();
+      if (!seen.insert(canon).second) continue;
+      load(f.string());
+    }
+  }
+}
+
+Registry::Found Registry::find(ex_component_kind kind, const std::string& name) const {
+  for (auto& l : libs_)
+    for (auto& c : l->components)
+      if (c.kind == kind && c.name == name) return {&c, l};
+  return {};
+}
+
+std::vector<std::string> Registry::names(ex_component_kind kind) const {
+  std::vector<std::string> out;
+  for (auto& l : libs_)
+    for (auto& c : l->components)
+      if (c.kind == kind) out.push_back(c.name);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<std::string> default_plugin_path() {
+  std::vector<std::string> out;
+  if (const char* env = std::getenv("EXACTLY_PLUGIN_PATH")) {
+    std::string s(env);
+    size_t pos = 0;
+    while (pos <= s.size()) {
+      size_t c = s.find(':', pos);
+      if (c == std::string::npos) c = s.size();
+      if (c > pos) out.push_back(s.substr(pos, c - pos));
+      pos = c + 1;
+    }
+  }
+  auto exe_dir = boost::dll::program_location().parent_path();
+  out.push_back((exe_dir / "plugins").string());
+  out.push_back((exe_dir.parent_path() / "lib" / "exactly" / "plugins").string());
+  return out;
+}
+
+}  // namespace exactly::plugin

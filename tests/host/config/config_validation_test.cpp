@@ -1,0 +1,186 @@
+// Every bad-input class through the real binary: `exactly validate` must exit 2 and
+// name file:line:col and the key. Uses the testkit plugin (real .so loading).
+#include <gtest/gtest.h>
+
+#include "test_util.hpp"
+
+using namespace exactly::test;
+
+namespace {
+
+const std::string kPluginPath = std::string(EXACTLY_BUILD_DIR) + "/test-plugins";
+
+class ValidateTest : public ::testing::Test {
+ protected:
+  fs::path dir = temp_dir("validate");
+  // Writes the YAML and runs validate on it.
+  RunResult validate(const std::string& yaml, const std::string& name = "p.yaml") {
+    write_file(dir / name, "plugin.path: [" + kPluginPath + "]\n" + yaml);
+    return run(exactly_bin() + " validate " + (dir / name).string(), dir);
+  }
+  std::string file(const std::string& name = "p.yaml") { return (dir / name).string(); }
+};
+
+const char* kGood = R"(pipelines:
+  - name: good
+    source: { plugin: counter, config: { count: 10 } }
+    transforms:
+      - plugin: reject-every
+        config: { every: 3 }
+    sink:
+      plugin: faulty
+      config:
+        path: /tmp/x
+)";
+
+TEST_F(ValidateTest, ValidFilePasses) {
+  auto r = validate(kGood);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("ok  good"), std::string::npos) << r.out;
+}
+
+TEST_F(ValidateTest, MalformedYamlNamesLineAndColumn) {
+  auto r = validate("pipelines:\n  - name: x\n    source: { plugin: counter\n    sink: [\n");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find(file() + ":"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("malformed YAML"), std::string::npos) << r.err;
+}
+
+TEST_F(ValidateTest, UnknownPluginIsNamedWithKnownOnes) {
+  auto r = validate(R"(pipelines:
+  - name: x
+    source: { plugin: countr }
+    sink: { plugin: faulty, config: { path: /tmp/x } }
+)");
+  EXPECT_EQ(r.exit_code, 2);
+  // plugin.path is line 1, so the source map is on line 4, column 13.
+  EXPECT_NE(r.err.find(file() + ":4:13: error: pipeline 'x' source: unknown source plugin 'countr'"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("counter"), std::string::npos) << r.err;
+}
+
+TEST_F(ValidateTest, UnknownKeyIsNamedWithSuggestion) {
+  auto r = validate(R"(pipelines:
+  - name: x
+    source: { plugin: counter, config: { cuont: 5 } }
+    sink: { plugin: faulty, config: { path: /tmp/x } }
+)");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find(file() + ":4:42:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("unknown key 'cuont' (did you mean 'count'?)"), std::string::npos) << r.err;
+}
+
+TEST_F(ValidateTest, UnknownPipelineKeyIsNamed) {
+  auto r = validate(R"(pipelines:
+  - name: x
+    delivry: exactly_once
+    source: { plugin: counter }
+    sink: { plugin: faulty, config: { path: /tmp/x } }
+)");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find(file() + ":4:5:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("unknown key 'delivry' (did you mean 'delivery'?)"), std::string::npos)
+      << r.err;
+}
+
+TEST_F(ValidateTest, WrongTypeIsNamed) {
+  auto r = validate(R"(pipelines:
+  - name: x
+    source: { plugin: counter, config: { count: lots } }
+    sink: { plugin: faulty, config: { path: /tmp/x, abort.probability: [1] } }
+    commit: { interval: soon }
+)");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find(file() + ":4:49: error: pipeline 'x' source (counter): key 'count' expects "
+                                "an integer, got 'lots'"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("key 'abort.probability' expects a number, got a list"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("key 'commit.interval' expects a duration"), std::string::npos) << r.err;
+}
+
+TEST_F(ValidateTest, MissingRequiredKeyIsNamed) {
+  auto r = validate(R"(pipelines:
+  - name: x
+    source: { plugin: counter }
+    sink:
+      plugin: faulty
+      config: { seed: 3 }
+)");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find(file() + ":7:15: error: pipeline 'x' sink (faulty): missing required key 'path'"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST_F(ValidateTest, MissingSourceAndNameAreNamed) {
+  auto r = validate(R"(pipelines:
+  - sink: { plugin: faulty, config: { path: /tmp/x } }
+)");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("missing required key 'name'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("missing required key 'source'"), std::string::npos) << r.err;
+}
+
+TEST_F(ValidateTest, DuplicatePipelineNameAcrossFilesNamesBoth) {
+  write_file(dir / "a.yaml", "plugin.path: [" + kPluginPath + "]\n" + kGood);
+  write_file(dir / "b.yaml", kGood);
+  auto r = run(exactly_bin() + " validate " + dir.string(), dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find((dir / "b.yaml").string() + ":2:5: error: duplicate pipeline name 'good' "
+                                                    "(first defined at " +
+                       (dir / "a.yaml").string() + ":3:5)"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST_F(ValidateTest, BadEnumValueListsAllowed) {
+  auto r = validate(R"(pipelines:
+  - name: x
+    delivery: twice
+    source: { plugin: counter }
+    sink: { plugin: faulty, config: { path: /tmp/x } }
+)");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find(file() + ":4:15:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("must be one of: at_least_once, exactly_once; got 'twice'"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST_F(ValidateTest, MissingFileIsAnError) {
+  auto r = run(exactly_bin() + " validate " + (dir / "nope.yaml").string(), dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("nope.yaml: error: no such file or directory"), std::string::npos) << r.err;
+}
+
+TEST_F(ValidateTest, RunRefusesInvalidFileAndStartsNothing) {
+  write_file(dir / "p.yaml", "plugin.path: [" + kPluginPath + "]\npipelines:\n  - name: x\n"
+                             "    source: { plugin: counter, config: { count: -x } }\n"
+                             "    sink: { plugin: faulty, config: { path: " +
+                                 (dir / "out").string() + " } }\n");
+  auto r = run(exactly_bin() + " run " + (dir / "p.yaml").string(), dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("nothing started"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "out"));
+}
+
+TEST_F(ValidateTest, PluginCreateErrorNamesKeyLocation) {
+  // reject-every refuses every <= 0 at create time; the host maps the key back.
+  write_file(dir / "p.yaml", "plugin.path: [" + kPluginPath + "]\npipelines:\n  - name: x\n"
+                             "    source: { plugin: counter }\n"
+                             "    transforms:\n      - plugin: reject-every\n"
+                             "        config: { every: 0 }\n"
+                             "    sink: { plugin: faulty, config: { path: " +
+                                 (dir / "out").string() + " } }\n");
+  auto r = run(exactly_bin() + " run " + (dir / "p.yaml").string(), dir);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.out.find(file() + ":7:26: error: transforms[0] (reject-every): key 'every': must be "
+                                "positive"),
+            std::string::npos)
+      << r.out << r.err;
+}
+
+}  // namespace

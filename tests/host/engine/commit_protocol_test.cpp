@@ -1,0 +1,139 @@
+// The commit protocol and error policies through the real binary and real .so
+// plugins: a sink that fails commits (abortable and fatal) must end with every
+// value exactly once, in order; record errors follow the configured policy.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "test_util.hpp"
+
+using namespace exactly::test;
+
+namespace {
+const std::string kPluginPath = std::string(EXACTLY_BUILD_DIR) + "/test-plugins";
+
+struct Output {
+  std::vector<int64_t> values;
+  int rounds = 0;
+};
+
+Output parse_output(const fs::path& p) {
+  Output o;
+  for (auto& l : lines_of(read_file(p))) {
+    if (l.rfind("#pos ", 0) == 0) ++o.rounds;
+    else if (!l.empty()) o.values.push_back(std::stoll(l));
+  }
+  return o;
+}
+
+std::string pipeline_yaml(const fs::path& out, int count, const std::string& extra_sink,
+                          const std::string& extra_pipeline = "",
+                          const std::string& transforms = "") {
+  return "plugin.path: [" + kPluginPath + "]\npipelines:\n  - name: t\n    delivery: exactly_once\n" +
+         "    commit: { max.records: 512, interval: 5s }\n" + extra_pipeline +
+         "    source: { plugin: counter, config: { count: " + std::to_string(count) +
+         ", batch.size: 64 } }\n" + transforms + "    sink: { plugin: faulty, config: { path: " +
+         out.string() + extra_sink + " } }\n    restart: { backoff.initial: 10ms, backoff.max: 50ms }\n";
+}
+
+TEST(CommitProtocol, AbortRewindAndRebuildLoseAndDuplicateNothing) {
+  auto dir = temp_dir("commit");
+  const int n = 20000;
+  write_file(dir / "p.yaml", pipeline_yaml(dir / "out.txt", n,
+                                           ", abort.probability: 0.3, fatal.probability: 0.05, seed: 7",
+                                           "    errors: { max.consecutive.aborts: 1000 }\n"));
+  auto r = run(exactly_bin() + " run " + (dir / "p.yaml").string(), dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Output o = parse_output(dir / "out.txt");
+  ASSERT_EQ(o.values.size(), static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) ASSERT_EQ(o.values[i], i) << "at index " << i;
+  // The faults really happened: the summary counts aborts and restarts.
+  EXPECT_NE(r.err.find("injected abortable error"), std::string::npos);
+  EXPECT_NE(r.err.find("injected fatal error"), std::string::npos);
+  EXPECT_NE(r.out.find("restarts:"), std::string::npos) << r.out;
+}
+
+TEST(CommitProtocol, ResumesFromPositionsStoredByTheSink) {
+  auto dir = temp_dir("commit");
+  write_file(dir / "p.yaml", pipeline_yaml(dir / "out.txt", 3000, ""));
+  ASSERT_EQ(run(exactly_bin() + " run " + (dir / "p.yaml").string(), dir).exit_code, 0);
+  // A second run resumes at the end: nothing new, nothing repeated.
+  auto r = run(exactly_bin() + " run " + (dir / "p.yaml").string(), dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("resuming from positions stored by the sink"), std::string::npos) << r.err;
+  EXPECT_EQ(parse_output(dir / "out.txt").values.size(), 3000u);
+}
+
+TEST(ErrorPolicy, StopNamesTheRecordOriginAndCommitsNothingOfTheRound) {
+  auto dir = temp_dir("policy");
+  write_file(dir / "p.yaml",
+             pipeline_yaml(dir / "out.txt", 1000, "", "",
+                           "    transforms: [ { plugin: reject-every, config: { every: 700 } } ]\n"));
+  auto r = run(exactly_bin() + " run " + (dir / "p.yaml").string(), dir);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("record at counter-0@700 rejected by transforms[0]/reject-every: value 700 "
+                       "is a multiple of 700 (errors.policy: stop)"),
+            std::string::npos)
+      << r.out;
+  
+  Output o = parse_output(dir / "out.txt");
+  EXPECT_EQ(o.values.size(), 512u);  // rounds of 512: the first committed, the second not
+}
+
+TEST(ErrorPolicy, SkipCountsAndContinues) {
+  auto dir = temp_dir("policy");
+  write_file(dir / "p.yaml",
+             pipeline_yaml(dir / "out.txt", 1000, "", "    errors: { policy: skip }\n",
+                           "    transforms: [ { plugin: reject-every, config: { every: 10 } } ]\n"));
+  auto r = run(exactly_bin() + " run " + (dir / "p.yaml").string(), dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Output o = parse_output(dir / "out.txt");
+  EXPECT_EQ(o.values.size(), 901u);  // 0 is kept: only positive multiples are rejected
+  for (auto v : o.values) EXPECT_TRUE(v == 0 || v % 10 != 0);
+  EXPECT_NE(r.out.find(" 901 "), std::string::npos) << r.out;
+}
+
+TEST(ErrorPolicy, DeadLetterGetsEveryRejectedRecord) {
+  auto dir = temp_dir("policy");
+  std::string dlq = "    errors:\n      policy: dead-letter\n      dead-letter: { plugin: faulty, "
+                    "config: { path: " + (dir / "dlq.txt").string() + " } }\n";
+  write_file(dir / "p.yaml",
+             pipeline_yaml(dir / "out.txt", 1000, "", dlq,
+                           "    transforms: [ { plugin: reject-every, config: { every: 10 } } ]\n"));
+  auto r = run(exactly_bin() + " run " + (dir / "p.yaml").string(), dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Output o = parse_output(dir / "out.txt");
+  Output d = parse_output(dir / "dlq.txt");
+  EXPECT_EQ(o.values.size(), 901u);
+  ASSERT_EQ(d.values.size(), 99u);
+  for (auto v : d.values) EXPECT_EQ(v % 10, 0);
+}
+
+TEST(CommitProtocol, ExactlyOnceRefusesASinkThatCannotStorePositions) {
+  auto dir = temp_dir("eos");
+  write_file(dir / "p.yaml", "plugin.path: [" + kPluginPath + "]\npipelines:\n  - name: t\n"
+                             "    delivery: exactly_once\n"
+                             "    source: { plugin: counter }\n    sink: { plugin: discard }\n");
+  auto r = run(exactly_bin() + " run " + (dir / "p.yaml").string(), dir);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("cannot store the source's positions"), std::string::npos) << r.out;
+}
+
+TEST(Shutdown, SigtermCommitsTheRunningRound) {
+  auto dir = temp_dir("sigterm");
+  // Unbounded enough to be still running when the signal comes.
+  write_file(dir / "p.yaml", pipeline_yaml(dir / "out.txt", 50000000, ""));
+  Child c({exactly_bin(), "run", (dir / "p.yaml").string()}, dir / "log.txt");
+  // Wait until some rounds are committed.
+  for (int i = 0; i < 200 && parse_output(dir / "out.txt").rounds < 3; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  c.kill(SIGTERM);
+  EXPECT_EQ(c.wait(), 0) << read_file(dir / "log.txt");
+  Output o = parse_output(dir / "out.txt");
+  ASSERT_GT(o.values.size(), 0u);
+  for (size_t i = 0; i < o.values.size(); ++i) ASSERT_EQ(o.values[i], static_cast<int64_t>(i));
+  EXPECT_NE(read_file(dir / "log.txt").find("finishing and committing"), std::string::npos);
+}
+
+}  // namespace

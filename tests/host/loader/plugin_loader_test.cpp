@@ -1,0 +1,87 @@
+// The loader through real .so files: refusal messages, and the rule that a library
+// stays loaded while any object made from it lives.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include "config/loader.hpp"
+#include "engine/components.hpp"
+#include "plugin/loader.hpp"
+#include "test_util.hpp"
+
+using namespace exactly;
+
+namespace {
+const std::string kDir = std::string(EXACTLY_BUILD_DIR) + "/test-plugins";
+
+bool is_loaded(const std::string& path) {
+  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD);
+  if (h == nullptr) return false;
+  dlclose(h);  // drop the reference NOLOAD just took
+  return true;
+}
+
+TEST(PluginLoader, NotAPluginGetsAClearError) {
+  plugin::Registry reg;
+  std::string why;
+  auto lib = reg.load(kDir + "/exactly_not_a_plugin.so", &why);
+  EXPECT_EQ(lib, nullptr);
+  EXPECT_EQ(why, "not an exactly plugin: no exported function 'exactly_plugin_descriptor'");
+}
+
+TEST(PluginLoader, NewerAbiIsRefusedWithBothVersions) {
+  plugin::Registry reg;
+  std::string why;
+  auto lib = reg.load(kDir + "/exactly_abi_mismatch.so", &why);
+  EXPECT_EQ(lib, nullptr);
+  EXPECT_NE(why.find("built for plugin ABI 2.0, this host speaks 1.0"), std::string::npos) << why;
+}
+
+TEST(PluginLoader, ScanRecordsFailuresAndKeepsGoodLibraries) {
+  plugin::Registry reg;
+  reg.scan({kDir});
+  EXPECT_NE(reg.find(EX_KIND_SOURCE, "counter").component, nullptr);
+  ASSERT_EQ(reg.failures().size(), 2u);
+  for (auto& f : reg.failures()) EXPECT_FALSE(f.reason.empty());
+}
+
+TEST(PluginLoader, UnknownPluginMessageMentionsLoadFailures) {
+  auto dir = test::temp_dir("loader");
+  test::write_file(dir / "p.yaml", "plugin.path: [" + kDir + "]\npipelines:\n  - name: x\n"
+                                   "    source: { plugin: nope }\n"
+                                   "    sink: { plugin: discard }\n");
+  plugin::Registry reg;
+  auto r = config::load({(dir / "p.yaml").string()}, reg);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.errors[0].message.find("2 libraries on plugin.path failed to load"), std::string::npos)
+      << r.errors[0].message;
+}
+
+TEST(PluginLoader, LibraryOutlivesRegistryWhileAnObjectLives) {
+  const std::string path = kDir + "/exactly_testkit.so";
+  ASSERT_FALSE(is_loaded(path)) << "another test left the library loaded";
+  auto dir = test::temp_dir("loader");
+  test::write_file(dir / "p.yaml", "plugin.path: [" + kDir + "]\npipelines:\n  - name: x\n"
+                                   "    source: { plugin: counter }\n"
+                                   "    sink: { plugin: discard }\n");
+  std::unique_ptr<engine::Source> source;
+  {
+    plugin::Registry reg;
+    auto r = config::load({(dir / "p.yaml").string()}, reg);
+    ASSERT_TRUE(r.ok());
+    auto binding = std::make_unique<engine::HostBinding>();
+    binding->api.struct_size = sizeof(ex_host_api);
+    source = std::make_unique<engine::Source>(r.spec.pipelines[0].source, std::move(binding));
+    ASSERT_TRUE(source->create().ok());
+  }  // registry and config gone: only the source holds the library now
+  EXPECT_TRUE(is_loaded(path));
+  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(h, nullptr);
+  auto live = reinterpret_cast<int (*)()>(dlsym(h, "exactly_testkit_live_objects"));
+  ASSERT_NE(live, nullptr);
+  EXPECT_EQ(live(), 1);
+  dlclose(h);
+  source.reset();  // the object goes first, then the last library reference
+  EXPECT_FALSE(is_loaded(path));
+}
+
+}  // namespace
