@@ -1,17 +1,58 @@
 #include "cli/commands.hpp"
 #include "config/loader.hpp"
+#include "config/watcher.hpp"
 #include "engine/supervisor.hpp"
+#include "metrics/http_server.hpp"
+#include "metrics/registry.hpp"
 #include "util/log.hpp"
 
 #include <csignal>
 #include <cstdio>
 #include <ctime>
+#include <memory>
 #include <unistd.h>
 
 namespace exactly::cli {
+namespace {
+
+void print_errors(const config::LoadResult& r) {
+  for (auto& d : r.errors) std::fprintf(stderr, "%s\n", d.str().c_str());
+}
+
+void describe_metrics() {
+  auto& m = metrics::global();
+  m.describe("config_reloads_total", metrics::Type::counter,
+             "Config reloads by result (ok, failed)");
+  m.describe("config_last_reload_success", metrics::Type::gauge,
+             "1 if the last reload was valid and applied");
+  m.describe("plugin_load_failures", metrics::Type::gauge,
+             "Libraries on plugin.path that could not be loaded");
+}
+
+// One reload: validate everything first; apply only a valid set.
+void reload(const std::vector<std::string>& paths, engine::Supervisor& sup, const char* why) {
+  plugin::Registry registry;
+  auto r = config::load(paths, registry);
+  metrics::global().set("plugin_load_failures", {}, static_cast<double>(registry.failures().size()));
+  if (!r.ok()) {
+    for (auto& d : r.errors) log::error("reload", "{}", d.str());
+    log::error("reload", "{}: rejected ({} error(s)); running pipelines are unchanged", why,
+               r.errors.size());
+    metrics::global().add("config_reloads_total", {{"result", "failed"}}, 1);
+    metrics::global().set("config_last_reload_success", {}, 0);
+    return;
+  }
+  auto rep = sup.apply(r.spec);
+  log::info("reload", "{}: applied: {}", why, rep.str());
+  metrics::global().add("config_reloads_total", {{"result", "ok"}}, 1);
+  metrics::global().set("config_last_reload_success", {}, 1);
+}
+
+}  // namespace
 
 int cmd_run(const std::vector<std::string>& args) {
   std::vector<std::string> paths;
+  bool watch = true;
   for (size_t i = 0; i < args.size(); ++i) {
     const auto& a = args[i];
     if (a == "--log-level" && i + 1 < args.size()) {
@@ -20,6 +61,8 @@ int cmd_run(const std::vector<std::string>& args) {
                      : l == "warn" ? log::Level::warn
                      : l == "error" ? log::Level::error
                                     : log::Level::info);
+    } else if (a == "--no-watch") {
+      watch = false;
     } else if (a == "--help" || a == "-h") {
       print_usage();
       return 0;
@@ -42,33 +85,59 @@ int cmd_run(const std::vector<std::string>& args) {
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  describe_metrics();
 
   plugin::Registry registry;
   auto loaded = config::load(paths, registry);
   if (!loaded.ok()) {
-    for (auto& d : loaded.errors) std::fprintf(stderr, "%s\n", d.str().c_str());
+    print_errors(loaded);
     std::fprintf(stderr, "%zu error(s); nothing started\n", loaded.errors.size());
     return 2;
   }
-  for (auto& f : registry.failures())
-    log::warn("plugins", "skipped {}: {}", f.path, f.reason);
+  for (auto& f : registry.failures()) log::warn("plugins", "skipped {}: {}", f.path, f.reason);
+  metrics::global().set("plugin_load_failures", {}, static_cast<double>(registry.failures().size()));
+
+  // The metrics address is read once: changing it needs a restart of the host.
+  metrics::HttpServer http;
+  if (!loaded.spec.metrics_listen.empty()) {
+    std::string why;
+    if (!http.start(loaded.spec.metrics_listen, &why)) {
+      std::fprintf(stderr, "%s: error: metrics.listen: %s\n", loaded.spec.metrics_mark.str().c_str(),
+                   why.c_str());
+      return 2;
+    }
+    log::info("host", "metrics on http://{}/metrics", loaded.spec.metrics_listen);
+  }
+
+  std::unique_ptr<config::Watcher> watcher;
+  if (watch) watcher = std::make_unique<config::Watcher>(paths);
 
   engine::Supervisor sup;
   auto rep = sup.apply(loaded.spec);
-  log::info("host", "started {} pipeline(s) from {} file(s)", rep.added.size(),
-            loaded.spec.files.size());
+  log::info("host", "started {} pipeline(s) from {} file(s){}", rep.added.size(),
+            loaded.spec.files.size(), watch ? "; watching them for changes" : "");
 
   int signals = 0;
+  bool stopping = false;
+  // Runs while any pipeline runs; a reload that starts new ones keeps it going.
   while (sup.any_running()) {
-    timespec ts{0, 200 * 1000 * 1000};
-    int sig = sigtimedwait(&set, nullptr, &ts);
+    timespec zero{0, 0};
+    int sig = sigtimedwait(&set, nullptr, &zero);
     if (sig == SIGINT || sig == SIGTERM) {
       if (++signals > 1) {
         log::error("host", "second signal: exiting without waiting for the round to commit");
         std::_Exit(130);
       }
       log::info("host", "signal {}: finishing and committing the running round", sig);
+      stopping = true;
       sup.request_stop_all();
+    } else if (sig == SIGHUP && !stopping) {
+      reload(paths, sup, "SIGHUP");
+    }
+    if (watcher && !stopping) {
+      if (watcher->poll(std::chrono::milliseconds(200))) reload(paths, sup, "files changed");
+    } else {
+      usleep(200 * 1000);
     }
   }
   sup.join_all();

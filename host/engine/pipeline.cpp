@@ -464,6 +464,39 @@ void Pipeline::abort_round(Instance& in, const std::string& why) {
   metrics::global().add("aborts_total", labels(), 1);
 }
 
+// ---------------------------------------------------------------- hot reload
+
+std::future<bool> Pipeline::request_reconfigure(const config::PipelineSpec& next) {
+  std::lock_guard<std::mutex> g(reconf_mu_);
+  if (reconf_done_) reconf_done_->set_value(false);  // superseded
+  reconf_spec_ = next;
+  reconf_done_.emplace();
+  return reconf_done_->get_future();
+}
+
+void Pipeline::apply_reconfigure(Instance& in) {
+  std::lock_guard<std::mutex> g(reconf_mu_);
+  if (!reconf_spec_) return;
+  const config::PipelineSpec& next = *reconf_spec_;
+  bool ok = next.transforms.size() == in.transforms.size();
+  for (size_t i = 0; ok && i < in.transforms.size(); ++i) {
+    if (next.transforms[i].fingerprint() == in.transforms[i]->spec().fingerprint()) continue;
+    Outcome o = in.transforms[i]->reconfigure(next.transforms[i]);
+    if (!o.ok()) {
+      log::info("pipeline:" + spec_.name, "{} cannot change in place ({}); restarting instead",
+                in.transforms[i]->id(), o.message);
+      ok = false;
+    }
+  }
+  if (ok) {
+    spec_ = next;
+    log::info("pipeline:" + spec_.name, "transform parameters changed in place");
+  }
+  reconf_done_->set_value(ok);
+  reconf_done_.reset();
+  reconf_spec_.reset();
+}
+
 // ---------------------------------------------------------------- lifecycle
 
 Pipeline::RunResult Pipeline::run_instance() {
@@ -559,6 +592,7 @@ Pipeline::RunResult Pipeline::run_instance() {
   auto interval = std::chrono::milliseconds(spec_.commit_interval_ms);
   int retriable_polls = 0;
   for (;;) {
+    apply_reconfigure(in);
     in.round_start = Clock::now();
     bool eoi = false;
     Outcome err;
@@ -653,6 +687,11 @@ void Pipeline::thread_main() {
     backoff = std::min(backoff * 2, std::chrono::milliseconds(spec_.backoff_max_ms));
   }
   elapsed_ms_ = static_cast<int64_t>(seconds_since(started_) * 1000);
+  {
+    std::lock_guard<std::mutex> g(reconf_mu_);
+    if (reconf_done_) reconf_done_->set_value(false);
+    reconf_done_.reset();
+  }
   cv_.notify_all();
 }
 

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -52,6 +53,9 @@ class Pipeline {
   const Stats& stats() const { return stats_; }
   const config::PipelineSpec& spec() const { return spec_; }
   double elapsed_seconds() const;
+  // Hot reload: new transform parameters applied in place at the next round
+  // boundary. Resolves false when a plugin cannot (the caller restarts instead).
+  std::future<bool> request_reconfigure(const config::PipelineSpec& next);
 
  private:
   enum class RunResult { finished, stopped, failed_permanent, failed_retry };
@@ -66,6 +70,7 @@ class Pipeline {
   Outcome commit_round(Instance& in);
   void abort_round(Instance& in, const std::string& why);
   std::string origin(const ex_record& r) const;
+  void apply_reconfigure(Instance& in);
   void fail(const std::string& msg);
   bool sleep_interruptible(std::chrono::milliseconds d);
   metrics::Registry::Labels labels(const std::string& stage = {}) const;
@@ -95,6 +100,9 @@ class Pipeline {
     int64_t start_offset = -1;
   };
   std::map<int32_t, PartitionInfo> partitions_;
+  std::mutex reconf_mu_;
+  std::optional<config::PipelineSpec> reconf_spec_;
+  std::optional<std::promise<bool>> reconf_done_;
 };
 
 }  // namespace exactly::engine

@@ -15,6 +15,30 @@ Supervisor::~Supervisor() {
   join_all();
 }
 
+namespace {
+// True when the pipelines differ only in transform parameters (same plugins).
+bool only_transform_params_changed(const config::PipelineSpec& a, const config::PipelineSpec& b) {
+  if (a.transforms.size() != b.transforms.size()) return false;
+  config::PipelineSpec x = b;
+  for (size_t i = 0; i < a.transforms.size(); ++i) {
+    if (a.transforms[i].plugin != b.transforms[i].plugin) return false;
+    x.transforms[i].values = a.transforms[i].values;
+  }
+  return x.fingerprint() == a.fingerprint();
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string o;
+  for (auto& s : v) o += (o.empty() ? "" : ",") + s;
+  return o.empty() ? "-" : o;
+}
+}  // namespace
+
+std::string ApplyReport::str() const {
+  return fmt::format("added={} removed={} restarted={} reconfigured={} unchanged={}", join(added),
+                     join(removed), join(restarted), join(reconfigured), join(unchanged));
+}
+
 ApplyReport Supervisor::apply(const config::HostSpec& spec) {
   ApplyReport rep;
   std::map<std::string, const config::PipelineSpec*> next;
@@ -31,6 +55,15 @@ ApplyReport Supervisor::apply(const config::HostSpec& spec) {
       rep.removed.push_back(p->spec().name);
       p->request_stop();
       draining.push_back(std::move(p));
+    } else if (it->second->fingerprint() != p->spec().fingerprint() &&
+               only_transform_params_changed(p->spec(), *it->second) && !p->done() &&
+               [&] {
+                 auto fut = p->request_reconfigure(*it->second);
+                 auto wait = std::chrono::milliseconds(p->spec().commit_interval_ms + 10000);
+                 return fut.wait_for(wait) == std::future_status::ready && fut.get();
+               }()) {
+      rep.reconfigured.push_back(p->spec().name);
+      keep.push_back(std::move(p));
     } else if (it->second->fingerprint() != p->spec().fingerprint()) {
       rep.restarted.push_back(p->spec().name);
       p->request_stop();
@@ -48,6 +81,7 @@ ApplyReport Supervisor::apply(const config::HostSpec& spec) {
     }
   for (auto& p : draining) {
     p->join();
+    metrics::global().set("pipeline_up", {{"pipeline", p->spec().name}}, 0);
     retired_.push_back(std::move(p));
   }
   live_ = std::move(keep);

@@ -12,7 +12,8 @@
 namespace exactly::engine {
 
 struct ApplyReport {
-  std::vector<std::string> added, removed, restarted, unchanged;
+  std::vector<std::string> added, removed, restarted, reconfigured, unchanged;
+  std::string str() const;
 };
 
 class Supervisor {

@@ -1,0 +1,84 @@
+#include "commit_record.hpp"
+
+#include <charconv>
+#include <cstdio>
+
+namespace exactly::file {
+namespace {
+
+constexpr std::string_view kMagic = "exactly.file.commit.v1\n";
+
+uint64_t fnv1a64(std::string_view s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+// Reads "<label> <number>\n" at `at`.
+bool read_number(std::string_view text, size_t& at, std::string_view label, uint64_t& out) {
+  if (text.substr(at, label.size() + 1) != std::string(label) + " ") return false;
+  at += label.size() + 1;
+  auto [p, ec] = std::from_chars(text.data() + at, text.data() + text.size(), out);
+  if (ec != std::errc() || p == text.data() + text.size() || *p != '\n') return false;
+  at = static_cast<size_t>(p - text.data()) + 1;
+  return true;
+}
+
+// Reads "<label> <len>\n<len bytes>\n" at `at`: positions may be binary.
+bool read_blob(std::string_view text, size_t& at, std::string_view label, std::string& out) {
+  uint64_t n = 0;
+  if (!read_number(text, at, label, n) || at + n + 1 > text.size() || text[at + n] != '\n')
+    return false;
+  out.assign(text.substr(at, n));
+  at += n + 1;
+  return true;
+}
+
+}  // namespace
+
+std::string CommitRecord::encode() const {
+  std::string s(kMagic);
+  s += "length " + std::to_string(length) + "\n";
+  s += "positions " + std::string(positions ? "1" : "0") + "\n";
+  if (positions) {
+    s += "format " + std::to_string(positions->format.size()) + "\n" + positions->format + "\n";
+    s += "data " + std::to_string(positions->data.size()) + "\n" + positions->data + "\n";
+  }
+  char sum[32];
+  std::snprintf(sum, sizeof(sum), "%016llx", static_cast<unsigned long long>(fnv1a64(s)));
+  s += "fnv1a64 " + std::string(sum) + "\n";
+  return s;
+}
+
+sdk::Status CommitRecord::decode(const std::string& text, const std::string& path,
+                                 CommitRecord& out) {
+  auto bad = [&](const std::string& why) {
+    return sdk::Status::fatal(path + " is damaged or not a file-sink commit record (" + why +
+                              "); it decides what output is committed, so it is not guessed");
+  };
+  std::string_view t(text);
+  if (t.substr(0, kMagic.size()) != kMagic) return bad("unknown header");
+  size_t at = kMagic.size();
+  uint64_t has = 0;
+  out = CommitRecord{};
+  if (!read_number(t, at, "length", out.length) || !read_number(t, at, "positions", has) ||
+      has > 1)
+    return bad("bad length/positions line");
+  if (has == 1) {
+    sdk::Checkpoint cp;
+    if (!read_blob(t, at, "format", cp.format) || !read_blob(t, at, "data", cp.data))
+      return bad("bad positions");
+    out.positions = std::move(cp);
+  }
+  size_t body = at;
+  char sum[32];
+  std::snprintf(sum, sizeof(sum), "%016llx",
+                static_cast<unsigned long long>(fnv1a64(t.substr(0, body))));
+  if (t.substr(at) != "fnv1a64 " + std::string(sum) + "\n") return bad("checksum mismatch");
+  return sdk::Status::ok();
+}
+
+}  // namespace exactly::file

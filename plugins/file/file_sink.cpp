@@ -1,0 +1,148 @@
+#include "file_sink.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "fs_util.hpp"
+
+namespace exactly::file {
+
+using sdk::Status;
+
+namespace {
+// Bytes buffered before they go to the kernel; bounds memory, keeps write() calls few.
+constexpr size_t kFlushThreshold = 1 << 20;
+}  // namespace
+
+FileSink::FileSink(sdk::Host host, const sdk::Config& config)
+    : host_(host), path_(config.require_string("path")), commit_path_(path_ + ".commit"),
+      fsync_(config.get_bool("fsync", true)) {
+  if (path_.empty()) throw sdk::ConfigError("path", "must not be empty");
+}
+
+FileSink::~FileSink() {
+  // Unflushed bytes belong to an uncommitted round: dropping them is the point.
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Status FileSink::open(std::optional<sdk::Checkpoint>& stored) {
+  stored.reset();
+  if (fd_ >= 0) {
+    ::close(fd_);
+    fd_ = -1;
+  }
+  buffer_.clear();
+  std::optional<std::string> text;
+  Status st = read_whole(commit_path_, text);
+  if (!st) return st;
+
+  CommitRecord rec;
+  fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) return Status::error(EX_ERR_CONFIG, errno_text("cannot open", path_), "path");
+  struct stat sb {};
+  if (::fstat(fd_, &sb) != 0) return Status::fatal(errno_text("cannot stat", path_));
+  auto size = static_cast<uint64_t>(sb.st_size);
+
+  if (text) {
+    st = CommitRecord::decode(*text, commit_path_, rec);
+    if (!st) return st;
+  } else {
+    // First run on this path: whatever the file holds already is someone's data, not an
+    // unfinished round of ours. Record it as committed before writing anything, so a
+    // crash before our first commit cuts back to exactly this.
+    rec.length = size;
+    st = replace_atomically(commit_path_, rec.encode(), fsync_);
+    if (!st) return st;
+  }
+  if (size < rec.length)
+    return Status::fatal(path_ + " is shorter (" + std::to_string(size) +
+                         " bytes) than its committed length (" + std::to_string(rec.length) +
+                         "): it was truncated or replaced outside exactly; remove " +
+                         commit_path_ + " to start over");
+  if (size > rec.length)
+    host_.info("dropping " + std::to_string(size - rec.length) +
+               " uncommitted bytes at the end of " + path_);
+  st = truncate_to(rec.length);  // also positions the fd at the committed end
+  if (!st) return st;
+  end_ = synced_ = committed_ = rec.length;
+  stored = rec.positions;
+  return Status::ok();
+}
+
+Status FileSink::write(const sdk::Batch& in, const sdk::RecordErrors& errors) {
+  if (fd_ < 0) return Status::fatal("write before open");
+  for (size_t i = 0; i < in.size(); ++i) {
+    std::string_view v = sdk::view(in[i].value);
+    // A newline inside a value would split one record into two lines on read-back.
+    if (std::memchr(v.data(), '\n', v.size()) != nullptr) {
+      errors.reject(i, "value contains a newline; the file sink writes one record per line");
+      continue;
+    }
+    buffer_.append(v);
+    buffer_.push_back('\n');
+    ++round_records_;
+  }
+  if (buffer_.size() >= kFlushThreshold) return flush();
+  return Status::ok();
+}
+
+Status FileSink::flush() {
+  if (buffer_.empty()) return Status::ok();
+  Status st = write_all(fd_, buffer_.data(), buffer_.size(), path_);
+  if (!st) return st;
+  end_ += buffer_.size();
+  buffer_.clear();
+  return Status::ok();
+}
+
+Status FileSink::prepare_commit() {
+  if (fd_ < 0) return Status::fatal("commit before open");
+  Status st = flush();
+  if (!st) return st;
+  if (fsync_ && synced_ != end_) {
+    // After a failed fsync the page cache state is unknown: rebuild from the sidecar.
+    if (::fdatasync(fd_) != 0) return Status::fatal(errno_text("cannot fsync", path_));
+  }
+  synced_ = end_;
+  return Status::ok();
+}
+
+Status FileSink::commit(const sdk::Checkpoint* positions, bool& stored_positions) {
+  // The data must be durable before the sidecar claims it.
+  Status st = prepare_commit();
+  if (!st) return st;
+  CommitRecord rec;
+  rec.length = end_;
+  if (positions != nullptr) rec.positions = *positions;
+  st = replace_atomically(commit_path_, rec.encode(), fsync_);
+  if (!st) return st;
+  host_.counter("file_sink_bytes_total", static_cast<double>(end_ - committed_));
+  host_.counter("file_sink_records_total", static_cast<double>(round_records_));
+  committed_ = end_;
+  round_records_ = 0;
+  stored_positions = positions != nullptr;
+  return Status::ok();
+}
+
+Status FileSink::abort() {
+  buffer_.clear();
+  round_records_ = 0;
+  if (fd_ < 0) return Status::ok();
+  return truncate_to(committed_);
+}
+
+Status FileSink::truncate_to(uint64_t length) {
+  if (::ftruncate(fd_, static_cast<off_t>(length)) != 0)
+    return Status::fatal(errno_text("cannot truncate", path_));
+  if (::lseek(fd_, static_cast<off_t>(length), SEEK_SET) < 0)
+    return Status::fatal(errno_text("cannot seek", path_));
+  end_ = length;
+  if (synced_ > length) synced_ = length;
+  return Status::ok();
+}
+
+}  // namespace exactly::file

@@ -1,0 +1,55 @@
+// The `file` source: JSON lines from one file, one record per line. The file is one
+// partition ("file:<basename>"); a record's offset is the byte offset of its line.
+#pragma once
+
+#include <exactly/sdk.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace exactly::file {
+
+inline constexpr const char* kSourceFormat = "file.v1";
+
+class FileSource final : public sdk::Source {
+ public:
+  FileSource(sdk::Host host, const sdk::Config& config);
+  ~FileSource() override;
+  FileSource(const FileSource&) = delete;
+  FileSource& operator=(const FileSource&) = delete;
+
+  sdk::Status open(const std::optional<sdk::Checkpoint>& resume) override;
+  sdk::Status poll(int timeout_ms, std::vector<ex_record>& out, bool& end_of_input) override;
+  sdk::Status checkpoint(sdk::Checkpoint& out) override;
+  sdk::Status commit(const sdk::Checkpoint& positions) override;
+  sdk::Status rewind(const sdk::Checkpoint& positions) override;
+
+ private:
+  sdk::Status parse_offset(const sdk::Checkpoint& cp, uint64_t& out) const;
+  sdk::Status seek(uint64_t offset);
+  // Appends complete lines from the buffer to `out`, up to batch_size_.
+  void take_lines(std::vector<ex_record>& out);
+  void emit(std::vector<ex_record>& out, size_t begin, size_t end);
+
+  sdk::Host host_;
+  std::string path_;
+  bool follow_;
+  size_t batch_size_;
+  std::string offsets_path_;  // optional store of our own committed position
+  int fd_ = -1;
+  bool announced_ = false;
+
+  // buf_[0..len_) holds file bytes starting at file offset buf_offset_; lines before
+  // pos_ were handed out in the current batch. The buffer is only moved or grown at
+  // the start of a poll, when the previous batch's views may die.
+  std::unique_ptr<char[]> buf_;
+  size_t cap_ = 0;
+  size_t len_ = 0;
+  size_t pos_ = 0;
+  uint64_t buf_offset_ = 0;
+};
+
+}  // namespace exactly::file

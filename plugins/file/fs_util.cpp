@@ -1,0 +1,88 @@
+#include "fs_util.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace exactly::file {
+
+using sdk::Status;
+
+std::string errno_text(const std::string& what, const std::string& path) {
+  return what + " " + path + ": " + std::strerror(errno);
+}
+
+std::string dir_of(const std::string& path) {
+  auto slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+std::string base_name(const std::string& path) {
+  auto slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+Status write_all(int fd, const char* data, size_t len, const std::string& path) {
+  while (len > 0) {
+    ssize_t n = ::write(fd, data, len);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::abortable(errno_text("cannot write", path));
+    }
+    data += n;
+    len -= static_cast<size_t>(n);
+  }
+  return Status::ok();
+}
+
+Status read_whole(const std::string& path, std::optional<std::string>& out) {
+  out.reset();
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return Status::ok();
+    return Status::fatal(errno_text("cannot open", path));
+  }
+  std::string content;
+  char buf[8192];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      Status st = Status::fatal(errno_text("cannot read", path));
+      ::close(fd);
+      return st;
+    }
+    if (n == 0) break;
+    content.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  out = std::move(content);
+  return Status::ok();
+}
+
+Status replace_atomically(const std::string& path, std::string_view content, bool sync) {
+  std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::fatal(errno_text("cannot create", tmp));
+  Status st = write_all(fd, content.data(), content.size(), tmp);
+  if (st && sync && ::fsync(fd) != 0) st = Status::fatal(errno_text("cannot fsync", tmp));
+  if (::close(fd) != 0 && st) st = Status::fatal(errno_text("cannot close", tmp));
+  if (!st) return st;
+  if (::rename(tmp.c_str(), path.c_str()) != 0)
+    return Status::fatal(errno_text("cannot rename " + tmp + " to", path));
+  if (sync) {
+    std::string dir = dir_of(path);
+    int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) return Status::fatal(errno_text("cannot open directory", dir));
+    int rc = ::fsync(dfd);
+    ::close(dfd);
+    if (rc != 0) return Status::fatal(errno_text("cannot fsync directory", dir));
+  }
+  return Status::ok();
+}
+
+}  // namespace exactly::file

@@ -1,0 +1,34 @@
+#include <exactly/sdk.hpp>
+
+#include "file_sink.hpp"
+#include "file_source.hpp"
+
+namespace {
+
+using exactly::sdk::field;
+using exactly::sdk::required;
+
+const ex_config_field kSourceFields[] = {
+    required("path", EX_CFG_STRING, "JSON-lines file to read; one record per line"),
+    field("follow", EX_CFG_BOOL, "keep polling for appended lines instead of ending at EOF",
+          "false"),
+    field("batch.size", EX_CFG_INT, "lines per poll at most", "1024"),
+    field("offsets.path", EX_CFG_STRING,
+          "where commit() keeps the position when the sink does not store it; empty = "
+          "restart from the beginning",
+          ""),
+};
+
+const ex_config_field kSinkFields[] = {
+    required("path", EX_CFG_STRING, "file to write, one record value per line"),
+    field("fsync", EX_CFG_BOOL, "fsync output and commit record at every commit", "true"),
+};
+
+}  // namespace
+
+EXACTLY_PLUGIN("file", "0.1.0",
+               exactly::sdk::source<exactly::file::FileSource>(
+                   "file", "Reads a JSON-lines file, one record per line", kSourceFields),
+               exactly::sdk::sink<exactly::file::FileSink>(
+                   "file", "Writes one line per record; commits atomically with positions",
+                   kSinkFields))

@@ -1,0 +1,223 @@
+// The file sink through its real .so: commit/abort/open truncation and stored positions.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "file_test_util.hpp"
+
+namespace {
+
+using exactly::sdk::Checkpoint;
+using exactly::sdk::Status;
+using exactly::testing::OwnedRecord;
+using exactly::testing::rec;
+using exactly::testing::SinkHarness;
+using file_test::lib;
+using file_test::slurp;
+using file_test::spit;
+using file_test::TempDir;
+
+std::vector<OwnedRecord> recs(std::initializer_list<const char*> vs) {
+  std::vector<OwnedRecord> out;
+  int64_t off = 0;
+  for (auto* v : vs) out.push_back(rec(std::nullopt, v, 0, off++));
+  return out;
+}
+
+TEST(FileSink, CommitMakesLinesAndPositionsDurable) {
+  TempDir dir;
+  std::string out = dir.file("out.jsonl");
+  {
+    SinkHarness s(lib(), "file", {{"path", out}});
+    ASSERT_TRUE(s.ok()) << s.create_status().message();
+    std::optional<Checkpoint> stored;
+    ASSERT_TRUE(s.open(&stored).is_ok());
+    EXPECT_FALSE(stored.has_value());
+    EXPECT_TRUE(s.write(recs({"{\"a\":1}", "{\"b\":2}"})).empty());
+    ASSERT_TRUE(s.prepare_commit().is_ok());
+    bool kept = false;
+    ASSERT_TRUE(s.commit(Checkpoint{"file.v1", "123"}, &kept).is_ok());
+    EXPECT_TRUE(kept);
+    EXPECT_EQ(slurp(out), "{\"a\":1}\n{\"b\":2}\n");
+    EXPECT_TRUE(std::filesystem::exists(out + ".commit"));
+  }
+  SinkHarness s(lib(), "file", {{"path", out}});
+  std::optional<Checkpoint> stored;
+  ASSERT_TRUE(s.open(&stored).is_ok());
+  ASSERT_TRUE(stored.has_value());
+  EXPECT_EQ(stored->format, "file.v1");
+  EXPECT_EQ(stored->data, "123");
+  EXPECT_EQ(slurp(out), "{\"a\":1}\n{\"b\":2}\n");
+}
+
+TEST(FileSink, AbortDropsTheRoundAndLaterRoundsAppend) {
+  TempDir dir;
+  std::string out = dir.file("out.jsonl");
+  SinkHarness s(lib(), "file", {{"path", out}});
+  ASSERT_TRUE(s.open().is_ok());
+  s.write(recs({"r1"}));
+  ASSERT_TRUE(s.commit(Checkpoint{"t", "1"}).is_ok());
+  s.write(recs({"lost-a", "lost-b"}));
+  ASSERT_TRUE(s.prepare_commit().is_ok());  // even flushed and synced bytes go
+  ASSERT_TRUE(s.abort().is_ok());
+  EXPECT_EQ(slurp(out), "r1\n");
+  s.write(recs({"r2"}));
+  ASSERT_TRUE(s.commit(Checkpoint{"t", "2"}).is_ok());
+  EXPECT_EQ(slurp(out), "r1\nr2\n");
+}
+
+TEST(FileSink, BigUncommittedRoundIsCutOffOnAbortAndOnReopen) {
+  TempDir dir;
+  std::string out = dir.file("out.jsonl");
+  std::string line(4000, 'z');
+  std::vector<OwnedRecord> big;
+  for (int i = 0; i < 600; ++i) big.push_back(rec(std::nullopt, line, 0, i));  // > 2 MiB
+  {
+    SinkHarness s(lib(), "file", {{"path", out}});
+    ASSERT_TRUE(s.open().is_ok());
+    s.write(recs({"kept"}));
+    ASSERT_TRUE(s.commit(Checkpoint{"t", "a"}).is_ok());
+    s.write(big);
+    EXPECT_GT(std::filesystem::file_size(out), 1u << 20) << "round should reach the file early";
+    ASSERT_TRUE(s.abort().is_ok());
+    EXPECT_EQ(slurp(out), "kept\n");
+    s.write(big);  // then the instance dies without committing
+  }
+  EXPECT_GT(std::filesystem::file_size(out), 1u << 20);
+  SinkHarness s(lib(), "file", {{"path", out}});
+  std::optional<Checkpoint> stored;
+  ASSERT_TRUE(s.open(&stored).is_ok());
+  EXPECT_EQ(slurp(out), "kept\n");
+  ASSERT_TRUE(stored.has_value());
+  EXPECT_EQ(stored->data, "a");
+}
+
+TEST(FileSink, TornTailFromACrashIsCutOff) {
+  TempDir dir;
+  std::string out = dir.file("out.jsonl");
+  {
+    SinkHarness s(lib(), "file", {{"path", out}});
+    ASSERT_TRUE(s.open().is_ok());
+    s.write(recs({"one", "two"}));
+    ASSERT_TRUE(s.commit(Checkpoint{"t", "2"}).is_ok());
+  }
+  spit(out, "thr", true);  // what a kill in the middle of write() leaves
+  SinkHarness s(lib(), "file", {{"path", out}});
+  ASSERT_TRUE(s.open().is_ok());
+  EXPECT_EQ(slurp(out), "one\ntwo\n");
+  s.write(recs({"three"}));
+  ASSERT_TRUE(s.commit(Checkpoint{"t", "3"}).is_ok());
+  EXPECT_EQ(slurp(out), "one\ntwo\nthree\n");
+}
+
+TEST(FileSink, CommitWithoutPositionsStoresNone) {
+  TempDir dir;
+  std::string out = dir.file("out.jsonl");
+  {
+    SinkHarness s(lib(), "file", {{"path", out}, {"fsync", "false"}});
+    ASSERT_TRUE(s.open().is_ok());
+    s.write(recs({"a"}));
+    ASSERT_TRUE(s.commit(Checkpoint{"t", "1"}).is_ok());
+    s.write(recs({"b"}));
+    bool kept = true;
+    ASSERT_TRUE(s.commit(std::nullopt, &kept).is_ok());
+    EXPECT_FALSE(kept);
+  }
+  SinkHarness s(lib(), "file", {{"path", out}});
+  std::optional<Checkpoint> stored{Checkpoint{}};
+  ASSERT_TRUE(s.open(&stored).is_ok());
+  EXPECT_FALSE(stored.has_value());
+  EXPECT_EQ(slurp(out), "a\nb\n");
+}
+
+TEST(FileSink, PreexistingContentIsKeptEvenIfWeCrashBeforeTheFirstCommit) {
+  TempDir dir;
+  std::string out = dir.file("out.jsonl");
+  spit(out, "theirs\n");
+  {
+    SinkHarness s(lib(), "file", {{"path", out}});
+    ASSERT_TRUE(s.open().is_ok());
+    s.write(recs({"ours"}));
+    ASSERT_TRUE(s.prepare_commit().is_ok());
+  }
+  EXPECT_EQ(slurp(out), "theirs\nours\n");
+  SinkHarness s(lib(), "file", {{"path", out}});
+  ASSERT_TRUE(s.open().is_ok());
+  EXPECT_EQ(slurp(out), "theirs\n");
+}
+
+TEST(FileSink, ValueWithNewlineIsRejectedNotSplit) {
+  TempDir dir;
+  std::string out = dir.file("out.jsonl");
+  SinkHarness s(lib(), "file", {{"path", out}});
+  ASSERT_TRUE(s.open().is_ok());
+  auto rejected = s.write(recs({"ok1", "bad\nline", "ok2"}));
+  ASSERT_EQ(rejected.size(), 1u);
+  EXPECT_EQ(rejected[0].first, 1u);
+  EXPECT_NE(rejected[0].second.find("newline"), std::string::npos);
+  ASSERT_TRUE(s.commit(Checkpoint{"t", "1"}).is_ok());
+  EXPECT_EQ(slurp(out), "ok1\nok2\n");
+}
+
+TEST(FileSink, RefusesOutputShorterThanCommittedOrDamagedCommitRecord) {
+  TempDir dir;
+  std::string out = dir.file("out.jsonl");
+  {
+    SinkHarness s(lib(), "file", {{"path", out}});
+    ASSERT_TRUE(s.open().is_ok());
+    s.write(recs({"0123456789"}));
+    ASSERT_TRUE(s.commit(Checkpoint{"t", "1"}).is_ok());
+  }
+  std::string sidecar = slurp(out + ".commit");
+  spit(out, "012");
+  {
+    SinkHarness s(lib(), "file", {{"path", out}});
+    Status st = s.open();
+    EXPECT_EQ(st.code(), EX_ERR_FATAL);
+    EXPECT_NE(st.message().find("shorter"), std::string::npos) << st.message();
+  }
+  spit(out, "0123456789\n");
+  std::string damaged = sidecar;
+  damaged[damaged.find("length ") + 7] = '9';
+  spit(out + ".commit", damaged);
+  {
+    SinkHarness s(lib(), "file", {{"path", out}});
+    Status st = s.open();
+    EXPECT_EQ(st.code(), EX_ERR_FATAL);
+    EXPECT_NE(st.message().find("damaged"), std::string::npos) << st.message();
+  }
+  spit(out + ".commit", sidecar);
+  SinkHarness s(lib(), "file", {{"path", out}});
+  EXPECT_TRUE(s.open().is_ok());
+}
+
+TEST(FileSink, BinaryPositionsRoundTrip) {
+  TempDir dir;
+  std::string out = dir.file("out.jsonl");
+  std::string blob("a\nb\0c\n\nlength 5\n", 17);
+  {
+    SinkHarness s(lib(), "file", {{"path", out}});
+    ASSERT_TRUE(s.open().is_ok());
+    s.write(recs({"x"}));
+    ASSERT_TRUE(s.commit(Checkpoint{"kafka.v1", blob}).is_ok());
+  }
+  SinkHarness s(lib(), "file", {{"path", out}});
+  std::optional<Checkpoint> stored;
+  ASSERT_TRUE(s.open(&stored).is_ok());
+  ASSERT_TRUE(stored.has_value());
+  EXPECT_EQ(stored->format, "kafka.v1");
+  EXPECT_EQ(stored->data, blob);
+}
+
+TEST(FileSink, WriteBeforeOpenIsAnError) {
+  TempDir dir;
+  SinkHarness s(lib(), "file", {{"path", dir.file("out.jsonl")}});
+  Status st;
+  s.write(recs({"a"}), &st);
+  EXPECT_FALSE(st.is_ok());
+  SinkHarness nopath(lib(), "file", {});
+  EXPECT_EQ(nopath.create_status().code(), EX_ERR_CONFIG);
+  EXPECT_EQ(nopath.create_status().key(), "path");
+}
+
+}  // namespace

@@ -1,0 +1,201 @@
+// The file source through its real .so: offsets, partial lines, follow mode, resume.
+#include <gtest/gtest.h>
+
+#include "file_test_util.hpp"
+
+namespace {
+
+using exactly::sdk::Checkpoint;
+using exactly::sdk::Status;
+using exactly::testing::FakeHost;
+using exactly::testing::OwnedRecord;
+using exactly::testing::SourceHarness;
+using file_test::lib;
+using file_test::spit;
+using file_test::TempDir;
+using file_test::values;
+
+std::vector<OwnedRecord> drain(SourceHarness& s, bool* saw_eoi = nullptr, int max_polls = 1000) {
+  std::vector<OwnedRecord> all;
+  bool eoi = false;
+  for (int i = 0; i < max_polls && !eoi; ++i) {
+    Status st;
+    auto b = s.poll(0, &eoi, &st);
+    EXPECT_TRUE(st.is_ok()) << st.message();
+    all.insert(all.end(), b.begin(), b.end());
+  }
+  if (saw_eoi) *saw_eoi = eoi;
+  return all;
+}
+
+TEST(FileSource, LinesOffsetsAndPartition) {
+  TempDir dir;
+  std::string path = dir.file("events.jsonl");
+  spit(path, "{\"a\":1}\n\n{\"b\":22}\nlast\n");
+  FakeHost host;
+  SourceHarness s(lib(), "file", {{"path", path}}, &host);
+  ASSERT_TRUE(s.ok()) << s.create_status().message();
+  ASSERT_TRUE(s.open().is_ok());
+  bool eoi = false;
+  auto recs = drain(s, &eoi);
+  EXPECT_TRUE(eoi);
+  ASSERT_EQ(values(recs), (std::vector<std::string>{"{\"a\":1}", "", "{\"b\":22}", "last"}));
+  std::vector<int64_t> offsets;
+  for (auto& r : recs) {
+    offsets.push_back(r.offset);
+    EXPECT_FALSE(r.key.has_value());
+    EXPECT_EQ(r.partition, 0);
+  }
+  EXPECT_EQ(offsets, (std::vector<int64_t>{0, 8, 9, 18}));
+  ASSERT_EQ(host.assigned.size(), 1u);
+  EXPECT_EQ(host.assigned[0].name, "file:events.jsonl");
+  EXPECT_EQ(host.assigned[0].start_offset, 0);
+  Checkpoint cp = s.checkpoint();
+  EXPECT_EQ(cp.format, "file.v1");
+  EXPECT_EQ(cp.data, "23");
+}
+
+TEST(FileSource, BatchSizeAndCheckpointAfterEachBatch) {
+  TempDir dir;
+  std::string path = dir.file("in.jsonl");
+  std::string content;
+  for (int i = 0; i < 10; ++i) content += "line" + std::to_string(i) + "\n";  // 6 bytes each
+  spit(path, content);
+  SourceHarness s(lib(), "file", {{"path", path}, {"batch.size", "4"}});
+  ASSERT_TRUE(s.open().is_ok());
+  std::vector<size_t> sizes;
+  std::vector<std::string> cps;
+  bool eoi = false;
+  while (!eoi) {
+    auto b = s.poll(0, &eoi);
+    if (!b.empty()) {
+      sizes.push_back(b.size());
+      cps.push_back(s.checkpoint().data);
+    }
+  }
+  EXPECT_EQ(sizes, (std::vector<size_t>{4, 4, 2}));
+  EXPECT_EQ(cps, (std::vector<std::string>{"24", "48", "60"}));
+}
+
+TEST(FileSource, PartialLastLineEmittedAtEofWithoutFollow) {
+  TempDir dir;
+  std::string path = dir.file("in.jsonl");
+  spit(path, "one\ntwo");
+  SourceHarness s(lib(), "file", {{"path", path}});
+  ASSERT_TRUE(s.open().is_ok());
+  bool eoi = false;
+  auto recs = drain(s, &eoi);
+  EXPECT_TRUE(eoi);
+  EXPECT_EQ(values(recs), (std::vector<std::string>{"one", "two"}));
+  EXPECT_EQ(s.checkpoint().data, "7");
+}
+
+TEST(FileSource, FollowHoldsPartialLineUntilCompleted) {
+  TempDir dir;
+  std::string path = dir.file("in.jsonl");
+  spit(path, "one\ntw");
+  SourceHarness s(lib(), "file", {{"path", path}, {"follow", "true"}});
+  ASSERT_TRUE(s.open().is_ok());
+  bool eoi = true;
+  auto first = s.poll(0, &eoi);
+  EXPECT_FALSE(eoi);
+  EXPECT_EQ(values(first), (std::vector<std::string>{"one"}));
+  EXPECT_TRUE(s.poll(10, &eoi).empty());
+  EXPECT_FALSE(eoi);
+  EXPECT_EQ(s.checkpoint().data, "4");
+  spit(path, "o\nthree\nfou", true);
+  auto second = s.poll(0, &eoi);
+  EXPECT_FALSE(eoi);
+  ASSERT_EQ(values(second), (std::vector<std::string>{"two", "three"}));
+  EXPECT_EQ(second[0].offset, 4);
+  EXPECT_EQ(second[1].offset, 8);
+  EXPECT_EQ(s.checkpoint().data, "14");
+  EXPECT_TRUE(s.poll(0, &eoi).empty());
+  spit(path, "r\n", true);
+  auto third = s.poll(0, &eoi);
+  ASSERT_EQ(values(third), (std::vector<std::string>{"four"}));
+  EXPECT_EQ(third[0].offset, 14);
+}
+
+TEST(FileSource, ResumeAndRewindReplayFromByteOffset) {
+  TempDir dir;
+  std::string path = dir.file("in.jsonl");
+  std::string content;
+  for (int i = 0; i < 100; ++i) content += "{\"n\":" + std::to_string(i) + "}\n";
+  spit(path, content);
+  SourceHarness s(lib(), "file", {{"path", path}, {"batch.size", "30"}});
+  ASSERT_TRUE(s.open().is_ok());
+  auto head = s.poll(0);
+  ASSERT_EQ(head.size(), 30u);
+  Checkpoint cp = s.checkpoint();
+  auto rest = drain(s);
+  ASSERT_EQ(rest.size(), 70u);
+  EXPECT_EQ(rest.front().value, "{\"n\":30}");
+  EXPECT_EQ(std::to_string(rest.front().offset), cp.data);
+
+  ASSERT_TRUE(s.rewind(cp).is_ok());
+  auto replay = drain(s);
+  EXPECT_EQ(values(replay), values(rest));
+
+  FakeHost host;
+  SourceHarness resumed(lib(), "file", {{"path", path}}, &host);
+  ASSERT_TRUE(resumed.open(cp).is_ok());
+  auto again = drain(resumed);
+  EXPECT_EQ(values(again), values(rest));
+  ASSERT_EQ(host.assigned.size(), 1u);
+  EXPECT_EQ(std::to_string(host.assigned[0].start_offset), cp.data);
+}
+
+TEST(FileSource, LineLongerThanTheReadBuffer) {
+  TempDir dir;
+  std::string path = dir.file("in.jsonl");
+  std::string big(3 * 1024 * 1024 + 17, 'x');
+  spit(path, "a\n" + big + "\nb\n");
+  SourceHarness s(lib(), "file", {{"path", path}});
+  ASSERT_TRUE(s.open().is_ok());
+  auto recs = drain(s);
+  ASSERT_EQ(recs.size(), 3u);
+  EXPECT_EQ(recs[1].value, big);
+  EXPECT_EQ(recs[2].value, "b");
+  EXPECT_EQ(recs[2].offset, static_cast<int64_t>(2 + big.size() + 1));
+}
+
+TEST(FileSource, OwnOffsetsFileWhenTheSinkKeepsNoPositions) {
+  TempDir dir;
+  std::string path = dir.file("in.jsonl");
+  std::string offsets = dir.file("in.offset");
+  spit(path, "a\nb\nc\nd\n");
+  {
+    SourceHarness s(lib(), "file", {{"path", path}, {"batch.size", "2"}, {"offsets.path", offsets}});
+    ASSERT_TRUE(s.open().is_ok());
+    ASSERT_EQ(s.poll(0).size(), 2u);
+    ASSERT_TRUE(s.commit(s.checkpoint()).is_ok());
+    ASSERT_EQ(s.poll(0).size(), 2u);  // read but never committed
+  }
+  SourceHarness s(lib(), "file", {{"path", path}, {"offsets.path", offsets}});
+  ASSERT_TRUE(s.open().is_ok());
+  EXPECT_EQ(values(drain(s)), (std::vector<std::string>{"c", "d"}));
+}
+
+TEST(FileSource, ErrorsNameTheProblem) {
+  TempDir dir;
+  SourceHarness missing(lib(), "file", {{"path", dir.file("nope.jsonl")}});
+  ASSERT_TRUE(missing.ok());
+  Status st = missing.open();
+  EXPECT_EQ(st.code(), EX_ERR_CONFIG);
+  EXPECT_EQ(st.key(), "path");
+
+  std::string path = dir.file("in.jsonl");
+  spit(path, "abc\n");
+  SourceHarness s(lib(), "file", {{"path", path}});
+  EXPECT_EQ(s.open(Checkpoint{"generator.v1", "4"}).code(), EX_ERR_CONFIG);
+  st = s.open(Checkpoint{"file.v1", "99"});
+  EXPECT_FALSE(st.is_ok());
+  EXPECT_NE(st.message().find("past the end"), std::string::npos) << st.message();
+  EXPECT_FALSE(s.open(Checkpoint{"file.v1", "x1"}).is_ok());
+
+  SourceHarness nopath(lib(), "file", {});
+  EXPECT_EQ(nopath.create_status().key(), "path");
+}
+
+}  // namespace

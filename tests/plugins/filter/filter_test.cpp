@@ -1,0 +1,157 @@
+// The filter plugin through its real .so: every op, both actions, invalid values and
+// reconfigure in place.
+#include <exactly/testing/harness.hpp>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace {
+
+using exactly::testing::Library;
+using exactly::testing::OwnedRecord;
+using exactly::testing::Pairs;
+using exactly::testing::rec;
+using exactly::testing::TransformHarness;
+
+const Library& lib() {
+  static Library l(std::string(EXACTLY_PLUGIN_DIR) + "/exactly_filter.so");
+  return l;
+}
+
+const std::vector<std::string> kValues = {
+    R"({"type":"click","n":42,"user":{"id":"u-1"}})",  // 0
+    R"({"type":"view","n":7.5})",                     // 1
+    R"({"type":"clickthrough","n":42.0,"flag":true})",// 2
+    R"({"n":null,"tags":["a","b"]})",                 // 3
+    R"({"type":"cl\u0069ck"})",                       // 4: escaped "click"
+};
+
+std::vector<OwnedRecord> input(const std::vector<std::string>& values = kValues) {
+  std::vector<OwnedRecord> in;
+  for (size_t i = 0; i < values.size(); ++i)
+    in.push_back(rec(std::nullopt, values[i], 0, static_cast<int64_t>(i)));
+  return in;
+}
+
+// Input indices the filter passed on, in order.
+std::vector<size_t> kept(const Pairs& cfg, const std::vector<std::string>& values = kValues) {
+  TransformHarness t(lib(), "filter", cfg);
+  EXPECT_TRUE(t.ok()) << t.create_status().message();
+  if (!t.ok()) return {};
+  auto out = t.process(input(values));
+  EXPECT_TRUE(out.rejected.empty());
+  EXPECT_EQ(out.records.size(), out.kept.size()) << "filter must keep, never rewrite";
+  return out.kept;
+}
+
+using Idx = std::vector<size_t>;
+
+TEST(Filter, EqOnStringsNumbersAndNested) {
+  EXPECT_EQ(kept({{"field", "/type"}, {"value", "click"}}), (Idx{0, 4}));
+  EXPECT_EQ(kept({{"field", "/n"}, {"value", "42"}}), (Idx{0, 2}));
+  EXPECT_EQ(kept({{"field", "/n"}, {"value", "7.5"}}), (Idx{1}));
+  EXPECT_EQ(kept({{"field", "/n"}, {"value", "null"}}), (Idx{3}));
+  EXPECT_EQ(kept({{"field", "/flag"}, {"value", "true"}}), (Idx{2}));
+  EXPECT_EQ(kept({{"field", "/user/id"}, {"value", "u-1"}}), (Idx{0}));
+  EXPECT_EQ(kept({{"field", "/tags/1"}, {"value", "b"}}), (Idx{3}));
+  EXPECT_EQ(kept({{"field", "/tags"}, {"value", R"(["a","b"])"}}), (Idx{3}));
+}
+
+TEST(Filter, NeIsTheNegationOfEq) {
+  EXPECT_EQ(kept({{"field", "/type"}, {"op", "ne"}, {"value", "click"}}), (Idx{1, 2, 3}));
+}
+
+TEST(Filter, ExistsAndMissing) {
+  EXPECT_EQ(kept({{"field", "/type"}, {"op", "exists"}}), (Idx{0, 1, 2, 4}));
+  EXPECT_EQ(kept({{"field", "/type"}, {"op", "missing"}}), (Idx{3}));
+  EXPECT_EQ(kept({{"field", "/n"}, {"op", "exists"}}), (Idx{0, 1, 2, 3})) << "null is present";
+}
+
+TEST(Filter, PrefixAndRegex) {
+  EXPECT_EQ(kept({{"field", "/type"}, {"op", "prefix"}, {"value", "click"}}), (Idx{0, 2, 4}));
+  EXPECT_EQ(kept({{"field", "/type"}, {"op", "regex"}, {"value", "^(view|click)$"}}),
+            (Idx{0, 1, 4}));
+  EXPECT_EQ(kept({{"field", "/type"}, {"op", "regex"}, {"value", "through"}}), (Idx{2}));
+}
+
+TEST(Filter, DropActionInvertsTheSelection) {
+  EXPECT_EQ(kept({{"field", "/type"}, {"value", "click"}, {"action", "drop"}}), (Idx{1, 2, 3}));
+  EXPECT_EQ(kept({{"field", "/type"}, {"op", "missing"}, {"action", "drop"}}), (Idx{0, 1, 2, 4}));
+}
+
+TEST(Filter, InvalidJsonIsRejectedWithAReason) {
+  std::vector<std::string> values = {R"({"type":"click"})", "not json", R"({"type":"cl)", "",
+                                     R"({"type":"click"})"};
+  TransformHarness t(lib(), "filter", {{"field", "/type"}, {"value", "click"}});
+  ASSERT_TRUE(t.ok());
+  auto out = t.process(input(values));
+  EXPECT_EQ(out.kept, (Idx{0, 4}));
+  ASSERT_EQ(out.rejected.size(), 3u);
+  EXPECT_EQ(out.rejected[0].first, 1u);
+  EXPECT_EQ(out.rejected[1].first, 2u);
+  EXPECT_EQ(out.rejected[2].first, 3u);
+  for (auto& [i, why] : out.rejected) {
+    EXPECT_NE(why.find("not valid JSON"), std::string::npos) << why;
+    EXPECT_NE(why.find("/type"), std::string::npos) << why;
+  }
+  EXPECT_EQ(t.host().metric("filter_invalid_total"), 3.0);
+}
+
+TEST(Filter, InvalidJsonCanBeDroppedOrKept) {
+  std::vector<std::string> values = {"{oops", R"({"type":"click"})", R"({"type":"x"})"};
+  EXPECT_EQ(kept({{"field", "/type"}, {"value", "click"}, {"on.invalid", "drop"}}, values),
+            (Idx{1}));
+  EXPECT_EQ(kept({{"field", "/type"}, {"value", "click"}, {"on.invalid", "keep"}}, values),
+            (Idx{0, 1}));
+}
+
+TEST(Filter, CountsDroppedRecords) {
+  TransformHarness t(lib(), "filter", {{"field", "/type"}, {"value", "click"}});
+  t.process(input());
+  t.process(input());
+  EXPECT_EQ(t.host().metric("filter_dropped_total"), 6.0);
+}
+
+TEST(Filter, ReconfigureAppliesFromTheNextBatch) {
+  TransformHarness t(lib(), "filter", {{"field", "/type"}, {"value", "click"}});
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t.process(input()).kept, (Idx{0, 4}));
+  ASSERT_TRUE(t.reconfigure({{"field", "/type"}, {"op", "eq"}, {"value", "view"},
+                             {"action", "keep"}, {"on.invalid", "reject"}})
+                  .is_ok());
+  EXPECT_EQ(t.process(input()).kept, (Idx{1}));
+  // A bad config is refused and the running rules stay.
+  auto st = t.reconfigure({{"field", "/type"}, {"op", "regex"}, {"value", "(unclosed"}});
+  EXPECT_EQ(st.code(), EX_ERR_CONFIG);
+  EXPECT_EQ(st.key(), "value");
+  EXPECT_EQ(t.process(input()).kept, (Idx{1}));
+}
+
+TEST(Filter, BadConfigNamesTheKey) {
+  struct Case {
+    Pairs cfg;
+    std::string key;
+  };
+  std::vector<Case> cases = {
+      {{}, "field"},
+      {{{"field", "type"}, {"value", "x"}}, "field"},
+      {{{"field", "/a~2b"}, {"value", "x"}}, "field"},
+      {{{"field", "/type"}}, "value"},
+      {{{"field", "/type"}, {"op", "like"}, {"value", "x"}}, "op"},
+      {{{"field", "/type"}, {"value", "x"}, {"action", "maybe"}}, "action"},
+      {{{"field", "/type"}, {"value", "x"}, {"on.invalid", "ignore"}}, "on.invalid"},
+      {{{"field", "/type"}, {"op", "regex"}, {"value", "[z-a]"}}, "value"},
+  };
+  for (auto& c : cases) {
+    TransformHarness t(lib(), "filter", c.cfg);
+    EXPECT_FALSE(t.ok());
+    EXPECT_EQ(t.create_status().code(), EX_ERR_CONFIG);
+    EXPECT_EQ(t.create_status().key(), c.key);
+  }
+  TransformHarness root(lib(), "filter", {{"field", ""}, {"value", "7"}});
+  EXPECT_TRUE(root.ok()) << "the empty pointer addresses the whole value";
+  EXPECT_EQ(root.process(input({"7", "8", "\"7\""})).kept, (Idx{0, 2}));
+}
+
+}  // namespace

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs the Debian packages exactly builds and tests with. Safe to run again:
+# it asks apt only for what is missing.
+set -euo pipefail
+PKGS=(build-essential cmake ninja-build pkg-config
+      librdkafka-dev librocksdb-dev libboost-dev libboost-filesystem-dev libyaml-cpp-dev
+      libgtest-dev libgmock-dev libsimdjson-dev libfmt-dev libxxhash-dev libcivetweb-dev
+      rocksdb-tools python3 python3-prometheus-client)
+if [ "${1:-}" = "--with-java" ]; then PKGS+=(default-jdk-headless maven iproute2 util-linux); fi
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# Java and Maven may come from outside apt (a preinstalled JDK): accept them if on PATH.
+if [ "${1:-}" = "--with-java" ]; then
+  keep=()
+  for p in "${missing[@]}"; do
+    case "$p" in
+      default-jdk-headless) command -v javac >/dev/null || keep+=("$p") ;;
+      maven) command -v mvn >/dev/null || keep+=("$p") ;;
+      *) keep+=("$p") ;;
+    esac
+  done
+  missing=("${keep[@]+"${keep[@]}"}")
+fi
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all packages present"
+  exit 0
+fi
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+echo "install-deps: installing ${missing[*]}"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

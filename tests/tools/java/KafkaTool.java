@@ -1,0 +1,882 @@
+// Independent Kafka test tool for the "exactly" project (tests and benchmarks only).
+//
+// Built and run by tests/tools/kafka-tool.sh against the kafka-clients jar cached by
+// tests/tools/kafka-broker.sh fetch. It shares no code with the C++ under test: it is the
+// referee that produces input data and checks the output with a read_committed reader.
+//
+// Usage: kafka-tool.sh <subcommand> --bootstrap HOST:PORT[,...] [options]
+//   wait                 --timeout-s 90 [--min-brokers N] [--watch-pid PID[,PID]]
+//   create-topic         --topic T --partitions N [--rf R] [--config k=v[,k=v]]
+//   delete-topic         --topic T
+//   produce              --topic T --count N [--partitions P] [--dup-ratio F] [--seed S]
+//                        [--size BYTES] [--keyed] [--dup-window W] [--omit-dups]
+//                        [--transactional-id X [--abort | --leave-open] [--txn-timeout-ms MS]]
+//   verify               --input-topic IN --output-topic OUT [--mode copy|dedupe]
+//                        [--id-field messageId] [--stall-timeout-s 60] [--expect-input N]
+//                        [--allow-empty] [--examples 10]
+//   marker-check         --topic T [--timeout-s 20]
+//   count                --topic T [--read-committed]
+//   end-offsets          --topic T
+//   consume-group-offsets --group G --topic T
+//   transactions         (lists transactional ids and their state; open ones are flagged)
+//
+// Exit codes: 0 ok / check passed, 1 check failed, 2 usage or runtime error.
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.*;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+
+import org.apache.kafka.clients.CommonClientConfigs;
+import org.apache.kafka.clients.admin.*;
+import org.apache.kafka.clients.consumer.*;
+import org.apache.kafka.clients.producer.*;
+import org.apache.kafka.common.*;
+import org.apache.kafka.common.errors.*;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+
+public final class KafkaTool {
+
+    static final class UsageException extends RuntimeException {
+        UsageException(String m) { super(m); }
+    }
+
+    // ------------------------------------------------------------------ arguments
+    static final class Args {
+        final Map<String, String> opts = new HashMap<>();
+        final Set<String> flags = new HashSet<>();
+        static final Set<String> FLAG_NAMES = Set.of("keyed", "read-committed", "verbose", "omit-dups", "abort", "leave-open", "allow-empty");
+
+        Args(String[] argv, int from) {
+            for (int i = from; i < argv.length; i++) {
+                String a = argv[i];
+                if (!a.startsWith("--")) throw new UsageException("unexpected argument: " + a);
+                String k = a.substring(2);
+                int eq = k.indexOf('=');
+                if (eq >= 0) { opts.put(k.substring(0, eq), k.substring(eq + 1)); continue; }
+                if (FLAG_NAMES.contains(k)) { flags.add(k); continue; }
+                if (i + 1 >= argv.length) throw new UsageException("missing value for --" + k);
+                opts.put(k, argv[++i]);
+            }
+        }
+        String req(String k) {
+            String v = opts.get(k);
+            if (v == null) throw new UsageException("missing required option --" + k);
+            return v;
+        }
+        String get(String k, String d) { return opts.getOrDefault(k, d); }
+        long getLong(String k, long d) { String v = opts.get(k); return v == null ? d : Long.parseLong(v); }
+        int getInt(String k, int d) { String v = opts.get(k); return v == null ? d : Integer.parseInt(v); }
+        double getDouble(String k, double d) { String v = opts.get(k); return v == null ? d : Double.parseDouble(v); }
+        boolean flag(String k) { return flags.contains(k); }
+    }
+
+    static String bootstrap;
+    static boolean verbose;
+
+    public static void main(String[] argv) {
+        int rc;
+        try {
+            rc = run(argv);
+        } catch (UsageException e) {
+            System.err.println("kafka-tool: " + e.getMessage());
+            System.err.println("usage: kafka-tool.sh <wait|create-topic|delete-topic|produce|verify|marker-check|count|end-offsets|consume-group-offsets|transactions> --bootstrap B [options]");
+            rc = 2;
+        } catch (Throwable t) {
+            System.err.println("kafka-tool: error: " + t);
+            Throwable c = t.getCause();
+            while (c != null) { System.err.println("  caused by: " + c); c = c.getCause(); }
+            if (verbose) t.printStackTrace();
+            rc = 2;
+        }
+        System.out.flush();
+        System.err.flush();
+        // Client threads (admin, producer network threads) must not keep us alive.
+        Runtime.getRuntime().halt(rc);
+    }
+
+    static int run(String[] argv) throws Exception {
+        if (argv.length == 0) throw new UsageException("no subcommand");
+        String cmd = argv[0];
+        Args a = new Args(argv, 1);
+        verbose = a.flag("verbose");
+        bootstrap = a.opts.getOrDefault("bootstrap", System.getenv("KAFKA_BOOTSTRAP"));
+        if (bootstrap == null || bootstrap.isEmpty()) throw new UsageException("missing --bootstrap (or KAFKA_BOOTSTRAP)");
+        switch (cmd) {
+            case "wait": return cmdWait(a);
+            case "create-topic": return cmdCreateTopic(a);
+            case "delete-topic": return cmdDeleteTopic(a);
+            case "produce": return cmdProduce(a);
+            case "verify": return cmdVerify(a);
+            case "marker-check": return cmdMarkerCheck(a);
+            case "count": return cmdCount(a);
+            case "end-offsets": return cmdEndOffsets(a);
+            case "consume-group-offsets": return cmdGroupOffsets(a);
+            case "transactions": return cmdTransactions(a);
+            default: throw new UsageException("unknown subcommand: " + cmd);
+        }
+    }
+
+    // ------------------------------------------------------------------ clients
+    static Properties baseProps() {
+        Properties p = new Properties();
+        p.put(CommonClientConfigs.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        p.put(CommonClientConfigs.CLIENT_DNS_LOOKUP_CONFIG, "use_all_dns_ips");
+        return p;
+    }
+
+    static Admin admin(int requestTimeoutMs) {
+        Properties p = baseProps();
+        p.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, requestTimeoutMs);
+        p.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, Math.max(requestTimeoutMs, 60000));
+        p.put(AdminClientConfig.RETRY_BACKOFF_MS_CONFIG, 200);
+        p.put(AdminClientConfig.RECONNECT_BACKOFF_MAX_MS_CONFIG, 1000);
+        return Admin.create(p);
+    }
+
+    static KafkaConsumer<byte[], byte[]> consumer(boolean readCommitted) {
+        Properties p = baseProps();
+        p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, readCommitted ? "read_committed" : "read_uncommitted");
+        p.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, 5000);
+        p.put(ConsumerConfig.FETCH_MAX_BYTES_CONFIG, 64 * 1024 * 1024);
+        p.put(ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG, 8 * 1024 * 1024);
+        p.put(ConsumerConfig.RECEIVE_BUFFER_CONFIG, 1024 * 1024);
+        p.put(ConsumerConfig.CLIENT_ID_CONFIG, "exactly-kafka-tool");
+        p.put(ConsumerConfig.ALLOW_AUTO_CREATE_TOPICS_CONFIG, "false"); // a typo must not create a topic
+        return new KafkaConsumer<>(p);
+    }
+
+    static List<TopicPartition> partitionsOf(KafkaConsumer<?, ?> c, String topic) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (true) {
+            try {
+                List<PartitionInfo> infos = c.partitionsFor(topic, Duration.ofSeconds(10));
+                if (infos != null && !infos.isEmpty()) {
+                    List<TopicPartition> tps = new ArrayList<>();
+                    for (PartitionInfo pi : infos) tps.add(new TopicPartition(topic, pi.partition()));
+                    tps.sort(Comparator.comparingInt(TopicPartition::partition));
+                    return tps;
+                }
+            } catch (org.apache.kafka.common.errors.TimeoutException e) {
+                // retry until deadline
+            }
+            if (System.nanoTime() > deadline) throw new IllegalStateException("topic not found: " + topic);
+            sleep(200);
+        }
+    }
+
+    static void sleep(long ms) {
+        try { Thread.sleep(ms); } catch (InterruptedException e) { Thread.currentThread().interrupt(); }
+    }
+
+    static String jsonStr(String s) {
+        StringBuilder b = new StringBuilder("\"");
+        for (char ch : s.toCharArray()) {
+            switch (ch) {
+                case '"': b.append("\\\""); break;
+                case '\\': b.append("\\\\"); break;
+                case '\n': b.append("\\n"); break;
+                default:
+                    if (ch < 0x20) b.append(String.format("\\u%04x", (int) ch)); else b.append(ch);
+            }
+        }
+        return b.append('"').toString();
+    }
+
+    // ------------------------------------------------------------------ wait
+    static int cmdWait(Args a) throws Exception {
+        long timeoutS = a.getLong("timeout-s", 90);
+        int minBrokers = a.getInt("min-brokers", 1);
+        List<Long> pids = new ArrayList<>();
+        for (String s : a.get("watch-pid", "").split(",")) if (!s.isBlank()) pids.add(Long.parseLong(s.trim()));
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(timeoutS);
+        String last = "no answer yet";
+        try (Admin admin = admin(3000)) {
+            while (true) {
+                for (long pid : pids) {
+                    Optional<ProcessHandle> ph = ProcessHandle.of(pid);
+                    if (ph.isEmpty() || !ph.get().isAlive()) {
+                        System.err.println("kafka-tool wait: watched process " + pid + " exited");
+                        return 3;
+                    }
+                }
+                try {
+                    DescribeClusterResult r = admin.describeCluster(new DescribeClusterOptions().timeoutMs(3000));
+                    Collection<Node> nodes = r.nodes().get(4, TimeUnit.SECONDS);
+                    Node controller = r.controller().get(4, TimeUnit.SECONDS);
+                    if (nodes.size() >= minBrokers) {
+                        System.out.println("{\"brokers\":" + nodes.size() + ",\"controller\":"
+                                + (controller == null ? -1 : controller.id()) + ",\"cluster_id\":"
+                                + jsonStr(String.valueOf(r.clusterId().get(4, TimeUnit.SECONDS))) + "}");
+                        return 0;
+                    }
+                    last = "only " + nodes.size() + " of " + minBrokers + " brokers alive";
+                } catch (ExecutionException | TimeoutException e) {
+                    last = String.valueOf(e.getCause() != null ? e.getCause() : e);
+                }
+                if (System.nanoTime() > deadline) {
+                    System.err.println("kafka-tool wait: cluster at " + bootstrap + " did not answer within "
+                            + timeoutS + " s (" + last + ")");
+                    return 1;
+                }
+                sleep(250);
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ topics
+    static int cmdCreateTopic(Args a) throws Exception {
+        String topic = a.req("topic");
+        int partitions = a.getInt("partitions", 4);
+        Optional<Short> rf = a.opts.containsKey("rf") ? Optional.of((short) a.getInt("rf", 1)) : Optional.empty();
+        Map<String, String> configs = new HashMap<>();
+        for (String kv : a.get("config", "").split(",")) {
+            if (kv.isBlank()) continue;
+            int eq = kv.indexOf('=');
+            if (eq <= 0) throw new UsageException("bad --config entry: " + kv);
+            configs.put(kv.substring(0, eq).trim(), kv.substring(eq + 1).trim());
+        }
+        try (Admin admin = admin(15000)) {
+            NewTopic nt = new NewTopic(topic, Optional.of(partitions), rf).configs(configs);
+            boolean existed = false;
+            try {
+                admin.createTopics(List.of(nt)).all().get(60, TimeUnit.SECONDS);
+            } catch (ExecutionException e) {
+                if (e.getCause() instanceof TopicExistsException) existed = true;
+                else throw e;
+            }
+            // Wait until every partition has a leader, so that clients started right after
+            // this command do not race against topic creation.
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            int actual = -1;
+            while (true) {
+                try {
+                    TopicDescription d = admin.describeTopics(List.of(topic)).allTopicNames().get(10, TimeUnit.SECONDS).get(topic);
+                    actual = d.partitions().size();
+                    boolean allLeaders = d.partitions().stream().allMatch(p -> p.leader() != null && !p.leader().isEmpty());
+                    if (allLeaders) break;
+                } catch (ExecutionException e) {
+                    if (!(e.getCause() instanceof UnknownTopicOrPartitionException)) throw e;
+                }
+                if (System.nanoTime() > deadline) throw new IllegalStateException("topic " + topic + " has no leaders after 60 s");
+                sleep(100);
+            }
+            if (existed && actual != partitions)
+                System.err.println("kafka-tool: warning: topic " + topic + " already exists with " + actual + " partitions (wanted " + partitions + ")");
+            System.out.println("{\"topic\":" + jsonStr(topic) + ",\"partitions\":" + actual + ",\"created\":" + !existed + "}");
+            return 0;
+        }
+    }
+
+    static int cmdDeleteTopic(Args a) throws Exception {
+        String topic = a.req("topic");
+        try (Admin admin = admin(15000)) {
+            boolean existed = true;
+            try {
+                admin.deleteTopics(List.of(topic)).all().get(60, TimeUnit.SECONDS);
+            } catch (ExecutionException e) {
+                if (e.getCause() instanceof UnknownTopicOrPartitionException) existed = false;
+                else throw e;
+            }
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            while (existed) {
+                Set<String> names = admin.listTopics().names().get(10, TimeUnit.SECONDS);
+                if (!names.contains(topic)) break;
+                if (System.nanoTime() > deadline) throw new IllegalStateException("topic " + topic + " still listed 60 s after delete");
+                sleep(100);
+            }
+            System.out.println("{\"topic\":" + jsonStr(topic) + ",\"deleted\":" + existed + "}");
+            return 0;
+        }
+    }
+
+    // ------------------------------------------------------------------ produce
+    static final char[] FILL = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789".toCharArray();
+
+    static long mix64(long z) {
+        z = (z ^ (z >>> 30)) * 0xbf58476d1ce4e5b9L;
+        z = (z ^ (z >>> 27)) * 0x94d049bb133111ebL;
+        return z ^ (z >>> 31);
+    }
+
+    /** The value of the ORIGINAL record number {@code seq}: deterministic in (seed, seq). */
+    static byte[] originalValue(long seed, long seq, int size) {
+        long h1 = mix64(seed * 0x9E3779B97F4A7C15L + seq);
+        long h2 = mix64(h1 ^ 0x5DEECE66DL);
+        // RFC 4122 version 4 layout so it looks like any other UUID.
+        long msb = (h1 & ~0xF000L) | 0x4000L;
+        long lsb = (h2 & 0x3FFFFFFFFFFFFFFFL) | 0x8000000000000000L;
+        String id = new UUID(msb, lsb).toString();
+        StringBuilder b = new StringBuilder(Math.max(size, 96));
+        b.append("{\"messageId\":\"").append(id).append("\",\"seq\":").append(seq).append(",\"payload\":\"");
+        int fill = Math.max(0, size - b.length() - 2);
+        long r = mix64(h2 + seq);
+        for (int i = 0; i < fill; i++) {
+            if ((i & 7) == 0) r = mix64(r + i);
+            b.append(FILL[(int) ((r >>> ((i & 7) * 8)) & 0xFF) % FILL.length]);
+        }
+        b.append("\"}");
+        return b.toString().getBytes(StandardCharsets.UTF_8);
+    }
+
+    static int cmdProduce(Args a) throws Exception {
+        String topic = a.req("topic");
+        long count = a.getLong("count", -1);
+        if (count < 0) throw new UsageException("missing required option --count");
+        double dupRatio = a.getDouble("dup-ratio", 0.0);
+        long seed = a.getLong("seed", 42);
+        int size = a.getInt("size", 150);
+        boolean keyed = a.flag("keyed");
+        long dupWindow = a.getLong("dup-window", 0); // 0 = any earlier original record
+        if (dupRatio < 0 || dupRatio >= 1) throw new UsageException("--dup-ratio must be in [0,1)");
+
+        Properties p = baseProps();
+        p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        p.put(ProducerConfig.ACKS_CONFIG, "all");
+        p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
+        p.put(ProducerConfig.LINGER_MS_CONFIG, a.getInt("linger-ms", 10));
+        p.put(ProducerConfig.BATCH_SIZE_CONFIG, 256 * 1024);
+        p.put(ProducerConfig.BUFFER_MEMORY_CONFIG, 128L * 1024 * 1024);
+        p.put(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, 5);
+        p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, 300000);
+        p.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, a.get("compression", "none"));
+        p.put(ProducerConfig.CLIENT_ID_CONFIG, "exactly-kafka-tool-producer");
+
+        boolean omitDups = a.flag("omit-dups");      // the dedupe reference of the same stream
+        String txnId = a.opts.get("transactional-id");
+        boolean abort = a.flag("abort"), leaveOpen = a.flag("leave-open");
+        if ((abort || leaveOpen) && txnId == null) throw new UsageException("--abort/--leave-open need --transactional-id");
+        if (txnId != null) {
+            p.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, txnId);
+            p.put(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, a.getInt("txn-timeout-ms", 60000));
+        }
+
+        SplittableRandom rnd = new SplittableRandom(seed ^ 0x2545F4914F6CDD1DL);
+        long[] originals = new long[(int) Math.min(count, Integer.MAX_VALUE - 8)];
+        int nOriginals = 0;
+        long sent = 0;
+        AtomicLong acked = new AtomicLong();
+        AtomicReference<Exception> firstError = new AtomicReference<>();
+        long t0 = System.nanoTime();
+        KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p);
+        try {
+            int actual = producer.partitionsFor(topic).size();
+            int partitions = a.opts.containsKey("partitions") ? a.getInt("partitions", 1) : actual;
+            if (!keyed && partitions > actual)
+                throw new UsageException("--partitions " + partitions + " but topic " + topic + " has " + actual);
+            if (txnId != null) { producer.initTransactions(); producer.beginTransaction(); }
+            Callback cb = (md, ex) -> {
+                if (ex != null) firstError.compareAndSet(null, ex); else acked.incrementAndGet();
+            };
+            for (long i = 0; i < count; i++) {
+                long src;
+                boolean dup = nOriginals > 0 && dupRatio > 0 && rnd.nextDouble() < dupRatio;
+                if (dup) {
+                    int lo = dupWindow > 0 ? (int) Math.max(0, nOriginals - dupWindow) : 0;
+                    src = originals[lo + rnd.nextInt(nOriginals - lo)];
+                    if (omitDups) continue;
+                } else {
+                    src = i;
+                    originals[nOriginals++] = i;
+                }
+                byte[] value = originalValue(seed, src, size);
+                ProducerRecord<byte[], byte[]> rec;
+                if (keyed) {
+                    // key = messageId (bytes 14..50 of the value), default partitioner.
+                    byte[] key = Arrays.copyOfRange(value, 14, 50);
+                    rec = new ProducerRecord<>(topic, key, value);
+                } else {
+                    byte[] key = Long.toString(i).getBytes(StandardCharsets.UTF_8);
+                    rec = new ProducerRecord<>(topic, (int) (i % partitions), key, value);
+                }
+                producer.send(rec, cb);
+                sent++;
+                if (firstError.get() != null) break;
+            }
+            producer.flush();
+            if (txnId != null && firstError.get() == null) {
+                if (leaveOpen) {
+                    // Leave the transaction open on purpose (tests of hanging-transaction
+                    // detection): exit without commit/abort; it times out on the broker.
+                    System.out.println("{\"topic\":" + jsonStr(topic) + ",\"produced\":" + acked.get() + ",\"transaction\":\"open\"}");
+                    return 0;
+                }
+                if (abort) producer.abortTransaction(); else producer.commitTransaction();
+            }
+        } finally {
+            if (!leaveOpen) producer.close(Duration.ofSeconds(30));
+        }
+        if (firstError.get() != null) {
+            System.err.println("kafka-tool produce: send failed: " + firstError.get());
+            return 2;
+        }
+        double secs = (System.nanoTime() - t0) / 1e9;
+        System.out.println("{\"topic\":" + jsonStr(topic) + ",\"produced\":" + acked.get() + ",\"distinct_ids\":" + nOriginals
+                + ",\"duplicates\":" + (acked.get() - nOriginals)
+                + (txnId != null ? ",\"transaction\":\"" + (abort ? "aborted" : "committed") + "\"" : "")
+                + ",\"seconds\":" + String.format(Locale.ROOT, "%.2f", secs) + "}");
+        return acked.get() == sent ? 0 : 2;
+    }
+
+    // ------------------------------------------------------------------ reading a topic
+    interface RecordSink { void accept(int partition, long offset, byte[] key, byte[] value); }
+
+    /**
+     * Reads every record of {@code topic} from the beginning up to the end offsets captured
+     * at the start (high watermark, or last stable offset under read_committed). Counts
+     * records, not offsets. Returns the number of records read.
+     */
+    static long readTopic(String topic, boolean readCommitted, long stallTimeoutS, RecordSink sink) {
+        try (KafkaConsumer<byte[], byte[]> c = consumer(readCommitted)) {
+            List<TopicPartition> tps = partitionsOf(c, topic);
+            c.assign(tps);
+            c.seekToBeginning(tps);
+            Map<TopicPartition, Long> end = c.endOffsets(tps, Duration.ofSeconds(60));
+            Map<TopicPartition, Long> begin = c.beginningOffsets(tps, Duration.ofSeconds(60));
+            Set<TopicPartition> pending = new HashSet<>();
+            for (TopicPartition tp : tps) if (end.get(tp) > begin.get(tp)) pending.add(tp); else c.pause(List.of(tp));
+            long n = 0;
+            long lastProgress = System.nanoTime();
+            while (!pending.isEmpty()) {
+                ConsumerRecords<byte[], byte[]> recs = c.poll(Duration.ofMillis(500));
+                for (ConsumerRecord<byte[], byte[]> r : recs) {
+                    TopicPartition tp = new TopicPartition(r.topic(), r.partition());
+                    if (r.offset() >= end.get(tp)) continue; // beyond the snapshot: ignore
+                    sink.accept(r.partition(), r.offset(), r.key(), r.value());
+                    n++;
+                }
+                boolean progressed = !recs.isEmpty();
+                for (Iterator<TopicPartition> it = pending.iterator(); it.hasNext();) {
+                    TopicPartition tp = it.next();
+                    if (c.position(tp) >= end.get(tp)) { it.remove(); c.pause(List.of(tp)); progressed = true; }
+                }
+                if (progressed) lastProgress = System.nanoTime();
+                else if (System.nanoTime() - lastProgress > TimeUnit.SECONDS.toNanos(stallTimeoutS)) {
+                    StringBuilder b = new StringBuilder();
+                    for (TopicPartition tp : pending) b.append(' ').append(tp).append(" at ").append(c.position(tp)).append("/").append(end.get(tp));
+                    throw new IllegalStateException("reading " + topic + " stalled for " + stallTimeoutS + " s:" + b);
+                }
+            }
+            return n;
+        }
+    }
+
+    /** 64-bit hash of a byte array (null and empty differ). */
+    static long hash64(byte[] v) {
+        return v == null ? 0x6A09E667F3BCC908L : hash64(v, 0, v.length);
+    }
+
+    static long hash64(byte[] v, int off, int len) {
+        long h = 0x9E3779B97F4A7C15L ^ (len * 0xC2B2AE3D27D4EB4FL);
+        int i = off, end = off + len;
+        for (; i + 8 <= end; i += 8) {
+            long w = (v[i] & 0xFFL) | (v[i + 1] & 0xFFL) << 8 | (v[i + 2] & 0xFFL) << 16 | (v[i + 3] & 0xFFL) << 24
+                    | (v[i + 4] & 0xFFL) << 32 | (v[i + 5] & 0xFFL) << 40 | (v[i + 6] & 0xFFL) << 48 | (v[i + 7] & 0xFFL) << 56;
+            h = mix64(h ^ mix64(w + 0x632BE59BD9B4E019L));
+        }
+        long w = 0;
+        for (int s = 0; i < end; i++, s += 8) w |= (v[i] & 0xFFL) << s;
+        return mix64(h ^ mix64(w ^ 0x85EBCA77C2B2AE63L));
+    }
+
+    /**
+     * Finds the value of JSON field {@code needle} (a quoted name) in a record value: a string
+     * (without quotes) or a bare token. Returns (start << 32 | end), or -1 if absent.
+     */
+    static long fieldRange(byte[] v, byte[] needle) {
+        if (v == null) return -1;
+        outer:
+        for (int i = 0; i + needle.length <= v.length; i++) {
+            for (int j = 0; j < needle.length; j++) if (v[i + j] != needle[j]) continue outer;
+            int k = i + needle.length;
+            while (k < v.length && (v[k] == ' ' || v[k] == '\t' || v[k] == '\n' || v[k] == '\r')) k++;
+            if (k >= v.length || v[k] != ':') continue;
+            k++;
+            while (k < v.length && (v[k] == ' ' || v[k] == '\t' || v[k] == '\n' || v[k] == '\r')) k++;
+            if (k >= v.length) return -1;
+            if (v[k] == '"') {
+                int s = ++k;
+                while (k < v.length && v[k] != '"') { if (v[k] == '\\') k++; k++; }
+                return ((long) s << 32) | Math.min(k, v.length);
+            }
+            int s = k;
+            while (k < v.length && v[k] != ',' && v[k] != '}' && v[k] != ' ' && v[k] != ']') k++;
+            return ((long) s << 32) | k;
+        }
+        return -1;
+    }
+
+    static String fieldString(byte[] v, long range) {
+        int s = (int) (range >>> 32), e = (int) range;
+        return new String(v, s, e - s, StandardCharsets.UTF_8);
+    }
+
+    /** Open-addressing long -> long map (no boxing: a few tens of bytes per entry). */
+    static final class LongLongMap {
+        long[] keys, vals;
+        boolean[] used;
+        int size, mask;
+
+        LongLongMap(int expected) {
+            int cap = 16;
+            while (cap < expected * 2) cap <<= 1;
+            alloc(cap);
+        }
+        private void alloc(int cap) { keys = new long[cap]; vals = new long[cap]; used = new boolean[cap]; mask = cap - 1; }
+        private int find(long k) {
+            int i = (int) mix64(k) & mask;
+            while (used[i] && keys[i] != k) i = (i + 1) & mask;
+            return i;
+        }
+        boolean contains(long k) { return used[find(k)]; }
+        long get(long k, long dflt) { int i = find(k); return used[i] ? vals[i] : dflt; }
+        void put(long k, long v) {
+            int i = find(k);
+            if (!used[i]) { used[i] = true; keys[i] = k; size++; vals[i] = v; grow(); } else vals[i] = v;
+        }
+        /** Adds d (absent counts as 0) and returns the new value. */
+        long add(long k, long d) {
+            int i = find(k);
+            if (!used[i]) { used[i] = true; keys[i] = k; vals[i] = d; size++; grow(); return d; }
+            return vals[i] += d;
+        }
+        private void grow() {
+            if (size * 10L < (mask + 1) * 6L) return;
+            long[] ok = keys, ov = vals;
+            boolean[] ou = used;
+            alloc((mask + 1) * 2);
+            for (int j = 0; j < ok.length; j++) if (ou[j]) { int i = find(ok[j]); used[i] = true; keys[i] = ok[j]; vals[i] = ov[j]; }
+        }
+        interface Visitor { void visit(long k, long v); }
+        void forEach(Visitor f) { for (int j = 0; j < keys.length; j++) if (used[j]) f.visit(keys[j], vals[j]); }
+    }
+
+    // ------------------------------------------------------------------ verify
+    /** Position of a value in the input: partition and index within that partition. */
+    static long pos(int partition, int index) { return ((long) partition << 32) | (index & 0xFFFFFFFFL); }
+
+    /** Input positions of each value: the first in a LongLongMap, repeats (rare) in a side map. */
+    static final class Positions {
+        final LongLongMap first = new LongLongMap(1 << 16);
+        final HashMap<Long, long[]> more = new HashMap<>();   // {count, p1, p2, ...}
+        void add(long h, long p) {
+            if (!first.contains(h)) { first.put(h, p); return; }
+            more.compute(h, (k, arr) -> {
+                if (arr == null) arr = new long[4];
+                int n = (int) arr[0];
+                if (n + 2 > arr.length) arr = Arrays.copyOf(arr, arr.length * 2);
+                arr[n + 1] = p;
+                arr[0] = n + 1;
+                return arr;
+            });
+        }
+        /** Smallest input index >= next in partition part, or -1; -2 if the value never occurs in part. */
+        long match(long h, int part, int next) {
+            if (!first.contains(h)) return -2;
+            long best = -1;
+            boolean any = false;
+            long[] extra = more.get(h);
+            int n = 1 + (extra == null ? 0 : (int) extra[0]);
+            for (int i = 0; i < n; i++) {
+                long ps = i == 0 ? first.get(h, 0) : extra[i];
+                if ((int) (ps >>> 32) != part) continue;
+                any = true;
+                int idx = (int) ps;
+                if (idx >= next && (best < 0 || idx < best)) best = idx;
+            }
+            return any ? best : -2;
+        }
+    }
+
+    static int cmdVerify(Args a) throws Exception {
+        String in = a.req("input-topic");
+        String out = a.req("output-topic");
+        String mode = a.get("mode", "copy");
+        if (!mode.equals("copy") && !mode.equals("dedupe")) throw new UsageException("--mode must be copy or dedupe");
+        String idField = a.get("id-field", "messageId");
+        byte[] needle = ("\"" + idField + "\"").getBytes(StandardCharsets.UTF_8);
+        long stall = a.getLong("stall-timeout-s", 60);
+        int maxExamples = a.getInt("examples", 10);
+        boolean dedupe = mode.equals("dedupe");
+
+        // ---- input. copy: count[valueHash]; dedupe: firstValue[idHash] = valueHash of the
+        // first occurrence. Positions (for the order check) of counted values.
+        LongLongMap inCount = new LongLongMap(1 << 16);
+        LongLongMap firstValue = new LongLongMap(1 << 16);
+        Positions positions = new Positions();
+        int[] perPartIndex = new int[1 << 16];
+        long[] badInput = {0};
+        long nIn = readTopic(in, true, stall, (part, off, k, v) -> {
+            long h = hash64(v);
+            int idx = perPartIndex[part]++;
+            if (dedupe) {
+                long r = fieldRange(v, needle);
+                if (r < 0) { badInput[0]++; return; }
+                long idh = hash64(v, (int) (r >>> 32), (int) r - (int) (r >>> 32));
+                if (firstValue.contains(idh)) return;
+                firstValue.put(idh, h);
+                positions.add(h, pos(part, idx));
+            } else {
+                inCount.add(h, 1);
+                positions.add(h, pos(part, idx));
+            }
+        });
+
+        // ---- output
+        LongLongMap outCount = new LongLongMap(1 << 16);   // copy: per value; dedupe: per id
+        long[] extra = {0}, wrongPayload = {0}, orderViolations = {0};
+        List<String> extraEx = new ArrayList<>(), wrongEx = new ArrayList<>(), orderEx = new ArrayList<>();
+        int[] nextIdx = new int[1 << 16]; // output partition q -> next expected index in input partition q
+        long nOut = readTopic(out, true, stall, (part, off, k, v) -> {
+            long h = hash64(v);
+            if (dedupe) {
+                long r = fieldRange(v, needle);
+                long idh = r < 0 ? 0 : hash64(v, (int) (r >>> 32), (int) r - (int) (r >>> 32));
+                if (r < 0 || !firstValue.contains(idh)) {
+                    extra[0]++;
+                    if (extraEx.size() < maxExamples) extraEx.add("output p" + part + "@" + off + " " + preview(v));
+                    return;
+                }
+                long c = outCount.add(idh, 1);
+                if (firstValue.get(idh, 0) != h) {
+                    wrongPayload[0]++;
+                    if (wrongEx.size() < maxExamples) wrongEx.add("output p" + part + "@" + off + " " + preview(v));
+                    return;
+                }
+                if (c > 1) return; // a duplicate: counted below, not an order matter
+            } else {
+                long c = outCount.add(h, 1);
+                long inC = inCount.get(h, 0);
+                if (inC == 0) {
+                    extra[0]++;
+                    if (extraEx.size() < maxExamples) extraEx.add("output p" + part + "@" + off + " " + preview(v));
+                    return;
+                }
+                if (c > inC) return; // an excess copy: a duplicate, not an order matter
+            }
+            // Order: among output records of partition q that come from input partition q,
+            // the input indices must increase (greedy match to the earliest unused occurrence).
+            long m = positions.match(h, part, nextIdx[part]);
+            if (m == -2) return; // came from another input partition: no order relation
+            if (m >= 0) nextIdx[part] = (int) m + 1;
+            else {
+                orderViolations[0]++;
+                if (orderEx.size() < maxExamples) orderEx.add("output p" + part + "@" + off + " " + preview(v));
+            }
+        });
+
+        long[] missing = {0}, duplicated = {0};
+        Set<Long> missH = new HashSet<>(), dupH = new HashSet<>();
+        long distinct;
+        if (dedupe) {
+            distinct = firstValue.size;
+            firstValue.forEach((idh, vh) -> {
+                long c = outCount.get(idh, 0);
+                if (c == 0) { missing[0]++; if (missH.size() < maxExamples) missH.add(idh); }
+                else if (c > 1) { duplicated[0] += c - 1; if (dupH.size() < maxExamples) dupH.add(idh); }
+            });
+        } else {
+            distinct = inCount.size;
+            inCount.forEach((vh, n) -> {
+                long c = outCount.get(vh, 0);
+                if (c < n) { missing[0] += n - c; if (missH.size() < maxExamples) missH.add(vh); }
+                else if (c > n) { duplicated[0] += c - n; if (dupH.size() < maxExamples) dupH.add(vh); }
+            });
+        }
+        // Second pass (only on failure) to show the records behind the hashes.
+        List<String> missEx = new ArrayList<>(), dupEx = new ArrayList<>();
+        if (!missH.isEmpty()) {
+            readTopic(in, true, stall, (part, off, k, v) -> {
+                long key = hash64(v);
+                if (dedupe) {
+                    long r = fieldRange(v, needle);
+                    if (r < 0) return;
+                    key = hash64(v, (int) (r >>> 32), (int) r - (int) (r >>> 32));
+                }
+                if (missH.remove(key)) missEx.add("input p" + part + "@" + off + " " + preview(v));
+            });
+        }
+        if (!dupH.isEmpty()) {
+            readTopic(out, true, stall, (part, off, k, v) -> {
+                long key = hash64(v);
+                if (dedupe) {
+                    long r = fieldRange(v, needle);
+                    if (r < 0) return;
+                    key = hash64(v, (int) (r >>> 32), (int) r - (int) (r >>> 32));
+                }
+                if (dupH.contains(key)) dupEx.add("output p" + part + "@" + off + " " + preview(v));
+            });
+        }
+        printExamples("missing", missEx);
+        printExamples("duplicated", dupEx);
+        printExamples("extra", extraEx);
+        printExamples("wrong_payload", wrongEx);
+        printExamples("order_violation", orderEx);
+        long expect = a.getLong("expect-input", -1);
+        long inputMismatch = expect >= 0 && expect != nIn ? 1 : 0;
+        if (inputMismatch != 0) System.err.println("verify: input topic has " + nIn + " committed records, expected " + expect);
+        if (nIn == 0 && !a.flag("allow-empty")) {
+            System.err.println("verify: input topic " + in + " has no committed records (pass --allow-empty if that is intended)");
+            inputMismatch = 1;
+        }
+        if (badInput[0] > 0) System.err.println("verify: " + badInput[0] + " input records without field \"" + idField + "\" were ignored");
+        System.out.println("{\"mode\":" + jsonStr(mode) + ",\"input\":" + nIn + ",\"output\":" + nOut + ",\"distinct_ids\":" + distinct
+                + ",\"missing\":" + missing[0] + ",\"duplicated\":" + duplicated[0] + ",\"extra\":" + extra[0]
+                + ",\"order_violations\":" + orderViolations[0] + ",\"wrong_payload\":" + wrongPayload[0] + "}");
+        return (missing[0] | duplicated[0] | extra[0] | orderViolations[0] | wrongPayload[0] | inputMismatch) == 0 ? 0 : 1;
+    }
+
+    static String preview(byte[] v) {
+        if (v == null) return "<null>";
+        String s = new String(v, 0, Math.min(v.length, 100), StandardCharsets.UTF_8);
+        return s + (v.length > 100 ? "..." : "");
+    }
+
+    static void printExamples(String what, List<String> ex) {
+        for (String e : ex) System.err.println("verify: " + what + ": " + e);
+    }
+
+    // ------------------------------------------------------------------ marker-check
+    static int cmdMarkerCheck(Args a) throws Exception {
+        String topic = a.req("topic");
+        long timeoutS = a.getLong("timeout-s", 20);
+        Properties p = baseProps();
+        p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        p.put(ProducerConfig.ACKS_CONFIG, "all");
+        p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
+        p.put(ProducerConfig.CLIENT_ID_CONFIG, "exactly-kafka-tool-marker");
+        String runId = UUID.randomUUID().toString();
+        Map<Integer, Long> markerOffset = new TreeMap<>();
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p)) {
+            List<PartitionInfo> infos = producer.partitionsFor(topic);
+            List<java.util.concurrent.Future<RecordMetadata>> fs = new ArrayList<>();
+            for (PartitionInfo pi : infos) {
+                byte[] v = ("{\"marker\":\"" + runId + "\",\"partition\":" + pi.partition() + "}").getBytes(StandardCharsets.UTF_8);
+                fs.add(producer.send(new ProducerRecord<>(topic, pi.partition(), ("marker-" + runId).getBytes(StandardCharsets.UTF_8), v)));
+            }
+            for (var f : fs) {
+                RecordMetadata md = f.get(60, TimeUnit.SECONDS);
+                markerOffset.put(md.partition(), md.offset());
+            }
+        }
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(timeoutS);
+        Set<Integer> seen = new TreeSet<>();
+        long t0 = System.nanoTime();
+        try (KafkaConsumer<byte[], byte[]> c = consumer(true)) {
+            List<TopicPartition> tps = new ArrayList<>();
+            for (int part : markerOffset.keySet()) tps.add(new TopicPartition(topic, part));
+            c.assign(tps);
+            for (TopicPartition tp : tps) c.seek(tp, markerOffset.get(tp.partition()));
+            while (seen.size() < tps.size() && System.nanoTime() < deadline) {
+                for (ConsumerRecord<byte[], byte[]> r : c.poll(Duration.ofMillis(200))) {
+                    if (r.offset() == markerOffset.get(r.partition())) { seen.add(r.partition()); c.pause(List.of(new TopicPartition(topic, r.partition()))); }
+                }
+            }
+            List<String> stalled = new ArrayList<>();
+            if (seen.size() < tps.size()) {
+                List<TopicPartition> st = new ArrayList<>();
+                for (TopicPartition tp : tps) if (!seen.contains(tp.partition())) st.add(tp);
+                Map<TopicPartition, Long> lso = c.endOffsets(st, Duration.ofSeconds(10));
+                for (TopicPartition tp : st)
+                    stalled.add("{\"partition\":" + tp.partition() + ",\"marker_offset\":" + markerOffset.get(tp.partition())
+                            + ",\"last_stable_offset\":" + lso.get(tp) + "}");
+            }
+            double secs = (System.nanoTime() - t0) / 1e9;
+            System.out.println("{\"topic\":" + jsonStr(topic) + ",\"partitions\":" + tps.size() + ",\"seen\":" + seen.size()
+                    + ",\"seconds\":" + String.format(Locale.ROOT, "%.2f", secs) + ",\"stalled\":[" + String.join(",", stalled) + "]}");
+            if (!stalled.isEmpty())
+                System.err.println("marker-check: read_committed reader did not see the marker on " + stalled.size()
+                        + " partition(s) within " + timeoutS + " s: an open transaction pins the last stable offset");
+            return stalled.isEmpty() ? 0 : 1;
+        }
+    }
+
+    // ------------------------------------------------------------------ count / offsets
+    static int cmdCount(Args a) {
+        String topic = a.req("topic");
+        long n = readTopic(topic, a.flag("read-committed"), a.getLong("stall-timeout-s", 60), (p, o, k, v) -> {});
+        System.out.println(n);
+        return 0;
+    }
+
+    static int cmdEndOffsets(Args a) {
+        String topic = a.req("topic");
+        StringBuilder b = new StringBuilder("{\"topic\":" + jsonStr(topic) + ",\"partitions\":[");
+        try (KafkaConsumer<byte[], byte[]> ru = consumer(false); KafkaConsumer<byte[], byte[]> rc = consumer(true)) {
+            List<TopicPartition> tps = partitionsOf(ru, topic);
+            Map<TopicPartition, Long> begin = ru.beginningOffsets(tps, Duration.ofSeconds(60));
+            Map<TopicPartition, Long> hw = ru.endOffsets(tps, Duration.ofSeconds(60));
+            Map<TopicPartition, Long> lso = rc.endOffsets(tps, Duration.ofSeconds(60));
+            long total = 0;
+            for (int i = 0; i < tps.size(); i++) {
+                TopicPartition tp = tps.get(i);
+                if (i > 0) b.append(',');
+                b.append("{\"partition\":").append(tp.partition()).append(",\"begin\":").append(begin.get(tp))
+                        .append(",\"end\":").append(hw.get(tp)).append(",\"lso\":").append(lso.get(tp)).append('}');
+                total += hw.get(tp);
+            }
+            b.append("],\"total_end\":").append(total).append('}');
+        }
+        System.out.println(b);
+        return 0;
+    }
+
+    static int cmdGroupOffsets(Args a) throws Exception {
+        String group = a.req("group");
+        String topic = a.req("topic");
+        try (Admin admin = admin(15000); KafkaConsumer<byte[], byte[]> c = consumer(false)) {
+            List<TopicPartition> tps = partitionsOf(c, topic);
+            Map<TopicPartition, OffsetAndMetadata> offs = admin.listConsumerGroupOffsets(group)
+                    .partitionsToOffsetAndMetadata().get(60, TimeUnit.SECONDS);
+            StringBuilder b = new StringBuilder("{\"group\":" + jsonStr(group) + ",\"topic\":" + jsonStr(topic) + ",\"offsets\":{");
+            long total = 0;
+            for (int i = 0; i < tps.size(); i++) {
+                OffsetAndMetadata om = offs.get(tps.get(i));
+                long o = om == null ? -1 : om.offset();
+                if (o > 0) total += o;
+                if (i > 0) b.append(',');
+                b.append('"').append(tps.get(i).partition()).append("\":").append(o);
+            }
+            b.append("},\"total\":").append(total).append('}');
+            System.out.println(b);
+            return 0;
+        }
+    }
+
+    static int cmdTransactions(Args a) throws Exception {
+        try (Admin admin = admin(15000)) {
+            Collection<TransactionListing> ls = admin.listTransactions().all().get(60, TimeUnit.SECONDS);
+            List<String> ids = new ArrayList<>();
+            for (TransactionListing l : ls) ids.add(l.transactionalId());
+            Collections.sort(ids);
+            Map<String, TransactionDescription> ds = ids.isEmpty() ? Map.of()
+                    : admin.describeTransactions(ids).all().get(60, TimeUnit.SECONDS);
+            int open = 0;
+            StringBuilder b = new StringBuilder("{\"transactions\":[");
+            for (int i = 0; i < ids.size(); i++) {
+                TransactionDescription d = ds.get(ids.get(i));
+                String st = d.state().toString();
+                boolean isOpen = !(st.equals("Empty") || st.equals("CompleteCommit") || st.equals("CompleteAbort") || st.equals("Dead"));
+                if (isOpen) open++;
+                if (i > 0) b.append(',');
+                b.append("{\"id\":").append(jsonStr(ids.get(i))).append(",\"state\":").append(jsonStr(st))
+                        .append(",\"producer_id\":").append(d.producerId()).append(",\"epoch\":").append(d.producerEpoch())
+                        .append(",\"partitions\":").append(d.topicPartitions().size()).append('}');
+            }
+            b.append("],\"open\":").append(open).append('}');
+            System.out.println(b);
+            return 0;
+        }
+    }
+}
