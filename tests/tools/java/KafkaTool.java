@@ -50,7 +50,7 @@ public final class KafkaTool {
     static final class Args {
         final Map<String, String> opts = new HashMap<>();
         final Set<String> flags = new HashSet<>();
-        static final Set<String> FLAG_NAMES = Set.of("keyed", "read-committed", "verbose", "omit-dups", "abort", "leave-open", "allow-empty");
+        static final Set<String> FLAG_NAMES = Set.of("keyed", "read-committed", "verbose", "omit-dups", "abort", "leave-open", "allow-empty", "allow-duplicates");
 
         Args(String[] argv, int from) {
             for (int i = from; i < argv.length; i++) {
@@ -733,7 +733,9 @@ public final class KafkaTool {
         System.out.println("{\"mode\":" + jsonStr(mode) + ",\"input\":" + nIn + ",\"output\":" + nOut + ",\"distinct_ids\":" + distinct
                 + ",\"missing\":" + missing[0] + ",\"duplicated\":" + duplicated[0] + ",\"extra\":" + extra[0]
                 + ",\"order_violations\":" + orderViolations[0] + ",\"wrong_payload\":" + wrongPayload[0] + "}");
-        return (missing[0] | duplicated[0] | extra[0] | orderViolations[0] | wrongPayload[0] | inputMismatch) == 0 ? 0 : 1;
+        // at_least_once checks loss only: repeats are allowed there, by definition.
+        long dupCounted = a.flag("allow-duplicates") ? 0 : duplicated[0];
+        return (missing[0] | dupCounted | extra[0] | orderViolations[0] | wrongPayload[0] | inputMismatch) == 0 ? 0 : 1;
     }
 
     static String preview(byte[] v) {

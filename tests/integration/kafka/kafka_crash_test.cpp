@@ -1,0 +1,169 @@
+// Exactly-once and no-loss claims, proven the hard way: the host is killed with
+// SIGKILL at random moments, restarted each time, and an independent read_committed
+// reader (tests/tools, Java, not our code) compares output with input.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "kafka_env.hpp"
+#include "test_util.hpp"
+
+using namespace exactly::test;
+
+namespace {
+
+struct Topics {
+  std::string in, out, group;
+  fs::path dir;
+  long long input_total = 0;
+};
+
+Topics make_topics(const std::string& tag, int partitions) {
+  Topics s;
+  s.in = unique_name(tag + "-in");
+  s.out = unique_name(tag + "-out");
+  s.group = unique_name(tag + "-g");
+  s.dir = temp_dir(tag);
+  kafka_tool("create-topic --topic " + s.in + " --partitions " + std::to_string(partitions));
+  kafka_tool("create-topic --topic " + s.out + " --partitions " + std::to_string(partitions));
+  return s;
+}
+
+std::string pipeline_yaml(const Topics& s, const std::string& delivery, const std::string& member,
+                          const std::string& transforms = "", const std::string& state = "state") {
+  std::string b = kafka_bootstrap();
+  return "pipelines:\n"
+         "  - name: copy\n"
+         "    delivery: " + delivery + "\n"
+         "    commit: { interval: 300ms, max.records: 20000 }\n"
+         "    restart: { backoff.initial: 200ms, backoff.max: 2s }\n"
+         "    source:\n      plugin: kafka\n      config:\n"
+         "        bootstrap.servers: " + b + "\n        group.id: " + s.group + "\n"
+         "        topics: [" + s.in + "]\n"
+         "        rdkafka: { session.timeout.ms: 6000, group.instance.id: " + member + " }\n" +
+         transforms +
+         "    sink:\n      plugin: kafka\n      config:\n"
+         "        bootstrap.servers: " + b + "\n        topic: " + s.out + "\n"
+         "        partitioning: input\n        state.dir: " + (s.dir / state).string() + "\n";
+}
+
+long long committed_total(const Topics& s) {
+  auto r = kafka_tool("consume-group-offsets --group " + s.group + " --topic " + s.in, false);
+  if (r.exit_code != 0) return -1;
+  return json_number(r.out, "total");
+}
+
+// Starts the host on `config`, kills it with SIGKILL after a random delay, `kills`
+// times; then runs it until the group has committed the whole input and stops it
+// with SIGTERM. Returns the log.
+std::string run_with_kills(const Topics& s, const fs::path& config, int kills, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> delay_ms(1500, 5000);
+  fs::path log = s.dir / "host.log";
+  for (int k = 0; k < kills; ++k) {
+    Child c({exactly_bin(), "run", "--no-watch", config.string()}, log);
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms(rng)));
+    c.kill(SIGKILL);
+    EXPECT_EQ(c.wait(), -SIGKILL) << "the host exited before it could be killed";
+    write_file(s.dir / "progress", std::to_string(committed_total(s)));
+  }
+  Child c({exactly_bin(), "run", "--no-watch", config.string()}, log);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(10);
+  while (committed_total(s) < s.input_total && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+  c.kill(SIGTERM);
+  EXPECT_EQ(c.wait(), 0);
+  EXPECT_GE(committed_total(s), s.input_total) << "the pipeline never caught up";
+  return read_file(log);
+}
+
+TEST(KafkaCrash, ExactlyOnceCopySurvivesRepeatedSigkill) {
+  const long long n = heavy() ? 1000000 : 200000;
+  const int kills = heavy() ? 20 : 10;
+  Topics s = make_topics("eos", 4);
+  kafka_tool("produce --topic " + s.in + " --count " + std::to_string(n) +
+             " --partitions 4 --size 150 --seed 11");
+  s.input_total = n;
+  write_file(s.dir / "p.yaml", pipeline_yaml(s, "exactly_once", "crash-eos"));
+  std::string log = run_with_kills(s, s.dir / "p.yaml", kills, 1234);
+  auto v = kafka_tool("verify --input-topic " + s.in + " --output-topic " + s.out + " --mode copy",
+                      false);
+  EXPECT_EQ(v.exit_code, 0) << v.out << v.err << "\nhost log tail:\n"
+                            << log.substr(log.size() > 4000 ? log.size() - 4000 : 0);
+  EXPECT_EQ(json_number(v.out, "missing"), 0);
+  EXPECT_EQ(json_number(v.out, "duplicated"), 0);
+  EXPECT_EQ(json_number(v.out, "order_violations"), 0);
+  EXPECT_EQ(json_number(v.out, "output"), n);
+  // Nothing left hanging: fresh markers on every output partition become visible.
+  auto m = kafka_tool("marker-check --topic " + s.out + " --timeout-s 20", false);
+  EXPECT_EQ(m.exit_code, 0) << m.out << m.err;
+}
+
+TEST(KafkaCrash, AtLeastOnceLosesNothingAcrossSigkill) {
+  const long long n = 60000;
+  Topics s = make_topics("alo", 4);
+  kafka_tool("produce --topic " + s.in + " --count " + std::to_string(n) + " --partitions 4 --seed 5");
+  s.input_total = n;
+  write_file(s.dir / "p.yaml", pipeline_yaml(s, "at_least_once", "crash-alo"));
+  run_with_kills(s, s.dir / "p.yaml", 3, 99);
+  auto v = kafka_tool("verify --allow-duplicates --input-topic " + s.in + " --output-topic " +
+                          s.out + " --mode copy",
+                      false);
+  EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
+  EXPECT_EQ(json_number(v.out, "missing"), 0);
+}
+
+TEST(KafkaCrash, DedupeEmitsEveryIdExactlyOnceAcrossSigkill) {
+  const long long n = heavy() ? 1000000 : 200000;
+  const int kills = heavy() ? 20 : 10;
+  Topics s = make_topics("dedupe", 4);
+  // Keyed by id so duplicates share a partition; 12% of records repeat an earlier id.
+  kafka_tool("produce --keyed --topic " + s.in + " --count " + std::to_string(n) +
+             " --partitions 4 --size 150 --dup-ratio 0.12 --seed 21");
+  s.input_total = n;
+  std::string dedupe = "    transforms:\n      - plugin: dedupe\n        config:\n"
+                       "          id.json: /messageId\n"
+                       "          state.dir: " + (s.dir / "dedupe").string() + "\n";
+  write_file(s.dir / "p.yaml", pipeline_yaml(s, "exactly_once", "crash-dedupe", dedupe));
+  std::string log = run_with_kills(s, s.dir / "p.yaml", kills, 4321);
+  auto v = kafka_tool("verify --input-topic " + s.in + " --output-topic " + s.out + " --mode dedupe",
+                      false);
+  EXPECT_EQ(v.exit_code, 0) << v.out << v.err << "\nhost log tail:\n"
+                            << log.substr(log.size() > 4000 ? log.size() - 4000 : 0);
+  EXPECT_EQ(json_number(v.out, "missing"), 0);
+  EXPECT_EQ(json_number(v.out, "duplicated"), 0);
+  EXPECT_EQ(json_number(v.out, "wrong_payload"), 0);
+  EXPECT_GT(json_number(v.out, "input"), json_number(v.out, "distinct_ids"));
+}
+
+TEST(KafkaCrash, ZombieWritesNeverBecomeVisible) {
+  const long long n = 100000;
+  Topics s = make_topics("zombie", 4);
+  kafka_tool("produce --topic " + s.in + " --count " + std::to_string(n) + " --partitions 4 --seed 8");
+  s.input_total = n;
+  // Two host instances (own state dirs, own transactional ids, own members).
+  write_file(s.dir / "a.yaml", pipeline_yaml(s, "exactly_once", "zombie-a", "", "state-a"));
+  write_file(s.dir / "b.yaml", pipeline_yaml(s, "exactly_once", "zombie-b", "", "state-b"));
+  Child a({exactly_bin(), "run", "--no-watch", (s.dir / "a.yaml").string()}, s.dir / "a.log");
+  std::this_thread::sleep_for(std::chrono::seconds(4));
+  a.kill(SIGSTOP);  // A freezes mid-work, holding an open transaction
+  Child b({exactly_bin(), "run", "--no-watch", (s.dir / "b.yaml").string()}, s.dir / "b.log");
+  // Past A's session timeout B owns every partition and makes progress.
+  std::this_thread::sleep_for(std::chrono::seconds(12));
+  a.kill(SIGCONT);  // the zombie wakes up and tries to go on
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
+  while (committed_total(s) < n && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+  a.kill(SIGTERM);
+  b.kill(SIGTERM);
+  a.wait();
+  b.wait();
+  auto v = kafka_tool("verify --input-topic " + s.in + " --output-topic " + s.out + " --mode copy",
+                      false);
+  EXPECT_EQ(v.exit_code, 0) << v.out << v.err << "\nA:\n"
+                            << read_file(s.dir / "a.log").substr(0, 6000);
+  EXPECT_EQ(json_number(v.out, "duplicated"), 0);
+  EXPECT_EQ(json_number(v.out, "missing"), 0);
+}
+
+}  // namespace
