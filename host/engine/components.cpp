@@ -85,7 +85,9 @@ Outcome Source::reconfigure(const config::ComponentSpec& spec) {
   if (vt().reconfigure == nullptr) return Outcome::make(EX_ERR_UNSUPPORTED, "no reconfigure");
   AbiConfig cfg(spec);
   ex_error e = new_error();
-  return Outcome::from(vt().reconfigure(self_, cfg.get(), &e), e);
+  Outcome o = Outcome::from(vt().reconfigure(self_, cfg.get(), &e), e);
+  if (o.ok()) spec_ = spec;
+  return o;
 }
 
 Transform::~Transform() {
@@ -136,5 +138,13 @@ Outcome Sink::commit(const ex_checkpoint* positions, uint32_t* flags) {
   CALL_REQUIRED(commit, positions, flags);
 }
 Outcome Sink::abort() { CALL(abort); }
+Outcome Sink::reconfigure(const config::ComponentSpec& spec) {
+  if (vt().reconfigure == nullptr) return Outcome::make(EX_ERR_UNSUPPORTED, "no reconfigure");
+  AbiConfig cfg(spec);
+  ex_error e = new_error();
+  Outcome o = Outcome::from(vt().reconfigure(self_, cfg.get(), &e), e);
+  if (o.ok()) spec_ = spec;
+  return o;
+}
 
 }  // namespace exactly::engine

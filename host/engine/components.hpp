@@ -38,6 +38,7 @@ class AbiConfig {
 
 struct HostBinding {
   ex_host_api api{};
+  void* owner = nullptr;  // the Pipeline; api.ctx points at this binding
   std::string pipeline;
   std::string component_id;
 };
@@ -105,6 +106,7 @@ class Sink : public Component {
   Outcome prepare_commit();
   Outcome commit(const ex_checkpoint* positions, uint32_t* flags);
   Outcome abort();
+  Outcome reconfigure(const config::ComponentSpec& spec);
 
  private:
   const ex_sink_vtable& vt() const { return spec_.component->sink; }

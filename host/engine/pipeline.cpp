@@ -137,19 +137,14 @@ std::string Pipeline::origin(const ex_record& r) const {
 
 // ---------------------------------------------------------------- host callbacks
 
-namespace {
-struct CallbackCtx {
-  Pipeline* pipeline;
-  HostBinding* binding;
-};
-}  // namespace
 
 std::unique_ptr<HostBinding> Pipeline::binding(const std::string& component_id) {
   auto b = std::make_unique<HostBinding>();
   b->pipeline = spec_.name;
   b->component_id = component_id;
   b->api.struct_size = sizeof(ex_host_api);
-  b->api.ctx = this;
+  b->owner = this;
+  b->api.ctx = b.get();
   b->api.pipeline_name = b->pipeline.c_str();
   b->api.component_id = b->component_id.c_str();
   b->api.log = &Pipeline::cb_log;
@@ -159,16 +154,24 @@ std::unique_ptr<HostBinding> Pipeline::binding(const std::string& component_id) 
   return b;
 }
 
+namespace {
+Pipeline* owner_of(void* ctx) {
+  return static_cast<Pipeline*>(static_cast<HostBinding*>(ctx)->owner);
+}
+}  // namespace
+
 void Pipeline::cb_log(void* ctx, int32_t level, const char* msg, size_t len) {
-  auto* p = static_cast<Pipeline*>(ctx);
+  auto* p = owner_of(ctx);
   std::string scope = "pipeline:" + p->spec_.name;
   log::write(static_cast<log::Level>(std::clamp(level, 0, 3)), scope, std::string_view(msg, len));
 }
 
 void Pipeline::cb_metric(void* ctx, int32_t kind, const char* name, const char* labels, double v) {
-  auto* p = static_cast<Pipeline*>(ctx);
+  auto* p = owner_of(ctx);
   if (name == nullptr) return;
-  auto l = p->labels();
+  // The stage label keeps two instances of one plugin (a sink and a dead-letter sink,
+  // say) in separate series.
+  auto l = p->labels(static_cast<HostBinding*>(ctx)->component_id);
   for (auto& kv : metrics::Registry::parse_labels(labels ? labels : "")) l.push_back(kv);
   if (kind == EX_METRIC_COUNTER)
     metrics::global().add(name, l, v);
@@ -177,7 +180,7 @@ void Pipeline::cb_metric(void* ctx, int32_t kind, const char* name, const char* 
 }
 
 int32_t Pipeline::cb_assigned(void* ctx, const ex_partition* parts, size_t n, ex_error* err) {
-  auto* p = static_cast<Pipeline*>(ctx);
+  auto* p = owner_of(ctx);
   Instance* in = p->current_;
   if (in == nullptr) return EX_OK;
   std::vector<ex_partition> copy(parts, parts + n);
@@ -207,7 +210,7 @@ int32_t Pipeline::cb_assigned(void* ctx, const ex_partition* parts, size_t n, ex
 }
 
 int32_t Pipeline::cb_revoked(void* ctx, const ex_partition* parts, size_t n, ex_error* err) {
-  auto* p = static_cast<Pipeline*>(ctx);
+  auto* p = owner_of(ctx);
   Instance* in = p->current_;
   if (in == nullptr) return EX_OK;
   std::string scope = "pipeline:" + p->spec_.name;
@@ -479,14 +482,23 @@ void Pipeline::apply_reconfigure(Instance& in) {
   if (!reconf_spec_) return;
   const config::PipelineSpec& next = *reconf_spec_;
   bool ok = next.transforms.size() == in.transforms.size();
+  auto refuse = [&](const std::string& id, const Outcome& o) {
+    log::info("pipeline:" + spec_.name, "{} cannot change in place ({}); restarting instead", id,
+              o.message);
+    ok = false;
+  };
   for (size_t i = 0; ok && i < in.transforms.size(); ++i) {
     if (next.transforms[i].fingerprint() == in.transforms[i]->spec().fingerprint()) continue;
     Outcome o = in.transforms[i]->reconfigure(next.transforms[i]);
-    if (!o.ok()) {
-      log::info("pipeline:" + spec_.name, "{} cannot change in place ({}); restarting instead",
-                in.transforms[i]->id(), o.message);
-      ok = false;
-    }
+    if (!o.ok()) refuse(in.transforms[i]->id(), o);
+  }
+  if (ok && next.source.fingerprint() != in.source->spec().fingerprint()) {
+    Outcome o = in.source->reconfigure(next.source);
+    if (!o.ok()) refuse(in.source->id(), o);
+  }
+  if (ok && next.sink.fingerprint() != in.sink->spec().fingerprint()) {
+    Outcome o = in.sink->reconfigure(next.sink);
+    if (!o.ok()) refuse(in.sink->id(), o);
   }
   if (ok) {
     spec_ = next;
@@ -640,7 +652,7 @@ Pipeline::RunResult Pipeline::run_instance() {
         log::error(scope, "fatal: {}", err.message);
         return cleanup(RunResult::failed_retry);
       }
-      if (in.consecutive_aborts > spec_.max_consecutive_aborts) {
+      if (in.consecutive_aborts >= spec_.max_consecutive_aborts) {
         fail(fmt::format("{} rounds aborted in a row; last: {}", in.consecutive_aborts, err.message));
         return cleanup(RunResult::failed_retry);
       }

@@ -16,14 +16,18 @@ Supervisor::~Supervisor() {
 }
 
 namespace {
-// True when the pipelines differ only in transform parameters (same plugins).
-bool only_transform_params_changed(const config::PipelineSpec& a, const config::PipelineSpec& b) {
+// True when the pipelines differ only in component parameters (same plugins, same
+// shape, same pipeline settings): a candidate for reconfiguring in place.
+bool only_component_params_changed(const config::PipelineSpec& a, const config::PipelineSpec& b) {
   if (a.transforms.size() != b.transforms.size()) return false;
+  if (a.source.plugin != b.source.plugin || a.sink.plugin != b.sink.plugin) return false;
   config::PipelineSpec x = b;
   for (size_t i = 0; i < a.transforms.size(); ++i) {
     if (a.transforms[i].plugin != b.transforms[i].plugin) return false;
     x.transforms[i].values = a.transforms[i].values;
   }
+  x.source.values = a.source.values;
+  x.sink.values = a.sink.values;
   return x.fingerprint() == a.fingerprint();
 }
 
@@ -56,7 +60,7 @@ ApplyReport Supervisor::apply(const config::HostSpec& spec) {
       p->request_stop();
       draining.push_back(std::move(p));
     } else if (it->second->fingerprint() != p->spec().fingerprint() &&
-               only_transform_params_changed(p->spec(), *it->second) && !p->done() &&
+               only_component_params_changed(p->spec(), *it->second) && !p->done() &&
                [&] {
                  auto fut = p->request_reconfigure(*it->second);
                  auto wait = std::chrono::milliseconds(p->spec().commit_interval_ms + 10000);
@@ -64,7 +68,10 @@ ApplyReport Supervisor::apply(const config::HostSpec& spec) {
                }()) {
       rep.reconfigured.push_back(p->spec().name);
       keep.push_back(std::move(p));
-    } else if (it->second->fingerprint() != p->spec().fingerprint()) {
+    } else if (it->second->fingerprint() != p->spec().fingerprint() ||
+               p->state() == State::failed) {
+      // A failed pipeline is retried on every valid reload, changed or not: the
+      // operator may have fixed what it depends on (a topic, a directory).
       rep.restarted.push_back(p->spec().name);
       p->request_stop();
       draining.push_back(std::move(p));
@@ -84,6 +91,13 @@ ApplyReport Supervisor::apply(const config::HostSpec& spec) {
     metrics::global().set("pipeline_up", {{"pipeline", p->spec().name}}, 0);
     retired_.push_back(std::move(p));
   }
+  // Series of pipelines that are gone for good would otherwise live forever.
+  for (auto& name : rep.removed) metrics::global().remove_matching("pipeline", name);
+  // Retired instances hold their plugin libraries; keep only the recent ones for the
+  // summary so a long reload history does not pin every library ever loaded.
+  constexpr size_t kKeepRetired = 16;
+  if (retired_.size() > kKeepRetired)
+    retired_.erase(retired_.begin(), retired_.end() - kKeepRetired);
   live_ = std::move(keep);
   for (auto* ps : to_start) {
     auto p = std::make_unique<Pipeline>(*ps);

@@ -68,8 +68,16 @@ bool read_component(const ex_component& c, Component* out, std::string* why) {
   out->kind = static_cast<ex_component_kind>(c.kind);
   out->name = c.name;
   out->doc = c.doc ? c.doc : "";
+  // Arrays are walked with the plugin's own element size, so a plugin built against a
+  // newer minor (longer structs) is read correctly.
+  uint32_t fstride = c.field_count > 0 ? c.fields[0].struct_size : 0;
+  if (c.field_count > 0 && fstride < kMinField) {
+    *why = fmt::format("component '{}': config field struct too small", out->name);
+    return false;
+  }
   for (size_t i = 0; i < c.field_count; ++i) {
-    const ex_config_field& f = c.fields[i];
+    const ex_config_field& f = *reinterpret_cast<const ex_config_field*>(
+        reinterpret_cast<const char*>(c.fields) + i * fstride);
     if (f.struct_size < kMinField || f.key == nullptr) {
       *why = fmt::format("component '{}': malformed config field #{}", out->name, i);
       return false;
@@ -132,9 +140,14 @@ std::shared_ptr<Library> Registry::load(const std::string& path, std::string* wh
   lib->abi_version = d->abi_version;
   lib->name = d->name ? d->name : fs::path(path).stem().string();
   lib->version = d->version ? d->version : "";
+  uint32_t cstride = d->component_count > 0 ? d->components[0].struct_size : 0;
+  if (d->component_count > 0 && cstride < kMinComponent)
+    return fail(fmt::format("component struct too small ({} bytes)", cstride));
   for (size_t i = 0; i < d->component_count; ++i) {
     Component c;
-    if (!read_component(d->components[i], &c, &why)) return fail(why);
+    const auto& raw = *reinterpret_cast<const ex_component*>(
+        reinterpret_cast<const char*>(d->components) + i * cstride);
+    if (!read_component(raw, &c, &why)) return fail(why);
     lib->components.push_back(std::move(c));
   }
   for (auto& c : lib->components) c.library = lib.get();

@@ -4,8 +4,12 @@
  * Pure C. Nothing C++ crosses this boundary: no exceptions, no std:: types, no
  * RTTI. Every struct that can grow starts with `struct_size` so either side can tell
  * which fields the other one knows. Policy (what may change without a version bump)
- * is in docs/abi-policy.md; tests/abi/abi_header.sha256 pins this file so it cannot
+ * is in docs/abi-policy.md; tests/docs/abi_header.sha256 pins this file so it cannot
  * change silently.
+ *
+ * Arrays of versioned structs (components, config fields) are walked with the
+ * element's own struct_size, so they may grow too. Partition and record arrays are
+ * fixed within a major version.
  *
  * Naming: `ex_*_vtable` members are implemented by the plugin and called by the host;
  * `ex_host_api` members are implemented by the host and called by the plugin.
@@ -181,8 +185,8 @@ typedef struct ex_host_api {
   const char* component_id;  /* e.g. "transforms[0]/dedupe" */
   void (*log)(void* ctx, int32_t level, const char* msg, size_t len);
   /* name: Prometheus metric name without the "exactly_" prefix (e.g.
-   * "dedupe_duplicates_total"); labels: "k=v,k=v" or empty. The host adds pipeline and
-   * stage labels. Thread-safe. */
+   * "dedupe_duplicates_total"); labels: "k=v,k=v" or empty. The host adds the
+   * `pipeline` and `stage` labels. Thread-safe. */
   void (*metric)(void* ctx, int32_t kind, const char* name, const char* labels,
                  double value);
   /* Sources call these from inside poll() when their partition set changes. The host

@@ -88,6 +88,7 @@ TEST(KafkaCrash, ExactlyOnceCopySurvivesRepeatedSigkill) {
   std::string log = run_with_kills(s, s.dir / "p.yaml", kills, 1234);
   auto v = kafka_tool("verify --input-topic " + s.in + " --output-topic " + s.out + " --mode copy",
                       false);
+  std::printf("independent reader: %s", v.out.c_str());
   EXPECT_EQ(v.exit_code, 0) << v.out << v.err << "\nhost log tail:\n"
                             << log.substr(log.size() > 4000 ? log.size() - 4000 : 0);
   EXPECT_EQ(json_number(v.out, "missing"), 0);
@@ -109,6 +110,7 @@ TEST(KafkaCrash, AtLeastOnceLosesNothingAcrossSigkill) {
   auto v = kafka_tool("verify --allow-duplicates --input-topic " + s.in + " --output-topic " +
                           s.out + " --mode copy",
                       false);
+  std::printf("independent reader: %s", v.out.c_str());
   EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
   EXPECT_EQ(json_number(v.out, "missing"), 0);
 }
@@ -128,6 +130,7 @@ TEST(KafkaCrash, DedupeEmitsEveryIdExactlyOnceAcrossSigkill) {
   std::string log = run_with_kills(s, s.dir / "p.yaml", kills, 4321);
   auto v = kafka_tool("verify --input-topic " + s.in + " --output-topic " + s.out + " --mode dedupe",
                       false);
+  std::printf("independent reader: %s", v.out.c_str());
   EXPECT_EQ(v.exit_code, 0) << v.out << v.err << "\nhost log tail:\n"
                             << log.substr(log.size() > 4000 ? log.size() - 4000 : 0);
   EXPECT_EQ(json_number(v.out, "missing"), 0);
@@ -160,6 +163,7 @@ TEST(KafkaCrash, ZombieWritesNeverBecomeVisible) {
   b.wait();
   auto v = kafka_tool("verify --input-topic " + s.in + " --output-topic " + s.out + " --mode copy",
                       false);
+  std::printf("independent reader: %s", v.out.c_str());
   EXPECT_EQ(v.exit_code, 0) << v.out << v.err << "\nA:\n"
                             << read_file(s.dir / "a.log").substr(0, 6000);
   EXPECT_EQ(json_number(v.out, "duplicated"), 0);
