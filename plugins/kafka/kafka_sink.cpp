@@ -1,0 +1,496 @@
+#include "kafka_sink.hpp"
+
+#include "embedded_cluster.hpp"
+#include "txn_instance_id.hpp"
+
+#include <algorithm>
+
+namespace exactly::kafka {
+
+namespace {
+const char* const kPartitioning[] = {"input", "key", "default", nullptr};
+const char* const kDelivery[] = {"exactly_once", "at_least_once", nullptr};
+}  // namespace
+
+const ex_config_field kSinkFields[10] = {
+    sdk::required("bootstrap.servers", EX_CFG_STRING,
+                  "Kafka brokers (host:port,...), or `embedded` for the in-process demo cluster"),
+    sdk::field("topic", EX_CFG_STRING, "Target topic (or use topic.from)"),
+    sdk::field("topic.from", EX_CFG_STRING,
+               "Take each record's topic from `header:NAME` or `json:/pointer`"),
+    sdk::field("partitioning", EX_CFG_STRING,
+               "input: same partition number as the input record; key: murmur2 of the key "
+               "(Java-compatible); default: librdkafka's partitioner",
+               "default", kPartitioning),
+    sdk::field("delivery", EX_CFG_STRING,
+               "exactly_once: transactions carrying the source offsets; at_least_once: "
+               "idempotent producer, flushed at each commit",
+               "at_least_once", kDelivery),
+    sdk::field("transactional.id", EX_CFG_STRING,
+               "Default: exactly-<pipeline>-<instance id kept in state.dir>"),
+    sdk::field("state.dir", EX_CFG_STRING, "Where the sink keeps its instance id", "./state"),
+    sdk::field("rdkafka", EX_CFG_MAP, "Any librdkafka producer property, passed through"),
+    sdk::field("transaction.timeout", EX_CFG_DURATION,
+               "Broker-side transaction timeout (transaction.timeout.ms)", "60000"),
+    sdk::field("open.timeout", EX_CFG_DURATION,
+               "How long open() waits for the cluster (and init_transactions) before failing",
+               "30000"),
+};
+
+namespace {
+
+void reject_forced(const std::map<std::string, std::string>& user) {
+  static const std::pair<const char*, const char*> kMoved[] = {
+      {"bootstrap.servers", "bootstrap.servers"},
+      {"transactional.id", "transactional.id"},
+      {"transaction.timeout.ms", "transaction.timeout"},
+  };
+  for (auto [k, instead] : kMoved)
+    if (user.count(k) != 0)
+      throw sdk::ConfigError(std::string("rdkafka.") + k,
+                             std::string("set `") + instead + "` on the sink itself, not under rdkafka");
+  auto it = user.find("enable.idempotence");
+  if (it != user.end() && it->second != "true")
+    throw sdk::ConfigError("rdkafka.enable.idempotence",
+                           "the kafka sink always uses an idempotent producer");
+}
+
+std::string display_servers(const std::string& given, const std::string& connect) {
+  return given == connect ? given : given + " (" + connect + ")";
+}
+
+bool same_offsets(const std::vector<TopicOffset>& a, const std::vector<TopicOffset>& b) {
+  return a == b;
+}
+
+}  // namespace
+
+KafkaSink::KafkaSink(sdk::Host host, const sdk::Config& cfg)
+    : ClientContext(host),
+      servers_(cfg.require_string("bootstrap.servers")),
+      router_(cfg.get_string("topic"), cfg.get_string("topic.from")) {
+  std::string part = cfg.get_string("partitioning", "default");
+  if (part == "input") partitioning_ = Partitioning::Input;
+  else if (part == "key") partitioning_ = Partitioning::Key;
+  else if (part == "default") partitioning_ = Partitioning::Default;
+  else throw sdk::ConfigError("partitioning", "expected input, key or default, got '" + part + "'");
+  std::string delivery = cfg.get_string("delivery", "at_least_once");
+  if (delivery == "exactly_once") eos_ = true;
+  else if (delivery != "at_least_once")
+    throw sdk::ConfigError("delivery", "expected exactly_once or at_least_once, got '" + delivery + "'");
+  txn_timeout_ms_ = cfg.get_duration_ms("transaction.timeout", 60000);
+  if (txn_timeout_ms_ < 1000) throw sdk::ConfigError("transaction.timeout", "must be at least 1s");
+  open_timeout_ms_ = cfg.get_duration_ms("open.timeout", 30000);
+  if (open_timeout_ms_ < 0) throw sdk::ConfigError("open.timeout", "must not be negative");
+  // One blocking transactional call waits at most this long before we look again; a
+  // timed-out call is resumed, so this only bounds how long we are unresponsive.
+  call_timeout_ms_ = std::clamp<int64_t>(txn_timeout_ms_ / 4, 500, 15000);
+  auto user = cfg.get_map("rdkafka");
+  reject_forced(user);
+
+  if (eos_) {
+    txn_id_ = cfg.get_string("transactional.id");
+    if (txn_id_.empty())
+      txn_id_ = default_transactional_id(
+          host_.pipeline(), txn_instance_id(cfg.get_string("state.dir", "./state"), host_.pipeline()));
+  }
+
+  ConfBuilder b;
+  connect_ = servers_;
+  if (is_embedded(servers_)) {
+    connect_ = EmbeddedCluster::bootstrap_servers();
+    if (router_.is_fixed()) EmbeddedCluster::ensure_topic(router_.fixed_topic());
+    if (eos_)
+      host_.warn("kafka sink: the embedded cluster does not implement transactions "
+                 "faithfully; exactly_once needs a real broker");
+  }
+  b.set("socket.nagle.disable", "true", "rdkafka.socket.nagle.disable");
+  b.set("linger.ms", "10", "rdkafka.linger.ms");
+  b.set("batch.num.messages", "10000", "rdkafka.batch.num.messages");
+  b.set("queue.buffering.max.messages", "500000", "rdkafka.queue.buffering.max.messages");
+  // Transactional requests that meet the previous transaction still completing
+  // (CONCURRENT_TRANSACTIONS) are retried after this backoff; librdkafka's 100 ms default
+  // made it the largest part of every commit.
+  b.set("retry.backoff.ms", "20", "rdkafka.retry.backoff.ms");
+  if (partitioning_ == Partitioning::Key)
+    b.set("partitioner", "murmur2_random", "partitioning");
+  b.apply_user(user);
+  b.set("bootstrap.servers", connect_, "bootstrap.servers");
+  b.set("enable.idempotence", "true", "rdkafka.enable.idempotence");
+  if (eos_) {
+    b.set("transactional.id", txn_id_, "transactional.id");
+    b.set("transaction.timeout.ms", std::to_string(txn_timeout_ms_), "transaction.timeout");
+  }
+  max_message_bytes_ = b.get("message.max.bytes");
+  b.route_callbacks(static_cast<ClientContext*>(this));
+  rd_kafka_conf_set_dr_msg_cb(b.raw(), &KafkaSink::dr_cb);
+  rk_ = b.create(RD_KAFKA_PRODUCER);
+  // librdkafka may have adjusted it (it caps message.timeout.ms to the txn timeout).
+  {
+    char buf[64];
+    size_t n = sizeof(buf);
+    rd_kafka_topic_conf_t* tc = rd_kafka_default_topic_conf_dup(rk_);
+    if (tc != nullptr) {
+      if (rd_kafka_topic_conf_get(tc, "message.timeout.ms", buf, &n) == RD_KAFKA_CONF_OK)
+        message_timeout_ms_ = std::max<int64_t>(1000, std::atoll(buf));
+      rd_kafka_topic_conf_destroy(tc);
+    }
+  }
+}
+
+KafkaSink::~KafkaSink() {
+  // Bounded on every path: a dead broker must not keep the host from shutting down.
+  if (eos_ && txn_open_ && !broken_ && !fatal()) {
+    ErrorPtr e(rd_kafka_abort_transaction(rk_, 5000));
+    if (e) host_.warn("kafka sink: abort on close: " + describe(e.get()));
+  } else if (!eos_ && opened_) {
+    if (rd_kafka_flush(rk_, 10000) != RD_KAFKA_RESP_ERR_NO_ERROR)
+      host_.warn("kafka sink: " + std::to_string(rd_kafka_outq_len(rk_)) +
+                 " records undelivered at close (the round was not committed; it is replayed)");
+  }
+  for (auto& [name, rkt] : topics_) rd_kafka_topic_destroy(rkt);
+  topics_.clear();
+  rd_kafka_destroy(rk_);
+}
+
+void KafkaSink::dr_cb(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
+  if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) return;
+  auto* self = static_cast<KafkaSink*>(static_cast<ClientContext*>(opaque));
+  // Purged by our own abort: not a delivery failure of a round that is still live.
+  if (m->err == RD_KAFKA_RESP_ERR__PURGE_QUEUE || m->err == RD_KAFKA_RESP_ERR__PURGE_INFLIGHT)
+    return;
+  if (self->dr_failed_++ == 0) {
+    self->dr_first_error_ = std::string(m->rkt ? rd_kafka_topic_name(m->rkt) : "?") + " [" +
+                            std::to_string(m->partition) + "]: " + rd_kafka_err2str(m->err);
+  }
+}
+
+rd_kafka_topic_t* KafkaSink::topic_handle(std::string_view topic) {
+  auto it = topics_.find(topic);
+  if (it != topics_.end()) return it->second;
+  std::string name(topic);
+  if (is_embedded(servers_)) EmbeddedCluster::ensure_topic(name);
+  rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk_, name.c_str(), nullptr);
+  if (rkt == nullptr)
+    throw sdk::StatusError(sdk::Status::fatal("kafka sink: cannot create topic handle for " + name +
+                                              ": " + rd_kafka_err2str(rd_kafka_last_error())));
+  topics_.emplace(std::move(name), rkt);
+  return rkt;
+}
+
+sdk::Status KafkaSink::fatal_status(const std::string& what) {
+  broken_ = true;
+  std::string reason = fatal_reason(rk_);
+  return sdk::Status::fatal("kafka sink: " + what + (reason.empty() ? "" : " (" + reason + ")"));
+}
+
+sdk::Status KafkaSink::open(std::optional<sdk::Checkpoint>& stored) {
+  // Positions committed in a transaction live in the consumer group itself; the source
+  // reads them back from there.
+  stored.reset();
+  std::vector<std::string> topics;
+  if (router_.is_fixed()) topics.push_back(router_.fixed_topic());
+  sdk::Status st = check_cluster(rk_, display_servers(servers_, connect_), open_timeout_ms_,
+                                 topics, "topic");
+  if (!st) return st;
+  // Only now: a topic handle makes the producer ask for the topic's metadata, which lets
+  // a broker with auto.create.topics.enable create a topic the check should reject.
+  if (router_.is_fixed() && fixed_rkt_ == nullptr) fixed_rkt_ = topic_handle(router_.fixed_topic());
+  if (eos_) {
+    const int64_t deadline = now_ms() + std::max<int64_t>(open_timeout_ms_, call_timeout_ms_);
+    for (;;) {
+      ErrorPtr e(rd_kafka_init_transactions(rk_, static_cast<int>(call_timeout_ms_)));
+      rd_kafka_poll(rk_, 0);
+      if (!e) break;
+      if (rd_kafka_error_is_fatal(e.get()))
+        return fatal_status("init_transactions failed: " + describe(e.get()));
+      if (rd_kafka_error_is_retriable(e.get())) {
+        if (now_ms() < deadline) continue;  // resumes the same initialisation
+        return sdk::Status::retriable("cannot reach " + display_servers(servers_, connect_) +
+                                      ": init_transactions: " + describe(e.get()));
+      }
+      return fatal_status("init_transactions failed: " + describe(e.get()));
+    }
+    host_.info("kafka sink: transactional producer ready (transactional.id=" + txn_id_ + ")");
+  }
+  opened_ = true;
+  return sdk::Status::ok();
+}
+
+sdk::Status KafkaSink::assign(const std::vector<sdk::Partition>& parts) {
+  for (const auto& p : parts) {
+    if (p.id < 0) continue;
+    if (number_of_id_.size() <= static_cast<size_t>(p.id))
+      number_of_id_.resize(static_cast<size_t>(p.id) + 1, -1);
+    number_of_id_[static_cast<size_t>(p.id)] = p.number;
+  }
+  return sdk::Status::ok();
+}
+
+sdk::Status KafkaSink::begin_if_needed() {
+  if (txn_open_) return sdk::Status::ok();
+  ErrorPtr e(rd_kafka_begin_transaction(rk_));
+  if (e) return fatal_status("begin_transaction failed: " + describe(e.get()));
+  txn_open_ = true;
+  return sdk::Status::ok();
+}
+
+sdk::Status KafkaSink::write(const sdk::Batch& in, const sdk::RecordErrors& errors) {
+  if (broken_) return sdk::Status::fatal("kafka sink: producer failed fatally; rebuild needed");
+  if (!opened_) return sdk::Status::fatal("kafka sink: write before open");
+  if (eos_ && !in.empty()) {
+    sdk::Status st = begin_if_needed();
+    if (!st) return st;
+  }
+  std::string reason;
+  size_t produced = 0, rejected = 0;
+  const int64_t full_deadline = now_ms() + std::max<int64_t>(message_timeout_ms_, 30000);
+  for (size_t i = 0; i < in.size(); ++i) {
+    const ex_record& r = in[i];
+    std::string_view topic;
+    if (!router_.route(r, topic, reason)) {
+      errors.reject(i, "kafka sink: " + reason);
+      ++rejected;
+      continue;
+    }
+    rd_kafka_topic_t* rkt = fixed_rkt_ != nullptr ? fixed_rkt_ : topic_handle(topic);
+    int32_t partition = RD_KAFKA_PARTITION_UA;
+    if (partitioning_ == Partitioning::Input) {
+      if (r.partition < 0 || static_cast<size_t>(r.partition) >= number_of_id_.size() ||
+          number_of_id_[static_cast<size_t>(r.partition)] < 0) {
+        errors.reject(i, "kafka sink: input partition id " + std::to_string(r.partition) +
+                             " was never assigned to the sink (partitioning: input)");
+        ++rejected;
+        continue;
+      }
+      partition = number_of_id_[static_cast<size_t>(r.partition)];
+    }
+    rd_kafka_headers_t* hdrs = nullptr;
+    if (r.header_count > 0) {
+      hdrs = rd_kafka_headers_new(r.header_count);
+      for (uint32_t h = 0; h < r.header_count; ++h)
+        rd_kafka_header_add(hdrs, reinterpret_cast<const char*>(r.headers[h].key.ptr),
+                            static_cast<ssize_t>(r.headers[h].key.len), r.headers[h].value.ptr,
+                            static_cast<ssize_t>(r.headers[h].value.len));
+    }
+    rd_kafka_vu_t vu[7];
+    size_t k = 0;
+    vu[k].vtype = RD_KAFKA_VTYPE_RKT;
+    vu[k++].u.rkt = rkt;
+    vu[k].vtype = RD_KAFKA_VTYPE_PARTITION;
+    vu[k++].u.i32 = partition;
+    vu[k].vtype = RD_KAFKA_VTYPE_MSGFLAGS;
+    vu[k++].u.i = RD_KAFKA_MSG_F_COPY;
+    vu[k].vtype = RD_KAFKA_VTYPE_VALUE;
+    vu[k].u.mem.ptr = const_cast<uint8_t*>(r.value.ptr);
+    vu[k++].u.mem.size = r.value.ptr ? r.value.len : 0;
+    vu[k].vtype = RD_KAFKA_VTYPE_KEY;
+    vu[k].u.mem.ptr = const_cast<uint8_t*>(r.key.ptr);
+    vu[k++].u.mem.size = r.key.ptr ? r.key.len : 0;
+    if (hdrs != nullptr) {
+      vu[k].vtype = RD_KAFKA_VTYPE_HEADERS;
+      vu[k++].u.headers = hdrs;
+    }
+    if (r.timestamp_ms >= 0) {
+      vu[k].vtype = RD_KAFKA_VTYPE_TIMESTAMP;
+      vu[k++].u.i64 = r.timestamp_ms;
+    }
+    for (;;) {
+      ErrorPtr e(rd_kafka_produceva(rk_, vu, k));
+      if (!e) {
+        ++produced;
+        break;
+      }
+      rd_kafka_resp_err_t code = rd_kafka_error_code(e.get());
+      if (code == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+        // Back-pressure: serve delivery reports until there is room. Queued messages
+        // time out after message.timeout.ms at the latest, so this ends.
+        rd_kafka_poll(rk_, 10);
+        if (fatal()) break;
+        if (now_ms() < full_deadline) continue;
+        if (hdrs) rd_kafka_headers_destroy(hdrs);
+        return sdk::Status::retriable("kafka sink: producer queue stayed full");
+      }
+      if (hdrs) rd_kafka_headers_destroy(hdrs);  // not taken over on failure
+      if (code == RD_KAFKA_RESP_ERR__FATAL || fatal())
+        return fatal_status("produce failed: " + describe(e.get()));
+      if (code == RD_KAFKA_RESP_ERR__STATE && eos_)
+        return abort_transaction("kafka sink: the transaction failed and must abort: " +
+                                 describe(e.get()));
+      if (code == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE)
+        errors.reject(i, "kafka sink: record of " +
+                             std::to_string(r.value.len + r.key.len) +
+                             " bytes is larger than max.message.bytes=" + max_message_bytes_);
+      else
+        errors.reject(i, "kafka sink: cannot produce to " + std::string(topic) + ": " +
+                             rd_kafka_error_string(e.get()));
+      ++rejected;
+      break;
+    }
+    if (fatal()) return fatal_status("producer failed");
+  }
+  rd_kafka_poll(rk_, 0);  // delivery reports
+  if (produced) host_.counter("kafka_sink_records_total", static_cast<double>(produced));
+  if (rejected) host_.counter("kafka_sink_records_rejected_total", static_cast<double>(rejected));
+  return sdk::Status::ok();
+}
+
+sdk::Status KafkaSink::flush_all() {
+  // Bounded so a dead cluster cannot hold the host inside a commit for the whole
+  // message.timeout.ms; records still in flight after that may arrive twice once the
+  // round is replayed, which at_least_once allows.
+  const int64_t deadline = now_ms() + std::min<int64_t>(message_timeout_ms_ + 5000, 60000);
+  while (rd_kafka_outq_len(rk_) > 0) {
+    rd_kafka_flush(rk_, 500);
+    if (fatal()) return fatal_status("producer failed while flushing");
+    if (now_ms() > deadline)
+      return sdk::Status::retriable("kafka sink: " + std::to_string(rd_kafka_outq_len(rk_)) +
+                                    " records still undelivered");
+  }
+  return sdk::Status::ok();
+}
+
+sdk::Status KafkaSink::take_delivery_failures() {
+  if (dr_failed_ == 0) return sdk::Status::ok();
+  host_.counter("kafka_sink_delivery_failures_total", static_cast<double>(dr_failed_));
+  std::string msg = "kafka sink: " + std::to_string(dr_failed_) +
+                    " records failed delivery (first: " + dr_first_error_ + ")";
+  dr_failed_ = 0;
+  dr_first_error_.clear();
+  return sdk::Status::retriable(msg);
+}
+
+sdk::Status KafkaSink::prepare_commit() {
+  if (broken_) return sdk::Status::fatal("kafka sink: producer failed fatally; rebuild needed");
+  if (eos_) return sdk::Status::ok();  // commit_transaction flushes
+  sdk::Status st = flush_all();
+  if (!st) return st;
+  return take_delivery_failures();
+}
+
+sdk::Status KafkaSink::commit(const sdk::Checkpoint* positions, bool& stored_positions) {
+  stored_positions = false;
+  if (broken_) return sdk::Status::fatal("kafka sink: producer failed fatally; rebuild needed");
+  rd_kafka_poll(rk_, 0);  // an idle sink still has logs and reports to serve
+  if (!eos_) {
+    // The host commits the source's offsets after this returns ok.
+    sdk::Status st = flush_all();
+    if (!st) return st;
+    return take_delivery_failures();
+  }
+  return commit_transactional(positions, stored_positions);
+}
+
+sdk::Status KafkaSink::txn_failure(const char* op, const rd_kafka_error_t* e) {
+  std::string what = std::string(op) + ": " + describe(e);
+  if (rd_kafka_error_is_fatal(e) || fatal()) return fatal_status(what);
+  if (rd_kafka_error_txn_requires_abort(e)) return abort_transaction("kafka sink: " + what);
+  if (rd_kafka_error_is_retriable(e)) return sdk::Status::retriable("kafka sink: " + what);
+  return fatal_status(what);
+}
+
+sdk::Status KafkaSink::commit_transactional(const sdk::Checkpoint* positions, bool& stored) {
+  std::optional<KafkaCheckpoint> cp;
+  if (positions != nullptr && !(positions->format.empty() && positions->data.empty())) {
+    if (positions->format != kCheckpointFormat) {
+      // A pipeline wiring problem, not a producer failure: leave the producer clean.
+      abort_transaction({});
+      return sdk::Status::fatal("kafka sink: exactly_once with the kafka sink needs a kafka "
+                                "source (got positions in format '" + positions->format + "')");
+    }
+    cp = decode_checkpoint(positions->data);
+    if (!cp) return fatal_status("corrupt kafka.v1 positions");
+  }
+  if (cp && !cp->offsets.empty() && !(txn_open_ == false && same_offsets(cp->offsets, last_offsets_))) {
+    sdk::Status st = begin_if_needed();
+    if (!st) return st;
+    GroupMetadataPtr md;
+    {
+      rd_kafka_consumer_group_metadata_t* raw = nullptr;
+      ErrorPtr e(rd_kafka_consumer_group_metadata_read(&raw, cp->group_metadata.data(),
+                                                       cp->group_metadata.size()));
+      if (e) return fatal_status("cannot read consumer group metadata: " + describe(e.get()));
+      md.reset(raw);
+    }
+    TplPtr offsets(rd_kafka_topic_partition_list_new(static_cast<int>(cp->offsets.size())));
+    for (const auto& o : cp->offsets)
+      rd_kafka_topic_partition_list_add(offsets.get(), o.topic.c_str(), o.partition)->offset = o.offset;
+    for (int attempt = 0;; ++attempt) {
+      ErrorPtr e(rd_kafka_send_offsets_to_transaction(rk_, offsets.get(), md.get(),
+                                                      static_cast<int>(call_timeout_ms_)));
+      if (!e) break;
+      // Unlike the other transactional calls this one cannot be resumed after a timeout
+      // in 2.0.2: the transaction has to go.
+      bool timed_out = rd_kafka_error_code(e.get()) == RD_KAFKA_RESP_ERR__TIMED_OUT;
+      if (rd_kafka_error_is_fatal(e.get()) || fatal())
+        return fatal_status("send_offsets_to_transaction: " + describe(e.get()));
+      if (rd_kafka_error_is_retriable(e.get()) && !timed_out && attempt < 3) continue;
+      return abort_transaction("kafka sink: send_offsets_to_transaction: " + describe(e.get()));
+    }
+  }
+  if (!txn_open_) {
+    stored = cp.has_value();
+    return sdk::Status::ok();
+  }
+  const int64_t deadline = now_ms() + 2 * txn_timeout_ms_;
+  for (;;) {
+    ErrorPtr e(rd_kafka_commit_transaction(rk_, static_cast<int>(call_timeout_ms_)));
+    if (!e) break;
+    if (rd_kafka_error_is_fatal(e.get()) || fatal() || rd_kafka_error_txn_requires_abort(e.get()))
+      return txn_failure("commit_transaction", e.get());
+    if (rd_kafka_error_is_retriable(e.get())) {
+      // It may already be committed on the broker: resume, never abort-and-replay.
+      host_.counter("kafka_sink_commit_resumed_total", 1);
+      host_.info("kafka sink: commit_transaction not finished yet (" + describe(e.get()) +
+                 "); resuming");
+      if (now_ms() < deadline) continue;
+      // Still unknown: only a new producer (init_transactions) settles it either way,
+      // and the source must then re-read the committed offsets.
+      return fatal_status("commit_transaction did not complete within " +
+                          std::to_string(2 * txn_timeout_ms_) + " ms: " + describe(e.get()));
+    }
+    return fatal_status("commit_transaction: " + describe(e.get()));
+  }
+  txn_open_ = false;
+  dr_failed_ = 0;
+  dr_first_error_.clear();
+  if (cp) last_offsets_ = cp->offsets;
+  host_.counter("kafka_sink_transactions_committed_total", 1);
+  stored = cp.has_value();
+  return sdk::Status::ok();
+}
+
+sdk::Status KafkaSink::abort_transaction(const std::string& cause) {
+  if (txn_open_) {
+    const int64_t deadline = now_ms() + std::max<int64_t>(txn_timeout_ms_, 10000);
+    for (;;) {
+      ErrorPtr e(rd_kafka_abort_transaction(rk_, static_cast<int>(call_timeout_ms_)));
+      if (!e) break;
+      if (rd_kafka_error_is_fatal(e.get()) || fatal())
+        return fatal_status("abort_transaction: " + describe(e.get()));
+      if (rd_kafka_error_is_retriable(e.get()) && now_ms() < deadline) continue;
+      return fatal_status("abort_transaction: " + describe(e.get()));
+    }
+    txn_open_ = false;
+    host_.counter("kafka_sink_transactions_aborted_total", 1);
+  }
+  dr_failed_ = 0;
+  dr_first_error_.clear();
+  if (cause.empty()) return sdk::Status::ok();
+  host_.warn(cause + "; transaction aborted");
+  return sdk::Status::abortable(cause);
+}
+
+sdk::Status KafkaSink::abort() {
+  if (broken_) return sdk::Status::ok();  // the instance is being rebuilt anyway
+  if (eos_) return abort_transaction({});
+  // Records still queued would only become duplicates of the replay.
+  rd_kafka_purge(rk_, RD_KAFKA_PURGE_F_QUEUE);
+  // Let in-flight ones settle so their reports are not charged to the next round.
+  rd_kafka_flush(rk_, static_cast<int>(call_timeout_ms_));
+  dr_failed_ = 0;
+  dr_first_error_.clear();
+  return sdk::Status::ok();
+}
+
+}  // namespace exactly::kafka

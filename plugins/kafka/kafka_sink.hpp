@@ -1,0 +1,86 @@
+// The kafka sink. at_least_once: an idempotent producer flushed at every commit point.
+// exactly_once: a transactional producer; each round is one transaction that also
+// carries the kafka source's offsets (send_offsets_to_transaction, KIP-447), so output
+// and input positions become visible together or not at all.
+#pragma once
+
+#include "checkpoint_codec.hpp"
+#include "rdkafka_common.hpp"
+#include "topic_router.hpp"
+
+#include <exactly/sdk.hpp>
+#include <librdkafka/rdkafka.h>
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace exactly::kafka {
+
+extern const ex_config_field kSinkFields[10];
+
+class KafkaSink final : public sdk::Sink, public ClientContext {
+ public:
+  KafkaSink(sdk::Host host, const sdk::Config& cfg);
+  ~KafkaSink() override;
+
+  sdk::Status open(std::optional<sdk::Checkpoint>& stored) override;
+  sdk::Status assign(const std::vector<sdk::Partition>& parts) override;
+  sdk::Status write(const sdk::Batch& in, const sdk::RecordErrors& errors) override;
+  sdk::Status prepare_commit() override;
+  sdk::Status commit(const sdk::Checkpoint* positions, bool& stored_positions) override;
+  sdk::Status abort() override;
+
+ private:
+  enum class Partitioning { Input, Key, Default };
+
+  struct StringHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+
+  static void dr_cb(rd_kafka_t* rk, const rd_kafka_message_t* m, void* opaque);
+
+  sdk::Status commit_transactional(const sdk::Checkpoint* positions, bool& stored);
+  sdk::Status begin_if_needed();
+  // Aborts the open transaction (resuming on timeouts). `cause` is returned as
+  // Status::abortable when the abort itself succeeds.
+  sdk::Status abort_transaction(const std::string& cause);
+  // Class of a failed transactional call: fatal, must-abort (aborts, then abortable),
+  // or plain retriable.
+  sdk::Status txn_failure(const char* op, const rd_kafka_error_t* e);
+  sdk::Status flush_all();
+  sdk::Status take_delivery_failures();
+  rd_kafka_topic_t* topic_handle(std::string_view topic);
+  sdk::Status fatal_status(const std::string& what);
+
+  // settings
+  std::string servers_, connect_;
+  TopicRouter router_;
+  Partitioning partitioning_ = Partitioning::Default;
+  bool eos_ = false;
+  std::string txn_id_;
+  int64_t txn_timeout_ms_ = 60000;
+  int64_t call_timeout_ms_ = 15000;
+  int64_t open_timeout_ms_ = 30000;
+  int64_t message_timeout_ms_ = 300000;
+  std::string max_message_bytes_;
+
+  rd_kafka_t* rk_ = nullptr;
+  rd_kafka_topic_t* fixed_rkt_ = nullptr;
+  std::unordered_map<std::string, rd_kafka_topic_t*, StringHash, std::equal_to<>> topics_;
+  std::vector<int32_t> number_of_id_;  // partition id -> input partition number, -1 unknown
+
+  bool opened_ = false;
+  bool txn_open_ = false;
+  bool broken_ = false;  // fatal: only destroy is left
+  uint64_t dr_failed_ = 0;
+  std::string dr_first_error_;
+  // Offsets of the last committed transaction: an idle round with unchanged positions
+  // needs no transaction at all.
+  std::vector<TopicOffset> last_offsets_;
+};
+
+}  // namespace exactly::kafka

@@ -1,0 +1,553 @@
+#include "kafka_source.hpp"
+
+#include "embedded_cluster.hpp"
+
+#include <algorithm>
+#include <initializer_list>
+
+namespace exactly::kafka {
+
+const ex_config_field kSourceFields[8] = {
+    sdk::required("bootstrap.servers", EX_CFG_STRING,
+                  "Kafka brokers (host:port,...), or `embedded` for the in-process demo cluster"),
+    sdk::required("group.id", EX_CFG_STRING, "Consumer group; committed offsets live here"),
+    sdk::required("topics", EX_CFG_LIST, "Topics to consume (a name starting with ^ is a regex)"),
+    sdk::field("rdkafka", EX_CFG_MAP,
+               "Any librdkafka consumer property, passed through (e.g. fetch.min.bytes)"),
+    sdk::field("batch.size", EX_CFG_INT, "Most records returned by one poll", "10000"),
+    sdk::field("poll.timeout", EX_CFG_DURATION, "Longest wait in one poll for the first record",
+               "100"),
+    sdk::field("open.timeout", EX_CFG_DURATION,
+               "How long open() waits for the cluster to answer before failing (retriable)",
+               "30000"),
+    sdk::field("stop.when.idle", EX_CFG_DURATION,
+               "End of input once no record arrived for this long (batch jobs, demos); 0 = never",
+               "0"),
+};
+
+namespace {
+
+// Settings the source's correctness depends on; the user may not change them.
+void reject_forced(const std::map<std::string, std::string>& user) {
+  auto expect = [&](const char* key, std::initializer_list<const char*> allowed,
+                    const char* why) {
+    auto it = user.find(key);
+    if (it == user.end()) return;
+    for (const char* a : allowed)
+      if (it->second == a) return;
+    throw sdk::ConfigError(std::string("rdkafka.") + key, why);
+  };
+  for (const char* k : {"bootstrap.servers", "group.id"}) {
+    if (user.count(k) != 0)
+      throw sdk::ConfigError(std::string("rdkafka.") + k, std::string("set `") + k +
+                                                              "` on the source itself, not under rdkafka");
+  }
+  expect("isolation.level", {"read_committed"},
+         "the kafka source always reads with isolation.level=read_committed");
+  expect("enable.auto.commit", {"false"},
+         "offsets are committed by the pipeline's commit protocol; auto commit must stay off");
+  expect("enable.auto.offset.store", {"false"},
+         "offsets are stored by the pipeline's commit protocol; must stay off");
+  auto it = user.find("partition.assignment.strategy");
+  if (it != user.end() && it->second.find("cooperative") != std::string::npos)
+    throw sdk::ConfigError("rdkafka.partition.assignment.strategy",
+                           "cooperative-sticky is not supported with librdkafka 2.0.2 (known "
+                           "rebalance bugs); use range or roundrobin");
+}
+
+sdk::Status checkpoint_offsets(const sdk::Checkpoint& cp, KafkaCheckpoint& out) {
+  out = KafkaCheckpoint{};
+  if (cp.format.empty() && cp.data.empty()) return sdk::Status::ok();  // nothing committed yet
+  if (cp.format != kCheckpointFormat)
+    return sdk::Status::fatal("kafka source: positions in format '" + cp.format +
+                              "' are not kafka positions (expected kafka.v1)");
+  auto decoded = decode_checkpoint(cp.data);
+  if (!decoded) return sdk::Status::fatal("kafka source: corrupt kafka.v1 positions");
+  out = std::move(*decoded);
+  return sdk::Status::ok();
+}
+
+std::string display_servers(const std::string& given, const std::string& connect) {
+  return given == connect ? given : given + " (" + connect + ")";
+}
+
+}  // namespace
+
+KafkaSource::KafkaSource(sdk::Host host, const sdk::Config& cfg) : ClientContext(host) {
+  servers_ = cfg.require_string("bootstrap.servers");
+  group_ = cfg.require_string("group.id");
+  topics_ = cfg.get_list("topics");
+  if (topics_.empty()) throw sdk::ConfigError("topics", "at least one topic is required");
+  for (const auto& t : topics_)
+    if (t.empty()) throw sdk::ConfigError("topics", "a topic name is empty");
+  int64_t bs = cfg.get_int("batch.size", 10000);
+  if (bs < 1) throw sdk::ConfigError("batch.size", "must be at least 1");
+  batch_size_ = static_cast<size_t>(bs);
+  poll_timeout_ms_ = cfg.get_duration_ms("poll.timeout", 100);
+  open_timeout_ms_ = cfg.get_duration_ms("open.timeout", 30000);
+  if (poll_timeout_ms_ < 0) throw sdk::ConfigError("poll.timeout", "must not be negative");
+  stop_when_idle_ms_ = cfg.get_duration_ms("stop.when.idle", 0);
+  if (stop_when_idle_ms_ < 0) throw sdk::ConfigError("stop.when.idle", "must not be negative");
+  if (open_timeout_ms_ < 0) throw sdk::ConfigError("open.timeout", "must not be negative");
+  auto user = cfg.get_map("rdkafka");
+  reject_forced(user);
+
+  ConfBuilder b;
+  connect_ = servers_;
+  if (is_embedded(servers_)) {
+    connect_ = EmbeddedCluster::bootstrap_servers();
+    for (const auto& t : topics_)
+      if (t[0] != '^') EmbeddedCluster::ensure_topic(t);
+    // The mock coordinator makes a joining member wait about session.timeout.ms.
+    b.set("session.timeout.ms", "3000", "rdkafka.session.timeout.ms");
+    b.set("heartbeat.interval.ms", "300", "rdkafka.heartbeat.interval.ms");
+  }
+  b.set("auto.offset.reset", "earliest", "rdkafka.auto.offset.reset");
+  b.set("socket.nagle.disable", "true", "rdkafka.socket.nagle.disable");
+  b.set("partition.assignment.strategy", "range", "rdkafka.partition.assignment.strategy");
+  b.set("enable.partition.eof", "false", "rdkafka.enable.partition.eof");
+  b.apply_user(user);
+  b.set("bootstrap.servers", connect_, "bootstrap.servers");
+  b.set("group.id", group_, "group.id");
+  b.set("isolation.level", "read_committed", "rdkafka.isolation.level");
+  b.set("enable.auto.commit", "false", "rdkafka.enable.auto.commit");
+  b.set("enable.auto.offset.store", "false", "rdkafka.enable.auto.offset.store");
+  std::string reset = b.get("auto.offset.reset");
+  reset_latest_ = reset == "latest" || reset == "largest" || reset == "end";
+  b.route_callbacks(static_cast<ClientContext*>(this));
+  rd_kafka_conf_set_rebalance_cb(b.raw(), &KafkaSource::rebalance_cb);
+  rk_ = b.create(RD_KAFKA_CONSUMER);
+  // Rebalances, logs and errors are then all served by consumer_poll, on the host's thread.
+  rd_kafka_poll_set_consumer(rk_);
+}
+
+KafkaSource::~KafkaSource() {
+  close_consumer();
+  rd_kafka_destroy_flags(rk_, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+}
+
+void KafkaSource::close_consumer() {
+  closing_ = true;
+  release_batch();
+  if (!opened_) return;
+  opened_ = false;
+  // Leave the group promptly (others get our partitions without waiting for the session
+  // timeout), but never hang here: the close runs in the background and is bounded.
+  rd_kafka_queue_t* q = rd_kafka_queue_new(rk_);
+  ErrorPtr e(rd_kafka_consumer_close_queue(rk_, q));
+  if (!e) {
+    // Served as events, not callbacks: fetched messages and errors can still arrive on
+    // this queue, and 2.0.2 asserts when its callback serving meets one of those.
+    const int64_t deadline = now_ms() + 10000;
+    while (!rd_kafka_consumer_closed(rk_) && now_ms() < deadline) {
+      rd_kafka_event_t* ev = rd_kafka_queue_poll(q, 100);
+      if (ev == nullptr) continue;
+      // Leaving the group: whatever the rebalance, we own nothing afterwards.
+      if (rd_kafka_event_type(ev) == RD_KAFKA_EVENT_REBALANCE) rd_kafka_assign(rk_, nullptr);
+      rd_kafka_event_destroy(ev);
+    }
+    if (!rd_kafka_consumer_closed(rk_)) host_.warn("kafka source: consumer close timed out");
+  } else {
+    host_.warn("kafka source: close: " + describe(e.get()));
+  }
+  rd_kafka_queue_destroy(q);
+}
+
+sdk::Status KafkaSource::open(const std::optional<sdk::Checkpoint>& resume) {
+  if (resume) {
+    KafkaCheckpoint cp;
+    sdk::Status st = checkpoint_offsets(*resume, cp);
+    if (!st) return st;
+    for (auto& o : cp.offsets) resume_[{o.topic, o.partition}] = o.offset;
+  }
+  sdk::Status st = check_cluster(rk_, display_servers(servers_, connect_), open_timeout_ms_,
+                                 topics_, "topics");
+  if (!st) return st;
+  TplPtr sub(rd_kafka_topic_partition_list_new(static_cast<int>(topics_.size())));
+  for (const auto& t : topics_)
+    rd_kafka_topic_partition_list_add(sub.get(), t.c_str(), RD_KAFKA_PARTITION_UA);
+  rd_kafka_resp_err_t err = rd_kafka_subscribe(rk_, sub.get());
+  if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+    return sdk::Status::config("topics", std::string("cannot subscribe: ") + rd_kafka_err2str(err));
+  opened_ = true;
+  return sdk::Status::ok();
+}
+
+int32_t KafkaSource::id_for(const std::string& topic, int32_t partition) {
+  auto key = std::make_pair(topic, partition);
+  auto it = ids_.find(key);
+  if (it != ids_.end()) return it->second;
+  auto id = static_cast<int32_t>(parts_.size());
+  PartState p;
+  p.topic = topic;
+  p.name = partition_name(topic, partition);
+  p.number = partition;
+  p.id = id;
+  parts_.push_back(std::move(p));
+  ids_.emplace(std::move(key), id);
+  return id;
+}
+
+KafkaSource::PartState* KafkaSource::state_of(const rd_kafka_message_t* m) {
+  auto it = rkt_ids_.find(m->rkt);
+  if (it != rkt_ids_.end() && m->partition >= 0 &&
+      static_cast<size_t>(m->partition) < it->second.size()) {
+    int32_t id = it->second[static_cast<size_t>(m->partition)];
+    if (id >= 0) return &parts_[static_cast<size_t>(id)];
+  }
+  auto f = ids_.find({rd_kafka_topic_name(m->rkt), m->partition});
+  if (f == ids_.end() || m->partition < 0) return nullptr;
+  auto& v = rkt_ids_[m->rkt];
+  if (v.size() <= static_cast<size_t>(m->partition)) v.resize(static_cast<size_t>(m->partition) + 1, -1);
+  v[static_cast<size_t>(m->partition)] = f->second;
+  return &parts_[static_cast<size_t>(f->second)];
+}
+
+void KafkaSource::release_batch() {
+  for (auto* m : msgs_) rd_kafka_message_destroy(m);
+  msgs_.clear();
+}
+
+void KafkaSource::drop_pending_of_unassigned() {
+  auto keep = std::remove_if(msgs_.begin(), msgs_.end(), [&](rd_kafka_message_t* m) {
+    PartState* p = state_of(m);
+    if (p != nullptr && p->assigned) return false;
+    rd_kafka_message_destroy(m);
+    return true;
+  });
+  msgs_.erase(keep, msgs_.end());
+}
+
+int64_t KafkaSource::reset_offset() const {
+  return reset_latest_ ? RD_KAFKA_OFFSET_END : RD_KAFKA_OFFSET_BEGINNING;
+}
+
+void KafkaSource::rebalance_cb(rd_kafka_t* rk, rd_kafka_resp_err_t err,
+                               rd_kafka_topic_partition_list_t* parts, void* opaque) {
+  auto* self = static_cast<KafkaSource*>(static_cast<ClientContext*>(opaque));
+  try {
+    if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+      self->on_assign(parts);
+    } else if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS) {
+      self->on_revoke(parts);
+    } else {
+      self->host_.error(std::string("kafka source: rebalance failed: ") + rd_kafka_err2str(err));
+      rd_kafka_assign(rk, nullptr);
+    }
+  } catch (const std::exception& e) {
+    // Nothing may unwind through librdkafka; the next poll reports it.
+    self->pending_ = sdk::Status::fatal(std::string("kafka source: rebalance: ") + e.what());
+    rd_kafka_assign(rk, nullptr);
+  }
+}
+
+void KafkaSource::on_assign(rd_kafka_topic_partition_list_t* parts) {
+  if (closing_) {
+    rd_kafka_assign(rk_, parts);
+    return;
+  }
+  TplPtr list(rd_kafka_topic_partition_list_copy(parts));
+  // The host wants the committed position of each partition, and positions a sink stored
+  // with its output (open(resume)) must win over the group's offsets.
+  rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR__TIMED_OUT;
+  const int64_t deadline = now_ms() + std::max<int64_t>(open_timeout_ms_, 5000);
+  while (err == RD_KAFKA_RESP_ERR__TIMED_OUT && now_ms() < deadline)
+    err = rd_kafka_committed(rk_, list.get(), 5000);
+  if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    host_.warn(std::string("kafka source: cannot read committed offsets (") +
+               rd_kafka_err2str(err) + "); librdkafka will resolve them itself");
+    for (int i = 0; i < list->cnt; ++i) list->elems[i].offset = RD_KAFKA_OFFSET_INVALID;
+  }
+  std::vector<sdk::Partition> host_parts;
+  host_parts.reserve(static_cast<size_t>(list->cnt));
+  for (int i = 0; i < list->cnt; ++i) {
+    auto& tp = list->elems[i];
+    int32_t id = id_for(tp.topic, tp.partition);
+    PartState& p = parts_[static_cast<size_t>(id)];
+    int64_t start = (tp.err == RD_KAFKA_RESP_ERR_NO_ERROR && tp.offset >= 0)
+                        ? tp.offset
+                        : RD_KAFKA_OFFSET_INVALID;
+    auto r = resume_.find({p.topic, p.number});
+    if (r != resume_.end()) {
+      start = r->second;
+      resume_.erase(r);
+    }
+    tp.err = RD_KAFKA_RESP_ERR_NO_ERROR;
+    tp.offset = start;  // INVALID: librdkafka falls back to auto.offset.reset
+    p.assigned = true;
+    p.start = start;
+    p.next = start;
+    host_parts.push_back(sdk::Partition{id, p.name, p.topic, p.number, start >= 0 ? start : -1});
+  }
+  sdk::Status st = host_.assigned(host_parts);
+  if (!st && pending_) pending_ = st;
+  err = rd_kafka_assign(rk_, list.get());
+  if (err != RD_KAFKA_RESP_ERR_NO_ERROR && pending_)
+    pending_ = sdk::Status::fatal(std::string("kafka source: assign failed: ") +
+                                  rd_kafka_err2str(err));
+  if (paused_ && list->cnt > 0) rd_kafka_pause_partitions(rk_, list.get());
+  host_.gauge("kafka_source_assigned_partitions",
+              static_cast<double>(std::count_if(parts_.begin(), parts_.end(),
+                                                [](const PartState& p) { return p.assigned; })));
+}
+
+void KafkaSource::on_revoke(rd_kafka_topic_partition_list_t* parts) {
+  if (!closing_) {
+    if (rd_kafka_assignment_lost(rk_))
+      host_.warn("kafka source: partitions were lost (session timed out); their round "
+                 "cannot commit and will be replayed by the new owner");
+    std::vector<sdk::Partition> host_parts;
+    for (int i = 0; i < parts->cnt; ++i) {
+      auto it = ids_.find({parts->elems[i].topic, parts->elems[i].partition});
+      if (it == ids_.end()) continue;
+      const PartState& p = parts_[static_cast<size_t>(it->second)];
+      if (!p.assigned) continue;
+      host_parts.push_back(sdk::Partition{p.id, p.name, p.topic, p.number,
+                                          p.next >= 0 ? p.next : -1});
+    }
+    // The host commits the running round inside this call, while the partitions are
+    // still ours (checkpoint() still reports them).
+    sdk::Status st = host_.revoked(host_parts);
+    if (!st && pending_) pending_ = st;
+  }
+  rd_kafka_assign(rk_, nullptr);
+  for (int i = 0; i < parts->cnt; ++i) {
+    auto it = ids_.find({parts->elems[i].topic, parts->elems[i].partition});
+    if (it == ids_.end()) continue;
+    PartState& p = parts_[static_cast<size_t>(it->second)];
+    p.assigned = false;
+    p.start = p.next = RD_KAFKA_OFFSET_INVALID;
+  }
+  drop_pending_of_unassigned();
+  host_.gauge("kafka_source_assigned_partitions",
+              static_cast<double>(std::count_if(parts_.begin(), parts_.end(),
+                                                [](const PartState& p) { return p.assigned; })));
+}
+
+sdk::Status KafkaSource::handle_message_error(rd_kafka_message_t* m) {
+  switch (m->err) {
+    case RD_KAFKA_RESP_ERR__PARTITION_EOF:
+      return sdk::Status::ok();
+    case RD_KAFKA_RESP_ERR__FATAL:
+      fatal_.store(true);
+      return sdk::Status::fatal("kafka source: " + fatal_reason(rk_));
+    default: {
+      std::string where;
+      if (m->rkt != nullptr)
+        where = std::string(" (") + rd_kafka_topic_name(m->rkt) + " [" +
+                std::to_string(m->partition) + "])";
+      host_.warn(std::string("kafka source: consumer error") + where + ": " +
+                 rd_kafka_message_errstr(m));
+      return sdk::Status::ok();
+    }
+  }
+}
+
+sdk::Status KafkaSource::poll(int timeout_ms, std::vector<ex_record>& out, bool& end_of_input) {
+  end_of_input = false;
+  release_batch();
+  if (!opened_) return sdk::Status::fatal("kafka source: poll before open");
+  if (fatal()) return sdk::Status::fatal("kafka source: " + fatal_reason(rk_));
+  if (!pending_) return std::exchange(pending_, sdk::Status::ok());
+
+  int64_t wait = timeout_ms < 0 ? poll_timeout_ms_ : std::min<int64_t>(timeout_ms, poll_timeout_ms_);
+  const int64_t deadline = now_ms() + wait;
+  sdk::Status failure;
+  while (msgs_.size() < batch_size_) {
+    int t = msgs_.empty() ? static_cast<int>(std::max<int64_t>(0, deadline - now_ms())) : 0;
+    rd_kafka_message_t* m = rd_kafka_consumer_poll(rk_, t);
+    if (m == nullptr) {
+      // A served rebalance or log event can end the wait early.
+      if (msgs_.empty() && pending_ && !fatal() && now_ms() < deadline) continue;
+      break;
+    }
+    if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      failure = handle_message_error(m);
+      rd_kafka_message_destroy(m);
+      if (!failure) break;
+      continue;
+    }
+    PartState* p = state_of(m);
+    if (p == nullptr || !p->assigned) {
+      rd_kafka_message_destroy(m);
+      continue;
+    }
+    msgs_.push_back(m);
+    if (!pending_) break;
+  }
+  if (failure && !pending_) failure = std::exchange(pending_, sdk::Status::ok());
+  if (failure && fatal()) failure = sdk::Status::fatal("kafka source: " + fatal_reason(rk_));
+  if (!failure) {
+    // Messages fetched but never handed out: put the fetch positions back where the
+    // host's view ends so nothing is skipped even if the host did not rewind.
+    std::vector<std::pair<PartState*, int64_t>> back;
+    for (auto* m : msgs_) {
+      PartState* p = state_of(m);
+      if (p == nullptr || !p->assigned) continue;
+      int64_t target = p->next >= 0 ? p->next : m->offset;
+      auto it = std::find_if(back.begin(), back.end(), [&](auto& b) { return b.first == p; });
+      if (it == back.end()) back.emplace_back(p, target);
+      else it->second = std::min(it->second, target);
+    }
+    release_batch();
+    if (!back.empty()) seek_all(back);
+    return failure;
+  }
+
+  size_t nh = 0;
+  for (auto* m : msgs_) {
+    rd_kafka_headers_t* h = nullptr;
+    if (rd_kafka_message_headers(m, &h) == RD_KAFKA_RESP_ERR_NO_ERROR) nh += rd_kafka_header_cnt(h);
+  }
+  headers_.clear();
+  headers_.reserve(nh);
+  out.reserve(out.size() + msgs_.size());
+  for (auto* m : msgs_) {
+    PartState* p = state_of(m);
+    ex_record r{};
+    r.key = m->key ? ex_bytes{static_cast<const uint8_t*>(m->key), m->key_len} : sdk::null_bytes();
+    r.value = m->payload ? ex_bytes{static_cast<const uint8_t*>(m->payload), m->len}
+                         : sdk::null_bytes();
+    rd_kafka_headers_t* h = nullptr;
+    if (rd_kafka_message_headers(m, &h) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+      size_t first = headers_.size();
+      const char* name = nullptr;
+      const void* val = nullptr;
+      size_t size = 0;
+      for (size_t i = 0; rd_kafka_header_get_all(h, i, &name, &val, &size) ==
+                         RD_KAFKA_RESP_ERR_NO_ERROR;
+           ++i) {
+        ex_header x{};
+        x.key = ex_bytes{reinterpret_cast<const uint8_t*>(name), std::char_traits<char>::length(name)};
+        x.value = val ? ex_bytes{static_cast<const uint8_t*>(val), size} : sdk::null_bytes();
+        headers_.push_back(x);
+      }
+      r.headers = headers_.data() + first;
+      r.header_count = static_cast<uint32_t>(headers_.size() - first);
+    }
+    r.partition = p->id;
+    r.offset = m->offset;
+    rd_kafka_timestamp_type_t tstype;
+    r.timestamp_ms = rd_kafka_message_timestamp(m, &tstype);
+    p->next = m->offset + 1;
+    out.push_back(r);
+  }
+  if (!msgs_.empty()) host_.counter("kafka_source_records_total", static_cast<double>(msgs_.size()));
+  // A bounded run: the topic has been quiet long enough to call it drained.
+  if (stop_when_idle_ms_ > 0) {
+    if (!msgs_.empty() || last_record_ms_ == 0) last_record_ms_ = now_ms();
+    else if (now_ms() - last_record_ms_ >= stop_when_idle_ms_) end_of_input = true;
+  }
+  return sdk::Status::ok();
+}
+
+sdk::Status KafkaSource::checkpoint(sdk::Checkpoint& out) {
+  KafkaCheckpoint cp;
+  GroupMetadataPtr md(rd_kafka_consumer_group_metadata(rk_));
+  if (md) {
+    void* buf = nullptr;
+    size_t size = 0;
+    ErrorPtr e(rd_kafka_consumer_group_metadata_write(md.get(), &buf, &size));
+    if (e) return sdk::Status::fatal("kafka source: cannot serialize group metadata: " + describe(e.get()));
+    cp.group_metadata.assign(static_cast<const char*>(buf), size);
+    rd_kafka_mem_free(rk_, buf);
+  }
+  for (const auto& p : parts_)
+    if (p.assigned && p.next >= 0) cp.offsets.push_back(TopicOffset{p.topic, p.number, p.next});
+  out.format = std::string(kCheckpointFormat);
+  out.data = encode_checkpoint(cp);
+  return sdk::Status::ok();
+}
+
+sdk::Status KafkaSource::commit(const sdk::Checkpoint& positions) {
+  KafkaCheckpoint cp;
+  sdk::Status st = checkpoint_offsets(positions, cp);
+  if (!st) return st;
+  // Only partitions still ours: committing a revoked one would overwrite its new owner.
+  TplPtr list(rd_kafka_topic_partition_list_new(static_cast<int>(cp.offsets.size())));
+  std::vector<PartState*> touched;
+  for (const auto& o : cp.offsets) {
+    auto it = ids_.find({o.topic, o.partition});
+    if (it == ids_.end() || !parts_[static_cast<size_t>(it->second)].assigned) continue;
+    rd_kafka_topic_partition_list_add(list.get(), o.topic.c_str(), o.partition)->offset = o.offset;
+    touched.push_back(&parts_[static_cast<size_t>(it->second)]);
+  }
+  if (list->cnt == 0) return sdk::Status::ok();
+  rd_kafka_resp_err_t err = rd_kafka_commit(rk_, list.get(), 0 /* synchronous */);
+  if (err == RD_KAFKA_RESP_ERR__NO_OFFSET) return sdk::Status::ok();
+  if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    if (err == RD_KAFKA_RESP_ERR__FATAL) return sdk::Status::fatal("kafka source: " + fatal_reason(rk_));
+    return sdk::Status::retriable(std::string("kafka source: committing offsets failed: ") +
+                                  rd_kafka_err2str(err));
+  }
+  for (int i = 0; i < list->cnt; ++i) touched[static_cast<size_t>(i)]->start = list->elems[i].offset;
+  return sdk::Status::ok();
+}
+
+sdk::Status KafkaSource::rewind(const sdk::Checkpoint& positions) {
+  release_batch();
+  KafkaCheckpoint cp;
+  sdk::Status st = checkpoint_offsets(positions, cp);
+  if (!st) return st;
+  std::map<std::pair<std::string, int32_t>, int64_t> at;
+  for (const auto& o : cp.offsets) at[{o.topic, o.partition}] = o.offset;
+  std::vector<std::pair<PartState*, int64_t>> targets;
+  for (auto& p : parts_) {
+    if (!p.assigned) continue;
+    auto it = at.find({p.topic, p.number});
+    int64_t target = it != at.end() ? it->second : p.start >= 0 ? p.start : reset_offset();
+    targets.emplace_back(&p, target);
+    if (target >= 0) p.start = target;
+    p.next = target >= 0 ? target : RD_KAFKA_OFFSET_INVALID;
+  }
+  return seek_all(targets);
+}
+
+sdk::Status KafkaSource::seek_all(const std::vector<std::pair<PartState*, int64_t>>& targets) {
+  if (targets.empty()) return sdk::Status::ok();
+  TplPtr list(rd_kafka_topic_partition_list_new(static_cast<int>(targets.size())));
+  for (const auto& [p, off] : targets)
+    rd_kafka_topic_partition_list_add(list.get(), p->topic.c_str(), p->number)->offset = off;
+  ErrorPtr e(rd_kafka_seek_partitions(rk_, list.get(), 10000));
+  std::string why = e ? describe(e.get()) : std::string();
+  for (int i = 0; i < list->cnt && why.empty(); ++i)
+    if (list->elems[i].err != RD_KAFKA_RESP_ERR_NO_ERROR)
+      why = std::string(list->elems[i].topic) + " [" + std::to_string(list->elems[i].partition) +
+            "]: " + rd_kafka_err2str(list->elems[i].err);
+  if (why.empty()) return sdk::Status::ok();
+
+  // A partition whose fetcher has not started yet cannot seek (__STATE). Re-assigning the
+  // whole assignment at explicit offsets restarts every fetcher there instead.
+  host_.info("kafka source: seek failed (" + why + "); re-assigning at the target offsets");
+  TplPtr all(rd_kafka_topic_partition_list_new(static_cast<int>(parts_.size())));
+  for (auto& p : parts_) {
+    if (!p.assigned) continue;
+    int64_t off = p.next >= 0 ? p.next : RD_KAFKA_OFFSET_INVALID;
+    for (const auto& [tp, o] : targets)
+      if (tp == &p) off = o;
+    rd_kafka_topic_partition_list_add(all.get(), p.topic.c_str(), p.number)->offset = off;
+  }
+  rd_kafka_resp_err_t err = rd_kafka_assign(rk_, all.get());
+  if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+    return sdk::Status::retriable(std::string("kafka source: cannot reposition partitions: ") +
+                                  rd_kafka_err2str(err));
+  if (paused_ && all->cnt > 0) rd_kafka_pause_partitions(rk_, all.get());
+  return sdk::Status::ok();
+}
+
+sdk::Status KafkaSource::pause(bool paused) {
+  if (paused == paused_) return sdk::Status::ok();
+  paused_ = paused;
+  rd_kafka_topic_partition_list_t* raw = nullptr;
+  rd_kafka_resp_err_t err = rd_kafka_assignment(rk_, &raw);
+  TplPtr list(raw);
+  if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+    return sdk::Status::retriable(std::string("kafka source: assignment: ") + rd_kafka_err2str(err));
+  if (!list || list->cnt == 0) return sdk::Status::ok();
+  err = paused ? rd_kafka_pause_partitions(rk_, list.get()) : rd_kafka_resume_partitions(rk_, list.get());
+  if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+    return sdk::Status::retriable(std::string("kafka source: pause/resume: ") + rd_kafka_err2str(err));
+  return sdk::Status::ok();
+}
+
+}  // namespace exactly::kafka

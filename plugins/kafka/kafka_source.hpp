@@ -1,0 +1,94 @@
+// The kafka source: a read_committed consumer-group member with an eager assignor.
+// Positions are tracked per partition from what poll() actually handed to the host, so
+// checkpoint() never runs ahead of the records the pipeline has seen.
+#pragma once
+
+#include "checkpoint_codec.hpp"
+#include "rdkafka_common.hpp"
+
+#include <exactly/sdk.hpp>
+#include <librdkafka/rdkafka.h>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace exactly::kafka {
+
+extern const ex_config_field kSourceFields[8];
+
+class KafkaSource final : public sdk::Source, public ClientContext {
+ public:
+  KafkaSource(sdk::Host host, const sdk::Config& cfg);
+  ~KafkaSource() override;
+
+  sdk::Status open(const std::optional<sdk::Checkpoint>& resume) override;
+  sdk::Status poll(int timeout_ms, std::vector<ex_record>& out, bool& end_of_input) override;
+  sdk::Status checkpoint(sdk::Checkpoint& out) override;
+  sdk::Status commit(const sdk::Checkpoint& positions) override;
+  sdk::Status rewind(const sdk::Checkpoint& positions) override;
+  sdk::Status pause(bool paused) override;
+
+ private:
+  struct PartState {
+    std::string topic;
+    std::string name;
+    int32_t number = 0;
+    int32_t id = 0;
+    bool assigned = false;
+    // Position known to be committed (at assignment, after commit/rewind), or
+    // RD_KAFKA_OFFSET_INVALID when the group has none yet.
+    int64_t start = RD_KAFKA_OFFSET_INVALID;
+    // Next offset to hand out: last returned + 1; RD_KAFKA_OFFSET_INVALID until known.
+    int64_t next = RD_KAFKA_OFFSET_INVALID;
+  };
+
+  static void rebalance_cb(rd_kafka_t* rk, rd_kafka_resp_err_t err,
+                           rd_kafka_topic_partition_list_t* parts, void* opaque);
+  void on_assign(rd_kafka_topic_partition_list_t* parts);
+  void on_revoke(rd_kafka_topic_partition_list_t* parts);
+
+  int32_t id_for(const std::string& topic, int32_t partition);
+  PartState* state_of(const rd_kafka_message_t* m);
+  void release_batch();
+  void drop_pending_of_unassigned();
+  // Where a partition restarts when nothing consumed has been committed yet.
+  int64_t reset_offset() const;
+  sdk::Status handle_message_error(rd_kafka_message_t* m);
+  sdk::Status seek_all(const std::vector<std::pair<PartState*, int64_t>>& targets);
+  void close_consumer();
+
+  // settings
+  std::string servers_;  // as given ("embedded" or a list)
+  std::string connect_;  // what librdkafka connects to
+  std::string group_;
+  std::vector<std::string> topics_;
+  size_t batch_size_;
+  int64_t poll_timeout_ms_;
+  int64_t stop_when_idle_ms_ = 0;
+  int64_t last_record_ms_ = 0;  // 0 until the first poll
+  int64_t open_timeout_ms_;
+  bool reset_latest_ = false;
+
+  rd_kafka_t* rk_ = nullptr;
+  bool opened_ = false;
+  bool closing_ = false;
+  bool paused_ = false;
+  sdk::Status pending_;  // an error raised inside a callback, returned by the next poll
+
+  std::vector<PartState> parts_;  // by id
+  std::map<std::pair<std::string, int32_t>, int32_t> ids_;
+  // Fast path from a message's topic handle to partition ids (index = partition).
+  std::unordered_map<const rd_kafka_topic_t*, std::vector<int32_t>> rkt_ids_;
+  // Positions a sink stored with its output; win over group offsets on first assignment.
+  std::map<std::pair<std::string, int32_t>, int64_t> resume_;
+
+  // The batch last handed out: its messages own the bytes the records point into.
+  std::vector<rd_kafka_message_t*> msgs_;
+  std::vector<ex_header> headers_;
+};
+
+}  // namespace exactly::kafka

@@ -1,0 +1,133 @@
+#include "rdkafka_common.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+
+namespace exactly::kafka {
+
+int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string ClientContext::fatal_reason(rd_kafka_t* rk) const {
+  char buf[512] = {0};
+  rd_kafka_resp_err_t err = rd_kafka_fatal_error(rk, buf, sizeof(buf));
+  if (err == RD_KAFKA_RESP_ERR_NO_ERROR) return {};
+  return std::string(rd_kafka_err2name(err)) + ": " + buf;
+}
+
+void ClientContext::log_cb(const rd_kafka_t* rk, int level, const char* fac, const char* buf) {
+  auto* self = static_cast<ClientContext*>(rd_kafka_opaque(rk));
+  if (self == nullptr) return;
+  // syslog levels: 0-3 error, 4 warning, 5-6 notice/info, 7 debug.
+  ex_log_level l = level <= 3 ? EX_LOG_ERROR : level == 4 ? EX_LOG_WARN
+                                           : level <= 6 ? EX_LOG_INFO
+                                                        : EX_LOG_DEBUG;
+  self->host_.log(l, std::string("librdkafka ") + fac + ": " + buf);
+}
+
+void ClientContext::error_cb(rd_kafka_t* rk, int err, const char* reason, void* opaque) {
+  auto* self = static_cast<ClientContext*>(opaque);
+  if (self == nullptr) return;
+  if (err == RD_KAFKA_RESP_ERR__FATAL) {
+    self->fatal_.store(true, std::memory_order_release);
+    self->host_.error("kafka fatal error: " + self->fatal_reason(rk));
+    return;
+  }
+  // Transport-level trouble is retried by librdkafka itself; say so once per event.
+  self->host_.warn(std::string("kafka: ") + rd_kafka_err2name(static_cast<rd_kafka_resp_err_t>(err)) +
+                   ": " + (reason ? reason : ""));
+}
+
+ConfBuilder::ConfBuilder() : conf_(rd_kafka_conf_new()) {}
+
+ConfBuilder::~ConfBuilder() {
+  if (conf_) rd_kafka_conf_destroy(conf_);
+}
+
+void ConfBuilder::set(const std::string& key, const std::string& value,
+                      const std::string& yaml_key) {
+  char errstr[512];
+  if (rd_kafka_conf_set(conf_, key.c_str(), value.c_str(), errstr, sizeof(errstr)) !=
+      RD_KAFKA_CONF_OK)
+    throw sdk::ConfigError(yaml_key, errstr);
+}
+
+void ConfBuilder::apply_user(const std::map<std::string, std::string>& user) {
+  for (const auto& [k, v] : user) set(k, v, "rdkafka." + k);
+}
+
+std::string ConfBuilder::get(const std::string& key) const {
+  char buf[512];
+  size_t n = sizeof(buf);
+  if (rd_kafka_conf_get(conf_, key.c_str(), buf, &n) != RD_KAFKA_CONF_OK) return {};
+  return std::string(buf);
+}
+
+void ConfBuilder::route_callbacks(ClientContext* ctx) {
+  rd_kafka_conf_set_opaque(conf_, ctx);
+  rd_kafka_conf_set_log_cb(conf_, &ClientContext::log_cb);
+  rd_kafka_conf_set_error_cb(conf_, &ClientContext::error_cb);
+  set("log.queue", "true", "rdkafka.log.queue");
+}
+
+rd_kafka_t* ConfBuilder::create(rd_kafka_type_t type) {
+  char errstr[512];
+  rd_kafka_t* rk = rd_kafka_new(type, conf_, errstr, sizeof(errstr));
+  if (rk == nullptr) throw sdk::ConfigError("rdkafka", errstr);
+  conf_ = nullptr;  // owned by rk now
+  // Logs go to the main queue, which each component serves from its own calls.
+  rd_kafka_set_log_queue(rk, nullptr);
+  return rk;
+}
+
+sdk::Status check_cluster(rd_kafka_t* rk, const std::string& servers, int64_t timeout_ms,
+                          const std::vector<std::string>& topics,
+                          const std::string& topics_key) {
+  const int64_t deadline = now_ms() + timeout_ms;
+  const rd_kafka_metadata_t* md = nullptr;
+  rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
+  // Short attempts so a broker that comes up during the wait is seen quickly.
+  for (;;) {
+    int64_t left = deadline - now_ms();
+    int attempt = static_cast<int>(std::max<int64_t>(100, std::min<int64_t>(left, 2000)));
+    err = rd_kafka_metadata(rk, 1, nullptr, &md, attempt);
+    if (err == RD_KAFKA_RESP_ERR_NO_ERROR) break;
+    md = nullptr;
+    if (rd_kafka_fatal_error(rk, nullptr, 0) != RD_KAFKA_RESP_ERR_NO_ERROR)
+      return sdk::Status::fatal("kafka client failed fatally while contacting " + servers);
+    if (now_ms() >= deadline)
+      return sdk::Status::retriable("cannot reach " + servers + ": " + rd_kafka_err2str(err) +
+                                    " (no metadata within " + std::to_string(timeout_ms) +
+                                    " ms)");
+    rd_kafka_poll(rk, 0);
+  }
+  std::set<std::string> have;
+  for (int i = 0; i < md->topic_cnt; ++i)
+    if (md->topics[i].err == RD_KAFKA_RESP_ERR_NO_ERROR) have.insert(md->topics[i].topic);
+  rd_kafka_metadata_destroy(md);
+  for (const auto& t : topics) {
+    if (!t.empty() && t[0] == '^') continue;
+    if (have.count(t) == 0)
+      return sdk::Status::config(topics_key, "topic " + t + " does not exist on " + servers);
+  }
+  return sdk::Status::ok();
+}
+
+std::string partition_name(const std::string& topic, int32_t partition) {
+  return topic + "-" + std::to_string(partition);
+}
+
+std::string describe(const rd_kafka_error_t* e) {
+  if (e == nullptr) return "success";
+  std::string s = std::string(rd_kafka_error_name(e)) + ": " + rd_kafka_error_string(e);
+  if (rd_kafka_error_is_fatal(e)) s += " (fatal)";
+  else if (rd_kafka_error_txn_requires_abort(e)) s += " (transaction must abort)";
+  else if (rd_kafka_error_is_retriable(e)) s += " (retriable)";
+  return s;
+}
+
+}  // namespace exactly::kafka

@@ -1,0 +1,99 @@
+// Pieces both kafka components share: owning handles for librdkafka objects, building a
+// librdkafka configuration from plugin settings, routing librdkafka logs/errors to the
+// host, and the bounded "can we reach the cluster, do the topics exist" check at open.
+#pragma once
+
+#include <exactly/sdk.hpp>
+#include <librdkafka/rdkafka.h>
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace exactly::kafka {
+
+struct TplDeleter {
+  void operator()(rd_kafka_topic_partition_list_t* p) const {
+    if (p) rd_kafka_topic_partition_list_destroy(p);
+  }
+};
+using TplPtr = std::unique_ptr<rd_kafka_topic_partition_list_t, TplDeleter>;
+
+struct ErrorDeleter {
+  void operator()(rd_kafka_error_t* e) const {
+    if (e) rd_kafka_error_destroy(e);
+  }
+};
+using ErrorPtr = std::unique_ptr<rd_kafka_error_t, ErrorDeleter>;
+
+struct GroupMetadataDeleter {
+  void operator()(rd_kafka_consumer_group_metadata_t* m) const {
+    if (m) rd_kafka_consumer_group_metadata_destroy(m);
+  }
+};
+using GroupMetadataPtr =
+    std::unique_ptr<rd_kafka_consumer_group_metadata_t, GroupMetadataDeleter>;
+
+int64_t now_ms();
+
+// What librdkafka's callbacks reach through rd_kafka_opaque(): the host to log to, and
+// the fatal-error latch. Components derive from it and pass `this` as the opaque.
+class ClientContext {
+ public:
+  explicit ClientContext(sdk::Host host) : host_(host) {}
+  virtual ~ClientContext() = default;
+  const sdk::Host& host() const { return host_; }
+  bool fatal() const { return fatal_.load(std::memory_order_acquire); }
+  // librdkafka's fatal error text, or "".
+  std::string fatal_reason(rd_kafka_t* rk) const;
+
+  static void log_cb(const rd_kafka_t* rk, int level, const char* fac, const char* buf);
+  static void error_cb(rd_kafka_t* rk, int err, const char* reason, void* opaque);
+
+ protected:
+  sdk::Host host_;
+  std::atomic<bool> fatal_{false};
+};
+
+// Builds an rd_kafka_conf_t. Errors become ConfigError naming the YAML key, so a typo in
+// `rdkafka: {...}` points at the offending entry.
+class ConfBuilder {
+ public:
+  ConfBuilder();
+  ~ConfBuilder();
+  ConfBuilder(const ConfBuilder&) = delete;
+  ConfBuilder& operator=(const ConfBuilder&) = delete;
+
+  void set(const std::string& key, const std::string& value, const std::string& yaml_key);
+  // The user's pass-through map; keys are librdkafka property names.
+  void apply_user(const std::map<std::string, std::string>& user);
+  std::string get(const std::string& key) const;
+  // Logs and errors are served from the component's own poll calls (the host's thread),
+  // never from librdkafka's internal threads.
+  void route_callbacks(ClientContext* ctx);
+  // For settings without a string form (callbacks).
+  rd_kafka_conf_t* raw() { return conf_; }
+  // Creates the handle; the builder no longer owns the configuration afterwards.
+  rd_kafka_t* create(rd_kafka_type_t type);
+
+ private:
+  rd_kafka_conf_t* conf_;
+};
+
+// Waits (bounded) for cluster metadata. Returns retriable "cannot reach <servers>: ..."
+// when no broker answers, and Status::config(topics_key, "topic X does not exist") for
+// a named topic the cluster does not have. Topics starting with '^' are patterns and
+// are not checked.
+sdk::Status check_cluster(rd_kafka_t* rk, const std::string& servers, int64_t timeout_ms,
+                          const std::vector<std::string>& topics, const std::string& topics_key);
+
+// "<topic>-<partition>", the stable partition name the host keys state by.
+std::string partition_name(const std::string& topic, int32_t partition);
+
+// Text of an rd_kafka_error_t with its class, for messages.
+std::string describe(const rd_kafka_error_t* e);
+
+}  // namespace exactly::kafka

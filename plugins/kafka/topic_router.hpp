@@ -1,0 +1,34 @@
+// Where a sink record goes: a fixed topic, or a topic named by each record (a header, or
+// a string inside a JSON value addressed by a JSON pointer).
+#pragma once
+
+#include <exactly/plugin_abi.h>
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace exactly::kafka {
+
+class TopicRouter {
+ public:
+  // `topic` and `from` as configured (one of them non-empty); throws ConfigError.
+  TopicRouter(const std::string& topic, const std::string& from);
+  ~TopicRouter();
+  TopicRouter(TopicRouter&&) noexcept;
+
+  bool is_fixed() const { return mode_ == Mode::Fixed; }
+  const std::string& fixed_topic() const { return value_; }
+
+  // The record's topic (valid until the next call), or false with `reason` set.
+  bool route(const ex_record& r, std::string_view& topic, std::string& reason);
+
+ private:
+  enum class Mode { Fixed, Header, Json };
+  struct Json;
+  Mode mode_ = Mode::Fixed;
+  std::string value_;  // topic, header name or JSON pointer
+  std::unique_ptr<Json> json_;
+};
+
+}  // namespace exactly::kafka

@@ -1,0 +1,382 @@
+// The kafka plugin (real .so through the harness) against a REAL single-node Kafka 3.9
+// broker started by tests/tools/kafka-broker.sh: the exactly-once copy with offsets in
+// the transaction, an aborted round that read_committed readers never see, rewind and
+// replay, fencing, oversize records and an eager rebalance.
+#include "checkpoint_codec.hpp"
+#include "kafka_test_util.hpp"
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+using exactly::sdk::Checkpoint;
+using exactly::sdk::Status;
+using exactly::testing::FakeHost;
+using exactly::testing::Library;
+using exactly::testing::OwnedRecord;
+using exactly::testing::SinkHarness;
+using exactly::testing::SourceHarness;
+namespace ek = exactly::kafka;
+namespace fs = std::filesystem;
+
+namespace {
+
+Library& lib() {
+  static Library l(kt::plugin_path());
+  return l;
+}
+
+std::string run(const std::string& cmd, int* rc) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) {
+    *rc = -1;
+    return out;
+  }
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+  int st = pclose(p);
+  *rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return out;
+}
+
+void create_topic(const std::string& bootstrap, const std::string& name, int parts) {
+  char err[512];
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, kt::conf(bootstrap), err, sizeof(err));
+  ASSERT_NE(rk, nullptr) << err;
+  rd_kafka_NewTopic_t* nt = rd_kafka_NewTopic_new(name.c_str(), parts, 1, err, sizeof(err));
+  rd_kafka_queue_t* q = rd_kafka_queue_new(rk);
+  rd_kafka_CreateTopics(rk, &nt, 1, nullptr, q);
+  rd_kafka_event_t* ev = rd_kafka_queue_poll(q, 30000);
+  ASSERT_NE(ev, nullptr);
+  const rd_kafka_CreateTopics_result_t* res = rd_kafka_event_CreateTopics_result(ev);
+  size_t cnt = 0;
+  const rd_kafka_topic_result_t** tr = rd_kafka_CreateTopics_result_topics(res, &cnt);
+  ASSERT_EQ(cnt, 1u);
+  EXPECT_EQ(rd_kafka_topic_result_error(tr[0]), RD_KAFKA_RESP_ERR_NO_ERROR)
+      << rd_kafka_topic_result_error_string(tr[0]);
+  rd_kafka_event_destroy(ev);
+  rd_kafka_NewTopic_destroy(nt);
+  rd_kafka_queue_destroy(q);
+  rd_kafka_destroy(rk);
+}
+
+// Best effort: a test that dies on an assert must not leave its broker running.
+std::string g_stop_cmd;
+extern "C" void stop_broker_and_die(int sig) {
+  if (!g_stop_cmd.empty()) (void)std::system(g_stop_cmd.c_str());
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
+class KafkaBroker : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    // tests/run.sh starts one broker for the whole suite; use it when it is there.
+    if (const char* b = std::getenv("EXACTLY_KAFKA_BOOTSTRAP"); b != nullptr && *b != '\0') {
+      bootstrap_ = new std::string(b);
+      return;
+    }
+    dir_ = new std::string(fs::temp_directory_path() / kt::unique("exactly-kafka-broker"));
+    fs::create_directories(*dir_);
+    int rc = 0;
+    std::string script = std::string(EXACTLY_SOURCE_DIR) + "/tests/tools/kafka-broker.sh";
+    std::string out = run("bash " + script + " start --dir " + *dir_ + " 2>" + *dir_ + "/start.err", &rc);
+    while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+    auto nl = out.rfind('\n');
+    bootstrap_ = new std::string(rc == 0 ? out.substr(nl == std::string::npos ? 0 : nl + 1) : "");
+    g_stop_cmd = "bash " + script + " stop --dir " + *dir_ + " --clean >/dev/null 2>&1";
+    for (int sig : {SIGABRT, SIGSEGV, SIGBUS, SIGTERM}) std::signal(sig, stop_broker_and_die);
+    if (rc != 0) start_error_ = new std::string("kafka-broker.sh start failed (rc " + std::to_string(rc) + "), see " + *dir_ + "/start.err");
+  }
+  static void TearDownTestSuite() {
+    if (dir_ == nullptr) return;  // the suite's shared broker is not ours to stop
+    int rc = 0;
+    std::string script = std::string(EXACTLY_SOURCE_DIR) + "/tests/tools/kafka-broker.sh";
+    run("bash " + script + " stop --dir " + *dir_ + " --clean >/dev/null 2>&1", &rc);
+    fs::remove_all(*dir_);
+  }
+  void SetUp() override {
+    ASSERT_FALSE(bootstrap_->empty()) << (start_error_ ? *start_error_ : "no bootstrap address");
+  }
+  static const std::string& servers() { return *bootstrap_; }
+
+  kt::Pairs source_cfg(const std::string& group, const std::string& topic) {
+    return {{"bootstrap.servers", servers()}, {"group.id", group}, {"topics", topic},
+            {"batch.size", "1000"}};
+  }
+  kt::Pairs eos_cfg(const std::string& topic, const std::string& txn_id) {
+    return {{"bootstrap.servers", servers()}, {"topic", topic}, {"delivery", "exactly_once"},
+            {"transactional.id", txn_id}, {"transaction.timeout", "30000"}};
+  }
+
+  static std::string* dir_;
+  static std::string* bootstrap_;
+  static std::string* start_error_;
+};
+std::string* KafkaBroker::dir_ = nullptr;
+std::string* KafkaBroker::bootstrap_ = nullptr;
+std::string* KafkaBroker::start_error_ = nullptr;
+
+int64_t sum(const std::map<int32_t, int64_t>& m) {
+  int64_t s = 0;
+  for (auto& [p, o] : m) s += o;
+  return s;
+}
+
+// One host-like round: write what was polled, then commit with the source's positions.
+Status commit_round(SourceHarness& src, SinkHarness& sink, const std::vector<OwnedRecord>& batch,
+                    Checkpoint* committed) {
+  Status st;
+  auto rejected = sink.write(batch, &st);
+  EXPECT_TRUE(rejected.empty());
+  if (!st.is_ok()) return st;
+  Checkpoint cp = src.checkpoint();
+  st = sink.prepare_commit();
+  if (!st.is_ok()) return st;
+  bool stored = false;
+  st = sink.commit(cp, &stored);
+  if (!st.is_ok()) return st;
+  EXPECT_TRUE(stored);
+  *committed = cp;
+  return st;
+}
+
+}  // namespace
+
+TEST_F(KafkaBroker, ExactlyOnceCopyAbortedRoundIsInvisibleAndReplays) {
+  const std::string in = kt::unique("in"), out = kt::unique("out"), group = kt::unique("g");
+  create_topic(servers(), in, 4);
+  create_topic(servers(), out, 4);
+  kt::produce(servers(), in, 0, 10000);
+
+  FakeHost src_host, sink_host;
+  SourceHarness src(lib(), "kafka", source_cfg(group, in), &src_host);
+  SinkHarness sink(lib(), "kafka", eos_cfg(out, kt::unique("txn")), &sink_host);
+  ASSERT_TRUE(src.ok()) << src.create_status().message();
+  ASSERT_TRUE(sink.ok()) << sink.create_status().message();
+  ASSERT_TRUE(sink.open().is_ok());
+  ASSERT_TRUE(src.open().is_ok());
+
+  // 1. Copy 10k records, one transaction per poll batch.
+  Checkpoint committed;
+  size_t copied = 0;
+  const int64_t t0 = kt::now_ms();
+  const int64_t end = t0 + 120000;
+  while (copied < 10000 && kt::now_ms() < end) {
+    Status st;
+    auto batch = src.poll(200, nullptr, &st);
+    ASSERT_TRUE(st.is_ok()) << st.message();
+    if (batch.empty()) continue;
+    st = commit_round(src, sink, batch, &committed);
+    ASSERT_TRUE(st.is_ok()) << st.message();
+    copied += batch.size();
+  }
+  const int64_t took = std::max<int64_t>(1, kt::now_ms() - t0);
+  ASSERT_EQ(copied, 10000u);
+  std::printf("[ info ] EOS copy of 10000 records: %lld ms (%.0f records/s, %g transactions)\n",
+              static_cast<long long>(took), 10000.0 * 1000 / took,
+              sink_host.metric("kafka_sink_transactions_committed_total"));
+
+  auto read = kt::read_topic(servers(), out, true, 10000);
+  ASSERT_EQ(read.size(), 10000u);
+  std::set<std::string> values;
+  for (auto& m : read) values.insert(m.value);
+  EXPECT_EQ(values.size(), 10000u);
+  EXPECT_TRUE(values.count("v0") && values.count("v9999"));
+  // The offsets went into the group through the transaction.
+  EXPECT_EQ(sum(kt::committed(servers(), group, in, 4)), 10000);
+
+  // 2. A round that aborts: its output never becomes visible, the source rewinds.
+  kt::produce(servers(), in, 10000, 10500);
+  std::vector<OwnedRecord> doomed = kt::poll_n(src, 500);
+  ASSERT_EQ(doomed.size(), 500u);
+  ASSERT_TRUE(sink.write(doomed).empty());
+  ASSERT_TRUE(sink.abort().is_ok());
+  ASSERT_TRUE(src.rewind(committed).is_ok());
+  EXPECT_EQ(sink_host.metric("kafka_sink_transactions_aborted_total"), 1);
+
+  // A marker written after the abort is visible only once no transaction pins the LSO.
+  kt::produce(servers(), out, 0, 1, "marker", 0);
+  read = kt::read_topic(servers(), out, true, 10001);
+  size_t markers = 0, data = 0;
+  for (auto& m : read) (m.value.rfind("marker", 0) == 0 ? markers : data)++;
+  EXPECT_EQ(markers, 1u);
+  EXPECT_EQ(data, 10000u);
+  EXPECT_EQ(sum(kt::committed(servers(), group, in, 4)), 10000);
+
+  // 3. The replay delivers exactly the aborted records again, and commits.
+  std::vector<OwnedRecord> replay = kt::poll_n(src, 500);
+  ASSERT_EQ(replay.size(), 500u);
+  auto origin = [](const OwnedRecord& r) { return std::make_pair(r.partition, r.offset); };
+  std::set<std::pair<int32_t, int64_t>> a, b;
+  for (auto& r : doomed) a.insert(origin(r));
+  for (auto& r : replay) b.insert(origin(r));
+  EXPECT_EQ(a, b);
+  EXPECT_TRUE(src.poll(500).empty());
+  ASSERT_TRUE(commit_round(src, sink, replay, &committed).is_ok());
+
+  read = kt::read_topic(servers(), out, true, 10501);
+  values.clear();
+  data = 0;
+  for (auto& m : read)
+    if (m.value.rfind("marker", 0) != 0) {
+      ++data;
+      values.insert(m.value);
+    }
+  EXPECT_EQ(data, 10500u);
+  EXPECT_EQ(values.size(), 10500u);
+  EXPECT_EQ(sum(kt::committed(servers(), group, in, 4)), 10500);
+}
+
+TEST_F(KafkaBroker, RestartedSourceResumesAtOffsetsCommittedInTheTransaction) {
+  const std::string in = kt::unique("in"), out = kt::unique("out"), group = kt::unique("g");
+  create_topic(servers(), in, 2);
+  create_topic(servers(), out, 2);
+  kt::produce(servers(), in, 0, 300);
+  Checkpoint committed;
+  {
+    SourceHarness src(lib(), "kafka", source_cfg(group, in));
+    SinkHarness sink(lib(), "kafka", eos_cfg(out, kt::unique("txn")));
+    ASSERT_TRUE(sink.open().is_ok());
+    ASSERT_TRUE(src.open().is_ok());
+    auto batch = kt::poll_n(src, 300);
+    ASSERT_EQ(batch.size(), 300u);
+    ASSERT_TRUE(commit_round(src, sink, batch, &committed).is_ok());
+  }
+  kt::produce(servers(), in, 300, 320);
+  FakeHost host;
+  SourceHarness src(lib(), "kafka", source_cfg(group, in), &host);
+  ASSERT_TRUE(src.open().is_ok());
+  auto rest = kt::poll_n(src, 20);
+  EXPECT_EQ(rest.size(), 20u);
+  ASSERT_EQ(host.assigned.size(), 2u);
+  int64_t starts = 0;
+  for (auto& p : host.assigned) starts += p.start_offset;
+  EXPECT_EQ(starts, 300);
+  std::set<std::string> values;
+  for (auto& r : rest) values.insert(r.value);
+  for (int i = 300; i < 320; ++i) EXPECT_TRUE(values.count("v" + std::to_string(i))) << i;
+}
+
+TEST_F(KafkaBroker, SecondInstanceWithTheSameTransactionalIdFencesTheFirst) {
+  const std::string out = kt::unique("out"), txn = kt::unique("txn");
+  create_topic(servers(), out, 1);
+  SinkHarness first(lib(), "kafka", eos_cfg(out, txn));
+  ASSERT_TRUE(first.open().is_ok());
+  ASSERT_TRUE(first.write({exactly::testing::rec("a", "zombie")}).empty());
+
+  SinkHarness second(lib(), "kafka", eos_cfg(out, txn));
+  ASSERT_TRUE(second.open().is_ok());  // fences `first`, aborts its open transaction
+
+  Status st = first.prepare_commit();
+  if (st.is_ok()) {
+    bool stored = false;
+    st = first.commit(std::nullopt, &stored);
+  }
+  EXPECT_EQ(st.code(), EX_ERR_FATAL) << st.message();
+
+  ASSERT_TRUE(second.write({exactly::testing::rec("b", "live")}).empty());
+  ASSERT_TRUE(second.prepare_commit().is_ok());
+  bool stored = false;
+  ASSERT_TRUE(second.commit(std::nullopt, &stored).is_ok());
+  auto read = kt::read_topic(servers(), out, true, 1);
+  ASSERT_EQ(read.size(), 1u);
+  EXPECT_EQ(read[0].value, "live");
+}
+
+TEST_F(KafkaBroker, OversizeRecordIsRejectedAndTheRestCommits) {
+  const std::string out = kt::unique("out");
+  create_topic(servers(), out, 1);
+  kt::Pairs cfg = eos_cfg(out, kt::unique("txn"));
+  cfg.emplace_back("rdkafka.message.max.bytes", "20000");
+  SinkHarness sink(lib(), "kafka", cfg);
+  ASSERT_TRUE(sink.ok()) << sink.create_status().message();
+  ASSERT_TRUE(sink.open().is_ok());
+  std::vector<OwnedRecord> in = {exactly::testing::rec("a", "small"),
+                                 exactly::testing::rec("b", std::string(50000, 'x')),
+                                 exactly::testing::rec("c", "small too")};
+  Status st;
+  auto rejected = sink.write(in, &st);
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  ASSERT_EQ(rejected.size(), 1u);
+  EXPECT_EQ(rejected[0].first, 1u);
+  ASSERT_TRUE(sink.prepare_commit().is_ok());
+  bool stored = false;
+  ASSERT_TRUE(sink.commit(std::nullopt, &stored).is_ok());
+  auto read = kt::read_topic(servers(), out, true, 2);
+  ASSERT_EQ(read.size(), 2u);
+  EXPECT_EQ(read[0].value, "small");
+  EXPECT_EQ(read[1].value, "small too");
+}
+
+TEST_F(KafkaBroker, EagerRebalanceSplitsPartitionsBetweenTwoSources) {
+  const std::string in = kt::unique("in"), group = kt::unique("g");
+  create_topic(servers(), in, 4);
+  kt::produce(servers(), in, 0, 400);
+  FakeHost ha, hb;
+  SourceHarness a(lib(), "kafka", source_cfg(group, in), &ha);
+  ASSERT_TRUE(a.open().is_ok());
+  auto first = kt::poll_n(a, 400);
+  ASSERT_EQ(first.size(), 400u);
+  ASSERT_EQ(ha.assigned.size(), 4u);
+
+  SourceHarness b(lib(), "kafka", source_cfg(group, in), &hb);
+  ASSERT_TRUE(b.open().is_ok());
+  const int64_t end = kt::now_ms() + 60000;
+  while ((hb.assigned.empty() || ha.assigned.size() <= 4) && kt::now_ms() < end) {
+    a.poll(100);
+    b.poll(100);
+  }
+  ASSERT_FALSE(hb.assigned.empty());
+  // Eager: `a` gave everything back before the new assignment.
+  EXPECT_EQ(ha.revoked.size(), 4u);
+  std::set<std::string> names;
+  for (size_t i = 4; i < ha.assigned.size(); ++i) names.insert(ha.assigned[i].name);
+  for (auto& p : hb.assigned) EXPECT_TRUE(names.insert(p.name).second) << p.name << " twice";
+  EXPECT_EQ(names.size(), 4u);
+}
+
+// Correctness of a larger copy; the rate is printed for the report, never asserted.
+TEST_F(KafkaBroker, LargerExactlyOnceCopyKeepsEveryRecordOnce) {
+  const int n = 200000;
+  const std::string in = kt::unique("in"), out = kt::unique("out"), group = kt::unique("g");
+  create_topic(servers(), in, 4);
+  create_topic(servers(), out, 4);
+  kt::produce(servers(), in, 0, n, std::string(90, 'p'));
+  FakeHost sink_host;
+  SourceHarness src(lib(), "kafka",
+                    {{"bootstrap.servers", servers()}, {"group.id", group}, {"topics", in}},
+                    nullptr);
+  SinkHarness sink(lib(), "kafka", eos_cfg(out, kt::unique("txn")), &sink_host);
+  ASSERT_TRUE(sink.open().is_ok());
+  ASSERT_TRUE(src.open().is_ok());
+  Checkpoint committed;
+  size_t copied = 0;
+  int64_t t0 = 0;
+  const int64_t end = kt::now_ms() + 300000;
+  while (copied < static_cast<size_t>(n) && kt::now_ms() < end) {
+    Status st;
+    auto batch = src.poll(200, nullptr, &st);
+    ASSERT_TRUE(st.is_ok()) << st.message();
+    if (batch.empty()) continue;
+    if (t0 == 0) t0 = kt::now_ms();
+    st = commit_round(src, sink, batch, &committed);
+    ASSERT_TRUE(st.is_ok()) << st.message();
+    copied += batch.size();
+  }
+  const int64_t took = std::max<int64_t>(1, kt::now_ms() - t0);
+  ASSERT_EQ(copied, static_cast<size_t>(n));
+  std::printf("[ info ] EOS copy of %d records after the first batch: %lld ms (%.0f records/s, "
+              "%g transactions)\n",
+              n, static_cast<long long>(took), n * 1000.0 / took,
+              sink_host.metric("kafka_sink_transactions_committed_total"));
+  auto read = kt::read_topic(servers(), out, true, n);
+  ASSERT_EQ(read.size(), static_cast<size_t>(n));
+  std::set<std::string> keys;
+  for (auto& m : read) keys.insert(*m.key);
+  EXPECT_EQ(keys.size(), static_cast<size_t>(n));
+  EXPECT_EQ(sum(kt::committed(servers(), group, in, 4)), n);
+}

@@ -1,0 +1,673 @@
+// The kafka plugin (real .so through the harness) against librdkafka's in-process mock
+// cluster: configuration errors, source positions, and the sink's mapping of injected
+// transactional errors to status classes. Exactly-once itself is proven against a real
+// broker (kafka_broker_test.cpp): the 2.0.2 mock does not implement transactions
+// faithfully.
+#include "checkpoint_codec.hpp"
+#include "kafka_test_util.hpp"
+
+#include <librdkafka/rdkafka_mock.h>
+
+#include <filesystem>
+#include <fstream>
+
+using exactly::sdk::Checkpoint;
+using exactly::sdk::Status;
+using exactly::testing::FakeHost;
+using exactly::testing::Library;
+using exactly::testing::OwnedRecord;
+using exactly::testing::SinkHarness;
+using exactly::testing::SourceHarness;
+namespace ek = exactly::kafka;
+
+namespace {
+
+// Kafka protocol API keys (not exported by rdkafka_mock.h).
+constexpr int16_t kAddPartitionsToTxn = 24;
+constexpr int16_t kEndTxn = 26;
+constexpr int16_t kTxnOffsetCommit = 28;
+
+class MockCluster {
+ public:
+  MockCluster() {
+    char err[512];
+    rd_kafka_conf_t* c = rd_kafka_conf_new();
+    rd_kafka_conf_set(c, "log_level", "3", err, sizeof(err));
+    owner_ = rd_kafka_new(RD_KAFKA_PRODUCER, c, err, sizeof(err));
+    if (!owner_) throw std::runtime_error(err);
+    mock_ = rd_kafka_mock_cluster_new(owner_, 1);
+    if (!mock_) throw std::runtime_error("mock cluster");
+    servers_ = rd_kafka_mock_cluster_bootstraps(mock_);
+  }
+  ~MockCluster() {
+    rd_kafka_mock_cluster_destroy(mock_);
+    rd_kafka_destroy(owner_);
+  }
+  void topic(const std::string& name, int parts) {
+    ASSERT_EQ(rd_kafka_mock_topic_create(mock_, name.c_str(), parts, 1), RD_KAFKA_RESP_ERR_NO_ERROR);
+  }
+  rd_kafka_mock_cluster_t* get() { return mock_; }
+  const std::string& servers() const { return servers_; }
+
+ private:
+  rd_kafka_t* owner_ = nullptr;
+  rd_kafka_mock_cluster_t* mock_ = nullptr;
+  std::string servers_;
+};
+
+Library& lib() {
+  static Library l(kt::plugin_path());
+  return l;
+}
+
+std::string group_metadata_bytes(const std::string& group) {
+  rd_kafka_consumer_group_metadata_t* md = rd_kafka_consumer_group_metadata_new(group.c_str());
+  void* buf = nullptr;
+  size_t size = 0;
+  rd_kafka_error_t* e = rd_kafka_consumer_group_metadata_write(md, &buf, &size);
+  EXPECT_EQ(e, nullptr);
+  std::string out(static_cast<const char*>(buf), size);
+  rd_kafka_mem_free(nullptr, buf);
+  rd_kafka_consumer_group_metadata_destroy(md);
+  return out;
+}
+
+Checkpoint positions(const std::string& group, const std::string& topic, int64_t offset) {
+  ek::KafkaCheckpoint cp;
+  cp.group_metadata = group_metadata_bytes(group);
+  cp.offsets.push_back(ek::TopicOffset{topic, 0, offset});
+  return Checkpoint{std::string(ek::kCheckpointFormat), ek::encode_checkpoint(cp)};
+}
+
+std::vector<OwnedRecord> records(int from, int to) {
+  std::vector<OwnedRecord> v;
+  for (int i = from; i < to; ++i)
+    v.push_back(exactly::testing::rec("k" + std::to_string(i), "v" + std::to_string(i), 0, i));
+  return v;
+}
+
+kt::Pairs source_cfg(const std::string& servers, const std::string& group,
+                     const std::string& topic) {
+  return {{"bootstrap.servers", servers},
+          {"group.id", group},
+          {"topics", topic},
+          {"rdkafka.session.timeout.ms", "3000"},
+          {"rdkafka.heartbeat.interval.ms", "300"}};
+}
+
+kt::Pairs eos_sink_cfg(const std::string& servers, const std::string& topic) {
+  return {{"bootstrap.servers", servers},
+          {"topic", topic},
+          {"delivery", "exactly_once"},
+          {"transactional.id", kt::unique("txn")},
+          {"transaction.timeout", "4000"}};
+}
+
+// One EOS round: write, prepare, commit with positions.
+Status eos_round(SinkHarness& sink, int from, int to, const Checkpoint& cp, bool* stored) {
+  Status st;
+  auto rejected = sink.write(records(from, to), &st);
+  EXPECT_TRUE(rejected.empty());
+  if (!st.is_ok()) return st;
+  st = sink.prepare_commit();
+  if (!st.is_ok()) return st;
+  return sink.commit(cp, stored);
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ configuration
+
+TEST(KafkaConfig, SourceRejectsCooperativeAssignorAndUnknownProperties) {
+  MockCluster mc;
+  SourceHarness coop(lib(), "kafka",
+                     {{"bootstrap.servers", mc.servers()}, {"group.id", "g"}, {"topics", "t"},
+                      {"rdkafka.partition.assignment.strategy", "cooperative-sticky"}});
+  EXPECT_EQ(coop.create_status().code(), EX_ERR_CONFIG);
+  EXPECT_EQ(coop.create_status().key(), "rdkafka.partition.assignment.strategy");
+
+  SourceHarness unknown(lib(), "kafka",
+                        {{"bootstrap.servers", mc.servers()}, {"group.id", "g"}, {"topics", "t"},
+                         {"rdkafka.no.such.property", "1"}});
+  EXPECT_EQ(unknown.create_status().code(), EX_ERR_CONFIG);
+  EXPECT_EQ(unknown.create_status().key(), "rdkafka.no.such.property");
+
+  SourceHarness uncommitted(lib(), "kafka",
+                            {{"bootstrap.servers", mc.servers()}, {"group.id", "g"},
+                             {"topics", "t"}, {"rdkafka.isolation.level", "read_uncommitted"}});
+  EXPECT_EQ(uncommitted.create_status().key(), "rdkafka.isolation.level");
+
+  SourceHarness passthrough(lib(), "kafka",
+                            {{"bootstrap.servers", mc.servers()}, {"group.id", "g"},
+                             {"topics", "t"}, {"rdkafka.fetch.min.bytes", "1"}});
+  EXPECT_TRUE(passthrough.ok()) << passthrough.create_status().message();
+}
+
+TEST(KafkaConfig, SinkNeedsExactlyOneTopicSetting) {
+  MockCluster mc;
+  SinkHarness none(lib(), "kafka", {{"bootstrap.servers", mc.servers()}});
+  EXPECT_EQ(none.create_status().code(), EX_ERR_CONFIG);
+  EXPECT_EQ(none.create_status().key(), "topic");
+
+  SinkHarness both(lib(), "kafka",
+                   {{"bootstrap.servers", mc.servers()}, {"topic", "a"}, {"topic.from", "header:t"}});
+  EXPECT_EQ(both.create_status().key(), "topic.from");
+
+  SinkHarness bad(lib(), "kafka", {{"bootstrap.servers", mc.servers()}, {"topic.from", "field:x"}});
+  EXPECT_EQ(bad.create_status().key(), "topic.from");
+
+  SinkHarness moved(lib(), "kafka",
+                    {{"bootstrap.servers", mc.servers()}, {"topic", "a"},
+                     {"rdkafka.transactional.id", "x"}});
+  EXPECT_EQ(moved.create_status().key(), "rdkafka.transactional.id");
+}
+
+TEST(KafkaConfig, UnreachableBrokerIsARetriableErrorNamingTheServers) {
+  SourceHarness src(lib(), "kafka",
+                    {{"bootstrap.servers", "127.0.0.1:9"}, {"group.id", "g"}, {"topics", "t"},
+                     {"open.timeout", "1500"}});
+  ASSERT_TRUE(src.ok()) << src.create_status().message();
+  Status st = src.open();
+  EXPECT_EQ(st.code(), EX_ERR_RETRIABLE);
+  EXPECT_NE(st.message().find("cannot reach 127.0.0.1:9"), std::string::npos) << st.message();
+
+  SinkHarness sink(lib(), "kafka",
+                   {{"bootstrap.servers", "127.0.0.1:9"}, {"topic", "t"}, {"open.timeout", "1500"}});
+  ASSERT_TRUE(sink.ok()) << sink.create_status().message();
+  st = sink.open();
+  EXPECT_EQ(st.code(), EX_ERR_RETRIABLE);
+  EXPECT_NE(st.message().find("cannot reach 127.0.0.1:9"), std::string::npos) << st.message();
+}
+
+TEST(KafkaConfig, MissingTopicIsAConfigErrorNamingIt) {
+  MockCluster mc;
+  mc.topic("present", 1);
+  SourceHarness src(lib(), "kafka", source_cfg(mc.servers(), "g", "absent-topic"));
+  ASSERT_TRUE(src.ok());
+  Status st = src.open();
+  EXPECT_EQ(st.code(), EX_ERR_CONFIG);
+  EXPECT_EQ(st.key(), "topics");
+  EXPECT_NE(st.message().find("absent-topic"), std::string::npos) << st.message();
+
+  SinkHarness sink(lib(), "kafka", {{"bootstrap.servers", mc.servers()}, {"topic", "absent-out"}});
+  ASSERT_TRUE(sink.ok());
+  st = sink.open();
+  EXPECT_EQ(st.code(), EX_ERR_CONFIG);
+  EXPECT_EQ(st.key(), "topic");
+  EXPECT_NE(st.message().find("absent-out"), std::string::npos);
+
+  SinkHarness ok(lib(), "kafka", {{"bootstrap.servers", mc.servers()}, {"topic", "present"}});
+  EXPECT_TRUE(ok.open().is_ok());
+}
+
+// ------------------------------------------------------------------ source
+
+TEST(KafkaSourceMock, AssignPollCheckpointCommitRewind) {
+  MockCluster mc;
+  mc.topic("in", 2);
+  kt::produce(mc.servers(), "in", 0, 50, "v", 0);
+  kt::produce(mc.servers(), "in", 50, 100, "v", 1);
+
+  FakeHost host;
+  SourceHarness src(lib(), "kafka", source_cfg(mc.servers(), "g1", "in"), &host);
+  ASSERT_TRUE(src.ok()) << src.create_status().message();
+  ASSERT_TRUE(src.open().is_ok());
+  auto got = kt::poll_n(src, 100);
+  ASSERT_EQ(got.size(), 100u);
+
+  ASSERT_EQ(host.assigned.size(), 2u);
+  std::map<int32_t, std::string> names;
+  for (auto& p : host.assigned) {
+    names[p.id] = p.name;
+    EXPECT_EQ(p.topic, "in");
+    EXPECT_EQ(p.name, "in-" + std::to_string(p.number));
+    EXPECT_EQ(p.start_offset, -1);  // nothing committed yet
+  }
+  std::map<std::string, std::vector<int64_t>> offsets;
+  for (auto& r : got) {
+    ASSERT_TRUE(names.count(r.partition));
+    offsets[names[r.partition]].push_back(r.offset);
+  }
+  for (auto& [name, v] : offsets) {
+    ASSERT_EQ(v.size(), 50u) << name;
+    for (size_t i = 0; i < v.size(); ++i) EXPECT_EQ(v[i], static_cast<int64_t>(i));
+  }
+
+  // Rewinding before anything was committed goes back to the start of each partition.
+  ASSERT_TRUE(src.rewind(Checkpoint{}).is_ok());
+  auto replay = kt::poll_n(src, 100);
+  ASSERT_EQ(replay.size(), 100u);
+  EXPECT_TRUE(src.poll(300).empty());
+
+  // Positions are "next to consume" for every partition.
+  Checkpoint cp = src.checkpoint();
+  EXPECT_EQ(cp.format, "kafka.v1");
+  auto decoded = ek::decode_checkpoint(cp.data);
+  ASSERT_TRUE(decoded);
+  EXPECT_FALSE(decoded->group_metadata.empty());
+  ASSERT_EQ(decoded->offsets.size(), 2u);
+  for (auto& o : decoded->offsets) EXPECT_EQ(o.offset, 50);
+  ASSERT_TRUE(src.commit(cp).is_ok());
+  auto c = kt::committed(mc.servers(), "g1", "in", 2);
+  EXPECT_EQ(c[0], 50);
+  EXPECT_EQ(c[1], 50);
+
+  // A failed round after the commit: rewind re-delivers exactly what followed it.
+  kt::produce(mc.servers(), "in", 100, 110, "v", 0);
+  auto more = kt::poll_n(src, 10);
+  ASSERT_EQ(more.size(), 10u);
+  EXPECT_EQ(more.front().offset, 50);
+  ASSERT_TRUE(src.rewind(cp).is_ok());
+  auto again = kt::poll_n(src, 10);
+  ASSERT_EQ(again.size(), 10u);
+  for (size_t i = 0; i < 10; ++i) {
+    EXPECT_EQ(again[i].offset, more[i].offset);
+    EXPECT_EQ(again[i].value, more[i].value);
+  }
+  // Nothing beyond those: the rewind did not duplicate or skip.
+  auto extra = src.poll(300);
+  EXPECT_TRUE(extra.empty());
+
+  // A checkpoint without entries means "what the group has committed" (50 here).
+  ASSERT_TRUE(src.rewind(Checkpoint{}).is_ok());
+  auto since_commit = kt::poll_n(src, 10);
+  ASSERT_EQ(since_commit.size(), 10u);
+  for (auto& r : since_commit) EXPECT_GE(r.offset, 50);
+  EXPECT_TRUE(src.poll(300).empty());
+}
+
+TEST(KafkaSourceMock, RestartResumesFromCommittedOffsetsAndResumeCheckpointWins) {
+  MockCluster mc;
+  mc.topic("in", 1);
+  kt::produce(mc.servers(), "in", 0, 30);
+  Checkpoint cp;
+  {
+    SourceHarness src(lib(), "kafka", source_cfg(mc.servers(), "g2", "in"));
+    ASSERT_TRUE(src.open().is_ok());
+    auto got = kt::poll_n(src, 30);
+    ASSERT_EQ(got.size(), 30u);
+    // Commit only up to offset 20.
+    ek::KafkaCheckpoint k = *ek::decode_checkpoint(src.checkpoint().data);
+    k.offsets.at(0).offset = 20;
+    cp = Checkpoint{"kafka.v1", ek::encode_checkpoint(k)};
+    ASSERT_TRUE(src.commit(cp).is_ok());
+  }
+  {
+    FakeHost host;
+    SourceHarness src(lib(), "kafka", source_cfg(mc.servers(), "g2", "in"), &host);
+    ASSERT_TRUE(src.open().is_ok());
+    auto got = kt::poll_n(src, 10);
+    ASSERT_EQ(got.size(), 10u);
+    EXPECT_EQ(got.front().offset, 20);
+    ASSERT_EQ(host.assigned.size(), 1u);
+    EXPECT_EQ(host.assigned[0].start_offset, 20);
+  }
+  {
+    // Positions a sink stored with its output override the group's offsets.
+    ek::KafkaCheckpoint k = *ek::decode_checkpoint(cp.data);
+    k.offsets.at(0).offset = 25;
+    FakeHost host;
+    SourceHarness src(lib(), "kafka", source_cfg(mc.servers(), "g2", "in"), &host);
+    ASSERT_TRUE(src.open(Checkpoint{"kafka.v1", ek::encode_checkpoint(k)}).is_ok());
+    auto got = kt::poll_n(src, 5);
+    ASSERT_EQ(got.size(), 5u);
+    EXPECT_EQ(got.front().offset, 25);
+    EXPECT_EQ(host.assigned.at(0).start_offset, 25);
+  }
+  {
+    SourceHarness src(lib(), "kafka", source_cfg(mc.servers(), "g2", "in"));
+    Status st = src.open(Checkpoint{"file.v1", "whatever"});
+    EXPECT_EQ(st.code(), EX_ERR_FATAL);
+  }
+}
+
+// SourceHarness has no pause(); drive the vtable of the same component directly.
+class RawSource {
+ public:
+  RawSource(const kt::Pairs& cfg) {
+    const auto& comp = lib().component(EX_KIND_SOURCE, "kafka");
+    vt_ = static_cast<const ex_source_vtable*>(comp.vtable);
+    exactly::testing::OwnedConfig c(comp, cfg);
+    ex_error e = exactly::testing::new_error();
+    if (vt_->create(host_.api(), c.get(), &self_, &e) != EX_OK) throw std::runtime_error(e.message);
+  }
+  ~RawSource() { vt_->destroy(self_); }
+  int32_t open() {
+    ex_error e = exactly::testing::new_error();
+    return vt_->open(self_, nullptr, &e);
+  }
+  int32_t pause(bool p) {
+    ex_error e = exactly::testing::new_error();
+    return vt_->pause(self_, p ? 1 : 0, &e);
+  }
+  size_t poll_count(int64_t for_ms) {
+    size_t n = 0;
+    const int64_t end = kt::now_ms() + for_ms;
+    while (kt::now_ms() < end) {
+      ex_batch b{};
+      int32_t eoi = 0;
+      ex_error e = exactly::testing::new_error();
+      if (vt_->poll(self_, 100, &b, &eoi, &e) != EX_OK) throw std::runtime_error(e.message);
+      n += b.count;
+    }
+    return n;
+  }
+
+ private:
+  FakeHost host_;
+  const ex_source_vtable* vt_ = nullptr;
+  void* self_ = nullptr;
+};
+
+TEST(KafkaSourceMock, PauseStopsDeliveryUntilResumed) {
+  MockCluster mc;
+  mc.topic("in", 2);
+  kt::produce(mc.servers(), "in", 0, 20);
+  RawSource src(source_cfg(mc.servers(), "g3", "in"));
+  ASSERT_EQ(src.open(), EX_OK);
+  size_t first = 0;
+  for (int i = 0; i < 30 && first < 20; ++i) first += src.poll_count(1000);
+  ASSERT_EQ(first, 20u);
+
+  ASSERT_EQ(src.pause(true), EX_OK);
+  kt::produce(mc.servers(), "in", 20, 40);
+  EXPECT_EQ(src.poll_count(2000), 0u);
+  ASSERT_EQ(src.pause(false), EX_OK);
+  size_t after = 0;
+  for (int i = 0; i < 30 && after < 20; ++i) after += src.poll_count(1000);
+  EXPECT_EQ(after, 20u);  // every record once: nothing skipped, nothing repeated
+  EXPECT_EQ(src.poll_count(500), 0u);
+}
+
+// ------------------------------------------------------------------ sink, at least once
+
+TEST(KafkaSinkMock, AtLeastOnceDeliversKeysValuesHeadersTimestampsAndRejectsOversize) {
+  MockCluster mc;
+  mc.topic("out", 1);
+  SinkHarness sink(lib(), "kafka",
+                   {{"bootstrap.servers", mc.servers()}, {"topic", "out"},
+                    {"rdkafka.message.max.bytes", "10000"}});
+  ASSERT_TRUE(sink.ok()) << sink.create_status().message();
+  ASSERT_TRUE(sink.open().is_ok());
+  std::vector<OwnedRecord> in = records(0, 5);
+  in[1].headers = {{"h1", "x"}, {"h2", ""}};
+  in[2].key.reset();
+  in[3].timestamp_ms = 1700000000123;
+  in[4].value = std::string(20000, 'z');  // over the limit
+  Status st;
+  auto rejected = sink.write(in, &st);
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  ASSERT_EQ(rejected.size(), 1u);
+  EXPECT_EQ(rejected[0].first, 4u);
+  EXPECT_NE(rejected[0].second.find("max.message.bytes"), std::string::npos) << rejected[0].second;
+  ASSERT_TRUE(sink.prepare_commit().is_ok());
+  bool stored = true;
+  ASSERT_TRUE(sink.commit(std::nullopt, &stored).is_ok());
+  EXPECT_FALSE(stored);
+
+  auto out = kt::read_topic(mc.servers(), "out", false, 4);
+  ASSERT_EQ(out.size(), 4u);
+  EXPECT_EQ(out[0].key, "k0");
+  EXPECT_EQ(out[0].value, "v0");
+  ASSERT_EQ(out[1].headers.size(), 2u);
+  EXPECT_EQ(out[1].headers[0], (std::pair<std::string, std::string>{"h1", "x"}));
+  EXPECT_EQ(out[1].headers[1].first, "h2");
+  EXPECT_FALSE(out[2].key.has_value());
+  EXPECT_EQ(out[3].timestamp, 1700000000123);
+}
+
+TEST(KafkaSinkMock, TopicFromHeaderAndJsonPointer) {
+  MockCluster mc;
+  mc.topic("red", 1);
+  mc.topic("blue", 1);
+  {
+    SinkHarness sink(lib(), "kafka", {{"bootstrap.servers", mc.servers()}, {"topic.from", "header:dest"}});
+    ASSERT_TRUE(sink.open().is_ok());
+    auto in = records(0, 3);
+    in[0].headers = {{"dest", "red"}};
+    in[1].headers = {{"dest", "blue"}};
+    auto rejected = sink.write(in);
+    ASSERT_EQ(rejected.size(), 1u);
+    EXPECT_EQ(rejected[0].first, 2u);
+    ASSERT_TRUE(sink.prepare_commit().is_ok());
+  }
+  {
+    SinkHarness sink(lib(), "kafka", {{"bootstrap.servers", mc.servers()}, {"topic.from", "json:/route/to"}});
+    ASSERT_TRUE(sink.open().is_ok());
+    std::vector<OwnedRecord> in = {exactly::testing::rec("a", R"({"route":{"to":"blue"}})"),
+                                   exactly::testing::rec("b", R"({"route":{}})"),
+                                   exactly::testing::rec("c", "not json")};
+    auto rejected = sink.write(in);
+    ASSERT_EQ(rejected.size(), 2u);
+    EXPECT_EQ(rejected[0].first, 1u);
+    EXPECT_EQ(rejected[1].first, 2u);
+    ASSERT_TRUE(sink.prepare_commit().is_ok());
+  }
+  auto red = kt::read_topic(mc.servers(), "red", false, 1);
+  auto blue = kt::read_topic(mc.servers(), "blue", false, 2);
+  ASSERT_EQ(red.size(), 1u);
+  EXPECT_EQ(red[0].key, "k0");
+  ASSERT_EQ(blue.size(), 2u);
+  EXPECT_EQ(blue[0].key, "k1");
+  EXPECT_EQ(blue[1].key, "a");
+}
+
+TEST(KafkaSinkMock, InputPartitioningUsesTheAssignedPartitionNumber) {
+  MockCluster mc;
+  mc.topic("out", 4);
+  // SinkHarness has no assign(); drive the vtable directly (still the real .so).
+  const auto& comp = lib().component(EX_KIND_SINK, "kafka");
+  auto* vt = static_cast<const ex_sink_vtable*>(comp.vtable);
+  FakeHost host;
+  exactly::testing::OwnedConfig cfg(
+      comp, {{"bootstrap.servers", mc.servers()}, {"topic", "out"}, {"partitioning", "input"}});
+  void* self = nullptr;
+  ex_error e = exactly::testing::new_error();
+  ASSERT_EQ(vt->create(host.api(), cfg.get(), &self, &e), EX_OK) << e.message;
+  ex_checkpoint stored{};
+  int32_t has = 0;
+  ASSERT_EQ(vt->open(self, &stored, &has, &e), EX_OK) << e.message;
+  EXPECT_EQ(has, 0);
+  exactly::sdk::Partition p7{7, "in-3", "in", 3, -1};
+  ex_partition abi = p7.to_abi();
+  ASSERT_EQ(vt->assign(self, &abi, 1, &e), EX_OK);
+  std::vector<OwnedRecord> in = {exactly::testing::rec("a", "1", 7, 0),
+                                 exactly::testing::rec("b", "2", 7, 1),
+                                 exactly::testing::rec("c", "3", 5, 0)};  // id 5 never assigned
+  exactly::testing::BatchView view(in);
+  std::vector<size_t> rejected;
+  ex_record_errors errs{sizeof(errs), &rejected, [](void* c, size_t i, const char*, size_t) {
+                          static_cast<std::vector<size_t>*>(c)->push_back(i);
+                          return int32_t{EX_OK};
+                        }};
+  ASSERT_EQ(vt->write(self, view.get(), &errs, &e), EX_OK) << e.message;
+  EXPECT_EQ(rejected, std::vector<size_t>{2});
+  ASSERT_EQ(vt->prepare_commit(self, &e), EX_OK) << e.message;
+  vt->destroy(self);
+  auto out = kt::read_topic(mc.servers(), "out", false, 2);
+  ASSERT_EQ(out.size(), 2u);
+  for (auto& m : out) EXPECT_EQ(m.partition, 3);
+}
+
+// ------------------------------------------------------------------ sink, exactly once
+
+TEST(KafkaSinkMockEos, CleanRoundStoresPositions) {
+  MockCluster mc;
+  mc.topic("out", 1);
+  SinkHarness sink(lib(), "kafka", eos_sink_cfg(mc.servers(), "out"));
+  ASSERT_TRUE(sink.ok()) << sink.create_status().message();
+  ASSERT_TRUE(sink.open().is_ok());
+  bool stored = false;
+  Status st = eos_round(sink, 0, 10, positions("g", "in", 10), &stored);
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  EXPECT_TRUE(stored);
+  EXPECT_EQ(sink.host().metric("kafka_sink_transactions_committed_total"), 1);
+}
+
+TEST(KafkaSinkMockEos, NonKafkaPositionsAreFatal) {
+  MockCluster mc;
+  mc.topic("out", 1);
+  SinkHarness sink(lib(), "kafka", eos_sink_cfg(mc.servers(), "out"));
+  ASSERT_TRUE(sink.open().is_ok());
+  bool stored = true;
+  Status st = eos_round(sink, 0, 3, Checkpoint{"file.v1", "x"}, &stored);
+  EXPECT_EQ(st.code(), EX_ERR_FATAL);
+  EXPECT_NE(st.message().find("exactly_once with the kafka sink needs a kafka source"),
+            std::string::npos)
+      << st.message();
+  EXPECT_FALSE(stored);
+}
+
+struct InjectCase {
+  const char* name;
+  int16_t api;
+  rd_kafka_resp_err_t err;
+  ex_status expect;
+};
+
+void PrintTo(const InjectCase& c, std::ostream* os) { *os << c.name; }
+
+class KafkaSinkMockInject : public ::testing::TestWithParam<InjectCase> {};
+
+TEST_P(KafkaSinkMockInject, ErrorMapsToStatusClass) {
+  const InjectCase& c = GetParam();
+  MockCluster mc;
+  mc.topic("out", 1);
+  SinkHarness sink(lib(), "kafka", eos_sink_cfg(mc.servers(), "out"));
+  ASSERT_TRUE(sink.open().is_ok());
+  bool stored = false;
+  ASSERT_TRUE(eos_round(sink, 0, 5, positions("g", "in", 5), &stored).is_ok());
+
+  rd_kafka_mock_push_request_errors(mc.get(), c.api, 1, c.err);
+  Status st = eos_round(sink, 5, 10, positions("g", "in", 10), &stored);
+  EXPECT_EQ(st.code(), c.expect) << c.name << ": " << st.message();
+  EXPECT_FALSE(stored);
+  if (c.expect == EX_ERR_ABORTABLE) {
+    // The sink already aborted; the host's abort() is harmless, and the next round works.
+    EXPECT_EQ(sink.host().metric("kafka_sink_transactions_aborted_total"), 1);
+    ASSERT_TRUE(sink.abort().is_ok());
+    st = eos_round(sink, 5, 10, positions("g", "in", 10), &stored);
+    EXPECT_TRUE(st.is_ok()) << st.message();
+    EXPECT_TRUE(stored);
+  } else {
+    // A fatal producer stays failed: the host must rebuild the instance.
+    Status again;
+    sink.write(records(10, 11), &again);
+    EXPECT_EQ(again.code(), EX_ERR_FATAL);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Injected, KafkaSinkMockInject,
+    ::testing::Values(
+        InjectCase{"AddPartitionsToTxn_TopicAuth", kAddPartitionsToTxn,
+                   RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED, EX_ERR_ABORTABLE},
+        InjectCase{"AddPartitionsToTxn_Fenced", kAddPartitionsToTxn,
+                   RD_KAFKA_RESP_ERR_PRODUCER_FENCED, EX_ERR_FATAL},
+        InjectCase{"TxnOffsetCommit_IllegalGeneration", kTxnOffsetCommit,
+                   RD_KAFKA_RESP_ERR_ILLEGAL_GENERATION, EX_ERR_ABORTABLE},
+        InjectCase{"TxnOffsetCommit_Epoch", kTxnOffsetCommit,
+                   RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH, EX_ERR_FATAL},
+        InjectCase{"EndTxn_TopicAuth", kEndTxn, RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED,
+                   EX_ERR_ABORTABLE},
+        InjectCase{"EndTxn_Fenced", kEndTxn, RD_KAFKA_RESP_ERR_PRODUCER_FENCED, EX_ERR_FATAL}),
+    [](const ::testing::TestParamInfo<InjectCase>& i) { return std::string(i.param.name); });
+
+TEST(KafkaSinkMockEos, CommitThatTimesOutIsResumedNotAborted) {
+  MockCluster mc;
+  mc.topic("out", 1);
+  // transaction.timeout 4s -> each transactional call waits 1s; EndTxn answers after 2.5s.
+  SinkHarness sink(lib(), "kafka", eos_sink_cfg(mc.servers(), "out"));
+  ASSERT_TRUE(sink.open().is_ok());
+  bool stored = false;
+  ASSERT_TRUE(eos_round(sink, 0, 5, positions("g", "in", 5), &stored).is_ok());
+  ASSERT_EQ(rd_kafka_mock_broker_push_request_error_rtts(mc.get(), 1, kEndTxn, 1,
+                                                          RD_KAFKA_RESP_ERR_NO_ERROR, 2500),
+            RD_KAFKA_RESP_ERR_NO_ERROR);
+  Status st = eos_round(sink, 5, 10, positions("g", "in", 10), &stored);
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  EXPECT_TRUE(stored);
+  EXPECT_GE(sink.host().metric("kafka_sink_commit_resumed_total"), 1);
+  EXPECT_EQ(sink.host().metric("kafka_sink_transactions_aborted_total"), 0);
+  EXPECT_EQ(sink.host().metric("kafka_sink_transactions_committed_total"), 2);
+}
+
+TEST(KafkaSinkMockEos, IdleRoundWithUnchangedPositionsNeedsNoTransaction) {
+  MockCluster mc;
+  mc.topic("out", 1);
+  SinkHarness sink(lib(), "kafka", eos_sink_cfg(mc.servers(), "out"));
+  ASSERT_TRUE(sink.open().is_ok());
+  bool stored = false;
+  ASSERT_TRUE(eos_round(sink, 0, 5, positions("g", "in", 5), &stored).is_ok());
+  ASSERT_TRUE(sink.prepare_commit().is_ok());
+  ASSERT_TRUE(sink.commit(positions("g", "in", 5), &stored).is_ok());
+  EXPECT_TRUE(stored);
+  EXPECT_EQ(sink.host().metric("kafka_sink_transactions_committed_total"), 1);
+  // Moved positions without records still commit (offsets only).
+  ASSERT_TRUE(sink.commit(positions("g", "in", 7), &stored).is_ok());
+  EXPECT_TRUE(stored);
+  EXPECT_EQ(sink.host().metric("kafka_sink_transactions_committed_total"), 2);
+}
+
+TEST(KafkaSinkMockEos, DefaultTransactionalIdIsKeptInStateDir) {
+  MockCluster mc;
+  mc.topic("out", 1);
+  auto dir = std::filesystem::temp_directory_path() / kt::unique("kafka-state");
+  kt::Pairs cfg = {{"bootstrap.servers", mc.servers()},
+                   {"topic", "out"},
+                   {"delivery", "exactly_once"},
+                   {"state.dir", dir.string()}};
+  auto txn_id_logged = [](FakeHost& h) {
+    for (auto& [lvl, m] : h.logs) {
+      auto at = m.find("transactional.id=");
+      if (at != std::string::npos) return m.substr(at + 17, m.find(')', at) - at - 17);
+    }
+    return std::string();
+  };
+  std::string first, second;
+  {
+    FakeHost host("orders pipeline");
+    SinkHarness sink(lib(), "kafka", cfg, &host);
+    ASSERT_TRUE(sink.ok()) << sink.create_status().message();
+    ASSERT_TRUE(sink.open().is_ok());
+    first = txn_id_logged(host);
+  }
+  {
+    FakeHost host("orders pipeline");
+    SinkHarness sink(lib(), "kafka", cfg, &host);
+    ASSERT_TRUE(sink.open().is_ok());
+    second = txn_id_logged(host);
+  }
+  EXPECT_EQ(first.rfind("exactly-orders_pipeline-", 0), 0u) << first;
+  EXPECT_EQ(first, second);
+  std::ifstream f(dir / "kafka-sink" / "orders_pipeline.instance-id");
+  std::string id;
+  f >> id;
+  EXPECT_EQ(first, "exactly-orders_pipeline-" + id);
+  std::filesystem::remove_all(dir);
+}
+
+// ------------------------------------------------------------------ embedded
+
+TEST(KafkaEmbedded, SourceAndSinkInOneProcessShareTheCluster) {
+  const std::string topic = kt::unique("demo");
+  {
+    SinkHarness sink(lib(), "kafka", {{"bootstrap.servers", "embedded"}, {"topic", topic}});
+    ASSERT_TRUE(sink.ok()) << sink.create_status().message();
+    ASSERT_TRUE(sink.open().is_ok());
+    ASSERT_TRUE(sink.write(records(0, 40)).empty());
+    ASSERT_TRUE(sink.prepare_commit().is_ok());
+  }
+  FakeHost host;
+  SourceHarness src(lib(), "kafka",
+                    {{"bootstrap.servers", "embedded"}, {"group.id", "demo"}, {"topics", topic}},
+                    &host);
+  ASSERT_TRUE(src.ok()) << src.create_status().message();
+  ASSERT_TRUE(src.open().is_ok());
+  auto got = kt::poll_n(src, 40);
+  EXPECT_EQ(got.size(), 40u);
+  std::set<std::string> values;
+  for (auto& r : got) values.insert(r.value);
+  EXPECT_EQ(values.size(), 40u);
+  EXPECT_EQ(host.assigned.size(), 4u);  // embedded topics have 4 partitions
+}

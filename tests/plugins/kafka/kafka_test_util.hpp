@@ -1,0 +1,185 @@
+// Helpers for the kafka plugin tests: librdkafka used directly (independently of the
+// plugin) to seed input topics and to read output back, plus a few harness shortcuts.
+#pragma once
+
+#include <exactly/testing/harness.hpp>
+#include <gtest/gtest.h>
+#include <librdkafka/rdkafka.h>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace kt {
+
+using exactly::testing::OwnedRecord;
+using exactly::testing::Pairs;
+
+inline std::string plugin_path() { return std::string(EXACTLY_PLUGIN_DIR) + "/exactly_kafka.so"; }
+
+inline int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+inline std::string unique(const std::string& prefix) {
+  static int n = 0;
+  return prefix + "-" + std::to_string(::getpid()) + "-" + std::to_string(++n) + "-" +
+         std::to_string(now_ms() % 100000);
+}
+
+inline rd_kafka_conf_t* conf(const std::string& bootstrap,
+                             const std::vector<std::pair<std::string, std::string>>& kv = {}) {
+  rd_kafka_conf_t* c = rd_kafka_conf_new();
+  char err[512];
+  auto set = [&](const std::string& k, const std::string& v) {
+    if (rd_kafka_conf_set(c, k.c_str(), v.c_str(), err, sizeof(err)) != RD_KAFKA_CONF_OK)
+      throw std::runtime_error(k + ": " + err);
+  };
+  set("bootstrap.servers", bootstrap);
+  for (auto& [k, v] : kv) set(k, v);
+  return c;
+}
+
+struct Msg {
+  int32_t partition = 0;
+  int64_t offset = 0;
+  std::optional<std::string> key;
+  std::string value;
+  int64_t timestamp = -1;
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+
+// Produces records (key i, value prefix+i) with a plain idempotent producer and waits
+// for every delivery.
+inline void produce(const std::string& bootstrap, const std::string& topic, int from, int to,
+                    const std::string& prefix = "v", int32_t partition = RD_KAFKA_PARTITION_UA) {
+  char err[512];
+  rd_kafka_conf_t* c = conf(bootstrap, {{"enable.idempotence", "true"}, {"linger.ms", "5"}});
+  rd_kafka_t* p = rd_kafka_new(RD_KAFKA_PRODUCER, c, err, sizeof(err));
+  if (!p) throw std::runtime_error(err);
+  for (int i = from; i < to; ++i) {
+    std::string k = "k" + std::to_string(i), v = prefix + std::to_string(i);
+    for (;;) {
+      rd_kafka_resp_err_t e = rd_kafka_producev(
+          p, RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_PARTITION(partition),
+          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+          RD_KAFKA_V_KEY(k.data(), k.size()), RD_KAFKA_V_VALUE(v.data(), v.size()),
+          RD_KAFKA_V_END);
+      if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+        rd_kafka_poll(p, 10);
+        continue;
+      }
+      if (e) throw std::runtime_error(std::string("produce: ") + rd_kafka_err2str(e));
+      break;
+    }
+  }
+  while (rd_kafka_outq_len(p) > 0) rd_kafka_flush(p, 1000);
+  rd_kafka_destroy(p);
+}
+
+// Reads a whole topic from the beginning (all partitions) until every partition is at
+// its end and at least `at_least` records were seen, or the deadline passes.
+inline std::vector<Msg> read_topic(const std::string& bootstrap, const std::string& topic,
+                                   bool read_committed, size_t at_least,
+                                   int64_t deadline_ms = 60000) {
+  char err[512];
+  rd_kafka_conf_t* c =
+      conf(bootstrap, {{"group.id", unique("reader")},
+                       {"enable.partition.eof", "true"},
+                       {"enable.auto.commit", "false"},
+                       {"isolation.level", read_committed ? "read_committed" : "read_uncommitted"}});
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, c, err, sizeof(err));
+  if (!rk) throw std::runtime_error(err);
+  const rd_kafka_metadata_t* md = nullptr;
+  rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk, topic.c_str(), nullptr);
+  int parts = 0;
+  const int64_t end = now_ms() + deadline_ms;
+  while (now_ms() < end) {
+    if (rd_kafka_metadata(rk, 0, rkt, &md, 5000) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+      if (md->topic_cnt == 1 && md->topics[0].err == 0) parts = md->topics[0].partition_cnt;
+      rd_kafka_metadata_destroy(md);
+      if (parts > 0) break;
+    }
+  }
+  rd_kafka_topic_destroy(rkt);
+  rd_kafka_topic_partition_list_t* l = rd_kafka_topic_partition_list_new(parts);
+  for (int i = 0; i < parts; ++i)
+    rd_kafka_topic_partition_list_add(l, topic.c_str(), i)->offset = RD_KAFKA_OFFSET_BEGINNING;
+  rd_kafka_assign(rk, l);
+  rd_kafka_topic_partition_list_destroy(l);
+  std::vector<Msg> out;
+  std::set<int32_t> at_eof;
+  while (now_ms() < end) {
+    rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, 200);
+    if (!m) continue;
+    if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+      at_eof.insert(m->partition);
+    } else if (m->err == 0) {
+      at_eof.erase(m->partition);
+      Msg x;
+      x.partition = m->partition;
+      x.offset = m->offset;
+      if (m->key) x.key = std::string(static_cast<const char*>(m->key), m->key_len);
+      if (m->payload) x.value = std::string(static_cast<const char*>(m->payload), m->len);
+      x.timestamp = rd_kafka_message_timestamp(m, nullptr);
+      rd_kafka_headers_t* h = nullptr;
+      if (rd_kafka_message_headers(m, &h) == 0) {
+        const char* n;
+        const void* v;
+        size_t sz;
+        for (size_t i = 0; rd_kafka_header_get_all(h, i, &n, &v, &sz) == 0; ++i)
+          x.headers.emplace_back(n, v ? std::string(static_cast<const char*>(v), sz) : "");
+      }
+      out.push_back(std::move(x));
+    }
+    rd_kafka_message_destroy(m);
+    if (static_cast<int>(at_eof.size()) == parts && out.size() >= at_least) break;
+  }
+  rd_kafka_consumer_close(rk);
+  rd_kafka_destroy(rk);
+  return out;
+}
+
+// Committed offsets of `group` for partitions 0..parts-1 of `topic` (-1001 = none).
+inline std::map<int32_t, int64_t> committed(const std::string& bootstrap, const std::string& group,
+                                            const std::string& topic, int parts) {
+  char err[512];
+  rd_kafka_conf_t* c = conf(bootstrap, {{"group.id", group}, {"enable.auto.commit", "false"}});
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, c, err, sizeof(err));
+  if (!rk) throw std::runtime_error(err);
+  rd_kafka_topic_partition_list_t* l = rd_kafka_topic_partition_list_new(parts);
+  for (int i = 0; i < parts; ++i) rd_kafka_topic_partition_list_add(l, topic.c_str(), i);
+  rd_kafka_resp_err_t e = RD_KAFKA_RESP_ERR__TIMED_OUT;
+  for (int attempt = 0; attempt < 10 && e; ++attempt) e = rd_kafka_committed(rk, l, 10000);
+  std::map<int32_t, int64_t> out;
+  for (int i = 0; i < l->cnt; ++i) out[l->elems[i].partition] = l->elems[i].offset;
+  rd_kafka_topic_partition_list_destroy(l);
+  rd_kafka_destroy(rk);
+  if (e) throw std::runtime_error(std::string("committed: ") + rd_kafka_err2str(e));
+  return out;
+}
+
+// Polls the source harness until `n` records arrived (or the deadline passes).
+inline std::vector<OwnedRecord> poll_n(exactly::testing::SourceHarness& src, size_t n,
+                                       int64_t deadline_ms = 60000) {
+  std::vector<OwnedRecord> out;
+  const int64_t end = now_ms() + deadline_ms;
+  while (out.size() < n && now_ms() < end) {
+    exactly::sdk::Status st;
+    auto got = src.poll(200, nullptr, &st);
+    if (!st.is_ok()) throw std::runtime_error("poll failed: " + st.message());
+    for (auto& r : got) out.push_back(std::move(r));
+  }
+  return out;
+}
+
+}  // namespace kt
