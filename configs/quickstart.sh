@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tests/tools/install-deps.sh
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEXACTLY_BUILD_TESTS=OFF >/dev/null
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j "$(nproc)" --target exactly exactly_plugin_generator exactly_plugin_kafka \
   exactly_plugin_dedupe exactly_plugin_file exactly_plugin_filter
 # The embedded broker lives in the process, so yesterday's dedupe state must go too.

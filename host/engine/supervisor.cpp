@@ -152,9 +152,13 @@ std::string render_summary(const std::vector<const Pipeline*>& pipelines) {
     o += fmt::format("{:<22} {:<9} {:>10} {:>10} {:>9} {:>9} {:>8} {:>7} {:>8.2f}s {:>8.0f} r/s\n",
                      p->spec().name, to_string(p->state()), in, out, dropped, rej,
                      s.commits.load(), s.aborts.load(), el, el > 0 ? in / el : 0.0);
+    // Plugin counters, summed over their other labels (partitions, stages).
+    std::map<std::string, double> totals;
     for (auto& ser : metrics::global().series_with("pipeline", p->spec().name))
-      if (!host_families.count(ser.name) && ser.name.find("_total") != std::string::npos)
-        o += fmt::format("    {}{{{}}} = {}\n", ser.name, ser.labels, ser.value);
+      if (!host_families.count(ser.name) && ser.name.size() > 6 &&
+          ser.name.compare(ser.name.size() - 6, 6, "_total") == 0)
+        totals[ser.name] += ser.value;
+    for (auto& [name, v] : totals) o += fmt::format("    {:<44} {:>12}\n", name, v);
     if (s.restarts) o += fmt::format("    restarts: {}\n", s.restarts.load());
     if (p->state() == State::failed) o += fmt::format("    error: {}\n", p->error());
   }

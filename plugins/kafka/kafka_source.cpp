@@ -434,8 +434,10 @@ sdk::Status KafkaSource::poll(int timeout_ms, std::vector<ex_record>& out, bool&
   }
   if (!msgs_.empty()) host_.counter("kafka_source_records_total", static_cast<double>(msgs_.size()));
   // A bounded run: the topic has been quiet long enough to call it drained.
+  // The clock runs only while partitions are assigned: joining the group is not idling.
   if (stop_when_idle_ms_ > 0) {
-    if (!msgs_.empty() || last_record_ms_ == 0) last_record_ms_ = now_ms();
+    bool any = std::any_of(parts_.begin(), parts_.end(), [](const PartState& p) { return p.assigned; });
+    if (!msgs_.empty() || last_record_ms_ == 0 || !any) last_record_ms_ = now_ms();
     else if (now_ms() - last_record_ms_ >= stop_when_idle_ms_) end_of_input = true;
   }
   return sdk::Status::ok();
