@@ -1,0 +1,108 @@
+#include "dedupe_settings.hpp"
+
+namespace exactly::dedupe {
+
+using sdk::ConfigError;
+
+namespace {
+int64_t non_negative(const sdk::Config& c, const std::string& key) {
+  int64_t v = c.get_int(key, 0);
+  if (v < 0) throw ConfigError(key, "must be 0 or more, got " + std::to_string(v));
+  return v;
+}
+}  // namespace
+
+Settings Settings::parse(const sdk::Config& c) {
+  Settings s;
+  const bool by_key = c.get_bool("id.key", false);
+  const std::string header = c.get_string("id.header");
+  const std::string pointer = c.get_string("id.json");
+  const bool by_json = c.has("id.json");
+  int set = (by_key ? 1 : 0) + (header.empty() ? 0 : 1) + (by_json ? 1 : 0);
+  if (set == 0)
+    throw ConfigError("id", "set exactly one of id.key: true, id.header: NAME, id.json: /pointer");
+  if (set > 1)
+    throw ConfigError(by_json ? "id.json" : "id.header",
+                      "set exactly one of id.key, id.header, id.json (more than one is set)");
+  if (by_key) {
+    s.id.source = IdSource::key;
+  } else if (!header.empty()) {
+    s.id.source = IdSource::header;
+    s.id.header = header;
+  } else {
+    if (!pointer.empty() && pointer[0] != '/')
+      throw ConfigError("id.json", "a JSON pointer starts with '/', e.g. /messageId; got '" +
+                                       pointer + "'");
+    s.id.source = IdSource::json;
+    s.id.pointer = pointer;
+  }
+  int64_t max_bytes = c.get_int("id.max.bytes", 128);
+  if (max_bytes < 1 || max_bytes > 65536)
+    throw ConfigError("id.max.bytes", "must be between 1 and 65536");
+  s.id.max_bytes = static_cast<size_t>(max_bytes);
+
+  s.state_dir = c.require_string("state.dir");
+
+  std::string conflict = c.get_string("on.conflict", "duplicate");
+  if (conflict == "duplicate") s.on_conflict = ConflictPolicy::duplicate;
+  else if (conflict == "reject") s.on_conflict = ConflictPolicy::reject;
+  else if (conflict == "stop") s.on_conflict = ConflictPolicy::stop;
+  else throw ConfigError("on.conflict", "expected duplicate, reject or stop, got '" + conflict + "'");
+
+  std::string behind = c.get_string("on.store.behind", "fail");
+  if (behind == "fail") s.on_store_behind = BehindPolicy::fail;
+  else if (behind == "rebuild") s.on_store_behind = BehindPolicy::rebuild;
+  else if (behind == "ignore") s.on_store_behind = BehindPolicy::ignore;
+  else throw ConfigError("on.store.behind", "expected fail, rebuild or ignore, got '" + behind + "'");
+  s.store_behind_tolerance = non_negative(c, "store.behind.tolerance");
+
+  s.retention.max_keys = static_cast<uint64_t>(non_negative(c, "retention.max.keys"));
+  s.retention.max_bytes = static_cast<uint64_t>(non_negative(c, "retention.max.bytes"));
+  s.retention.max_age_ms = non_negative(c, "retention.max.age");
+
+  int64_t fp = c.get_int("fingerprint.bytes", 4);
+  if (fp != 0 && fp != 4 && fp != 8)
+    throw ConfigError("fingerprint.bytes", "must be 0 (no conflict detection), 4 or 8");
+  s.fingerprint_bytes = static_cast<uint32_t>(fp);
+
+  int64_t cache = c.get_int("rocksdb.block.cache.size", int64_t{512} << 20);
+  if (cache < 0) throw ConfigError("rocksdb.block.cache.size", "must be 0 or more");
+  s.block_cache_bytes = static_cast<size_t>(cache);
+  int64_t wbs = c.get_int("rocksdb.write.buffer.size", 64 << 20);
+  if (wbs < (1 << 20)) throw ConfigError("rocksdb.write.buffer.size", "must be at least 1MiB");
+  s.tuning.write_buffer_size = static_cast<size_t>(wbs);
+  s.tuning.filter = c.get_string("rocksdb.filter", "bloom");
+  if (s.tuning.filter != "bloom" && s.tuning.filter != "ribbon")
+    throw ConfigError("rocksdb.filter", "expected bloom or ribbon, got '" + s.tuning.filter + "'");
+  s.tuning.filter_bits_per_key = c.get_double("rocksdb.filter.bits.per.key", 10);
+  if (s.tuning.filter_bits_per_key < 1 || s.tuning.filter_bits_per_key > 50)
+    throw ConfigError("rocksdb.filter.bits.per.key", "must be between 1 and 50");
+  s.tuning.compression = c.get_string("rocksdb.compression", "zstd");
+  if (s.tuning.compression != "none" && s.tuning.compression != "lz4" &&
+      s.tuning.compression != "zstd")
+    throw ConfigError("rocksdb.compression", "expected none, lz4 or zstd, got '" +
+                                                 s.tuning.compression + "'");
+  return s;
+}
+
+bool same_store_layout(const Settings& a, const Settings& b, std::string& what) {
+  if (a.id.source != b.id.source || a.id.header != b.id.header || a.id.pointer != b.id.pointer ||
+      a.id.max_bytes != b.id.max_bytes) {
+    what = "the id extraction (id.*) changed: stored claims are keyed by the old ids";
+    return false;
+  }
+  if (a.state_dir != b.state_dir) {
+    what = "state.dir changed";
+    return false;
+  }
+  if (a.fingerprint_bytes != b.fingerprint_bytes || a.block_cache_bytes != b.block_cache_bytes ||
+      a.tuning.write_buffer_size != b.tuning.write_buffer_size || a.tuning.filter != b.tuning.filter ||
+      a.tuning.filter_bits_per_key != b.tuning.filter_bits_per_key ||
+      a.tuning.compression != b.tuning.compression) {
+    what = "store options (fingerprint.bytes, rocksdb.*) changed: stores must be reopened";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace exactly::dedupe

@@ -1,0 +1,35 @@
+// The dedupe transform's configuration, validated (ConfigError names the key).
+#pragma once
+
+#include <exactly/sdk.hpp>
+
+#include <cstdint>
+#include <string>
+
+#include "id_extractor.hpp"
+#include "partition_store.hpp"
+#include "store_options.hpp"
+
+namespace exactly::dedupe {
+
+enum class ConflictPolicy { duplicate, reject, stop };
+enum class BehindPolicy { fail, rebuild, ignore };
+
+struct Settings {
+  IdSpec id;
+  std::string state_dir;
+  ConflictPolicy on_conflict = ConflictPolicy::duplicate;
+  BehindPolicy on_store_behind = BehindPolicy::fail;
+  int64_t store_behind_tolerance = 0;
+  Retention retention;
+  uint32_t fingerprint_bytes = 4;
+  size_t block_cache_bytes = 512u << 20;
+  StoreTuning tuning;
+
+  static Settings parse(const sdk::Config& c);
+};
+
+// What reconfigure() cannot change in place.
+bool same_store_layout(const Settings& a, const Settings& b, std::string& what);
+
+}  // namespace exactly::dedupe

@@ -1,0 +1,79 @@
+// The owner-aware dedupe transform: the first record to carry an id claims it (its
+// offset becomes the owner); a replay of the owner is emitted again, anything else with
+// that id is a duplicate (or a conflict when its content differs).
+#pragma once
+
+#include <exactly/sdk.hpp>
+#include <rocksdb/cache.h>
+#include <rocksdb/slice.h>
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "dedupe_settings.hpp"
+#include "id_extractor.hpp"
+#include "key_order.hpp"
+#include "partition_store.hpp"
+
+namespace exactly::dedupe {
+
+// A partition name as a directory name: safe characters kept, anything else replaced,
+// plus a hash of the original whenever it had to change (so names never collide).
+std::string store_dir_name(const std::string& partition_name);
+
+class DedupeTransform final : public sdk::Transform {
+ public:
+  DedupeTransform(sdk::Host host, const sdk::Config& config);
+  ~DedupeTransform() override;
+
+  sdk::Status assign(const std::vector<sdk::Partition>& parts) override;
+  sdk::Status revoke(const std::vector<sdk::Partition>& parts) override;
+  sdk::Status process(const sdk::Batch& in, const sdk::Emitter& out) override;
+  sdk::Status prepare_commit() override;
+  sdk::Status commit() override;
+  sdk::Status abort() override;
+  sdk::Status reconfigure(const sdk::Config& config) override;
+
+ private:
+  struct Counts {
+    uint64_t claims = 0, replays = 0, duplicates = 0, conflicts = 0, id_errors = 0,
+             claimed_key_bytes = 0;
+  };
+  struct Part {
+    sdk::Partition partition;
+    std::string labels;  // partition=<name>
+    std::unique_ptr<PartitionStore> store;
+    // Scratch of the batch being processed.
+    std::vector<uint32_t> lookup_items;  // batch indices, then sorted by key
+    KeyOrder order;
+    std::vector<rocksdb::Slice> keys;
+    std::vector<rocksdb::PinnableSlice> values;
+    std::vector<rocksdb::Status> statuses;
+    Counts counts;
+  };
+  struct Item {
+    Part* part = nullptr;
+    uint32_t key_pos = 0, key_len = 0;
+    uint64_t hash = 0, fingerprint = 0;
+    int32_t lookup = -1;  // index into part->values, -1 = not looked up
+    int32_t reject = -1;  // index into reasons_, -1 = has an id
+  };
+
+  sdk::Status open_partition(const sdk::Partition& p, std::unique_ptr<Part>& out);
+  void report(Part& p, int64_t now_ms);
+  void flush_counts(Part& p);
+
+  sdk::Host host_;
+  Settings settings_;
+  IdExtractor ids_;
+  std::shared_ptr<rocksdb::Cache> cache_;
+  std::unordered_map<int32_t, std::unique_ptr<Part>> parts_;
+
+  std::vector<Item> items_;
+  std::string keys_;
+  std::vector<std::string> reasons_;
+};
+
+}  // namespace exactly::dedupe

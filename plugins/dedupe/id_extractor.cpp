@@ -1,0 +1,142 @@
+#include "id_extractor.hpp"
+
+#include <exactly/sdk.hpp>
+#include <simdjson.h>
+
+#include <cstring>
+
+namespace exactly::dedupe {
+
+namespace {
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+}  // namespace
+
+bool parse_uuid(std::string_view t, uint8_t out[16]) {
+  if (t.size() != 36 || t[8] != '-' || t[13] != '-' || t[18] != '-' || t[23] != '-')
+    return false;
+  size_t o = 0;
+  for (size_t i = 0; i < 36;) {
+    if (i == 8 || i == 13 || i == 18 || i == 23) {
+      ++i;
+      continue;
+    }
+    int hi = hex_digit(t[i]), lo = hex_digit(t[i + 1]);
+    if (hi < 0 || lo < 0) return false;
+    out[o++] = static_cast<uint8_t>((hi << 4) | lo);
+    i += 2;
+  }
+  return o == 16;
+}
+
+void encode_store_key(std::string_view id, std::string& out) {
+  uint8_t u[16];
+  if (parse_uuid(id, u)) {
+    out.append(reinterpret_cast<const char*>(u), 16);
+    return;
+  }
+  out.append(id.data(), id.size());
+  if (id.size() >= 16) out.push_back('\0');
+}
+
+struct IdExtractor::Json {
+  simdjson::ondemand::parser parser;
+  std::vector<char> buf;  // value copy with simdjson's padding behind it
+};
+
+IdExtractor::IdExtractor(IdSpec spec) : spec_(std::move(spec)) {
+  if (spec_.source == IdSource::json) json_ = std::make_unique<Json>();
+}
+IdExtractor::~IdExtractor() = default;
+
+bool IdExtractor::accept(std::string_view id, bool present, std::string& out,
+                         std::string& reason) const {
+  if (!present) {
+    switch (spec_.source) {
+      case IdSource::key: reason = "missing id: the record has no key"; break;
+      case IdSource::header: reason = "missing id: no header '" + spec_.header + "'"; break;
+      case IdSource::json: reason = "missing id: nothing at JSON pointer " + spec_.pointer; break;
+    }
+    return false;
+  }
+  if (id.empty()) {
+    reason = "empty id";
+    return false;
+  }
+  if (id.size() > spec_.max_bytes) {
+    reason = "id is " + std::to_string(id.size()) + " bytes, over id.max.bytes=" +
+             std::to_string(spec_.max_bytes);
+    return false;
+  }
+  encode_store_key(id, out);
+  return true;
+}
+
+bool IdExtractor::extract(const ex_record& r, std::string& out, std::string& reason) {
+  switch (spec_.source) {
+    case IdSource::key:
+      return accept(sdk::view(r.key), r.key.ptr != nullptr, out, reason);
+    case IdSource::header: {
+      auto h = sdk::header(r, spec_.header);
+      return accept(h.value_or(std::string_view{}), h.has_value(), out, reason);
+    }
+    case IdSource::json:
+      return from_json(sdk::view(r.value), out, reason);
+  }
+  return false;
+}
+
+bool IdExtractor::from_json(std::string_view value, std::string& out, std::string& reason) {
+  using namespace simdjson;
+  if (value.empty()) {
+    reason = "id.json: the value is empty, not JSON";
+    return false;
+  }
+  auto& buf = json_->buf;
+  if (buf.size() < value.size() + SIMDJSON_PADDING) buf.resize(value.size() + SIMDJSON_PADDING);
+  std::memcpy(buf.data(), value.data(), value.size());
+  std::memset(buf.data() + value.size(), 0, SIMDJSON_PADDING);
+
+  ondemand::document doc;
+  auto err = json_->parser.iterate(buf.data(), value.size(), buf.size()).get(doc);
+  ondemand::value v;
+  if (!err) err = doc.at_pointer(spec_.pointer).get(v);
+  if (err == NO_SUCH_FIELD || err == INDEX_OUT_OF_BOUNDS) return accept({}, false, out, reason);
+  if (err) {
+    reason = std::string("id.json: the value is not valid JSON here (") + error_message(err) + ")";
+    return false;
+  }
+  ondemand::json_type type;
+  if ((err = v.type().get(type))) {
+    reason = std::string("id.json: the value is not valid JSON (") + error_message(err) + ")";
+    return false;
+  }
+  std::string_view id;
+  switch (type) {
+    case ondemand::json_type::string:
+      if ((err = v.get_string().get(id))) {
+        reason = std::string("id.json: bad string at ") + spec_.pointer + " (" + error_message(err) + ")";
+        return false;
+      }
+      break;
+    case ondemand::json_type::number:
+      id = v.raw_json_token();
+      while (!id.empty() && (id.back() == ' ' || id.back() == '\n' || id.back() == '\r' ||
+                             id.back() == '\t' || id.back() == ',' || id.back() == '}' ||
+                             id.back() == ']'))
+        id.remove_suffix(1);
+      break;
+    case ondemand::json_type::null:
+      return accept({}, false, out, reason);
+    default:
+      reason = "id.json: the value at " + spec_.pointer + " is not a string or a number";
+      return false;
+  }
+  return accept(id, true, out, reason);
+}
+
+}  // namespace exactly::dedupe

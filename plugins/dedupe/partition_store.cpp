@@ -1,0 +1,354 @@
+#include "partition_store.hpp"
+
+#include <rocksdb/sst_file_writer.h>
+#include <rocksdb/write_batch.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cstdio>
+
+namespace exactly::dedupe {
+
+namespace {
+int64_t read_chunk_ms(const rocksdb::Slice& v) {
+  const char* p = v.data();
+  uint64_t ms = 0;
+  return get_varint(p, v.data() + v.size(), ms) ? static_cast<int64_t>(ms) : -1;
+}
+
+struct Chunk {
+  uint64_t start = 0;
+  int64_t ms = 0;
+  std::string key;
+  bool stored = false;
+};
+
+// The sequence index from the seek hint, then the round's own chunk (not stored yet).
+struct ChunkWalk {
+  std::unique_ptr<rocksdb::Iterator> it;
+  bool round_pending = false;
+  uint64_t round_start = 0;
+  int64_t round_ms = 0;
+
+  bool next(Chunk& c) {
+    if (it && it->Valid() && it->key().size() == 8) {
+      c.start = seq_from_key(std::string_view(it->key().data(), 8));
+      c.ms = read_chunk_ms(it->value());
+      c.key.assign(it->key().data(), 8);
+      c.stored = true;
+      it->Next();
+      return true;
+    }
+    if (round_pending) {
+      round_pending = false;
+      c.start = round_start;
+      c.ms = round_ms;
+      c.key.clear();
+      c.stored = false;
+      return true;
+    }
+    return false;
+  }
+};
+}  // namespace
+
+sdk::Status PartitionStore::open(const std::string& dir, const StoreTuning& tuning,
+                                 const std::shared_ptr<rocksdb::Cache>& cache,
+                                 std::unique_ptr<PartitionStore>& out) {
+  std::unique_ptr<PartitionStore> s(new PartitionStore());
+  s->dir_ = dir;
+  s->read_ = make_lookup_read_options();
+  std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
+      {rocksdb::kDefaultColumnFamilyName, make_claims_options(tuning, cache, &s->filter_)},
+      {kSeqColumnFamily, make_seq_options(tuning, cache)}};
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::Status st = rocksdb::DB::Open(make_db_options(tuning), dir, cfs, &handles, &s->db_);
+  if (!st.ok()) return sdk::Status::fatal("dedupe: cannot open store " + dir + ": " + st.ToString());
+  s->claims_ = handles[0];
+  s->seq_ = handles[1];
+
+  std::string meta;
+  st = s->db_->Get(rocksdb::ReadOptions(), s->seq_, rocksdb::Slice(), &meta);
+  if (st.ok()) {
+    if (!s->meta_.decode(meta))
+      return sdk::Status::fatal("dedupe: store " + dir + " has unreadable bookkeeping (meta)");
+  } else if (!st.IsNotFound()) {
+    return sdk::Status::fatal("dedupe: cannot read store " + dir + ": " + st.ToString());
+  }
+  s->filter_.publish_floor(s->meta_.floor);
+  s->drop_round();
+  s->index_threshold_ = index_threshold(tuning);
+  s->sst_options_ = rocksdb::Options(make_db_options(tuning), cfs[0].options);
+  s->replay_chunks();
+
+  if (s->meta_.floor < s->meta_.next_seq) {
+    std::unique_ptr<rocksdb::Iterator> it(s->db_->NewIterator(rocksdb::ReadOptions(), s->seq_));
+    it->Seek(seq_key(s->meta_.seek_hint));
+    if (it->Valid() && it->key().size() == 8) s->oldest_chunk_ms_ = read_chunk_ms(it->value());
+  }
+  out = std::move(s);
+  return sdk::Status::ok();
+}
+
+void PartitionStore::replay_chunks() {
+  if (meta_.indexed >= meta_.next_seq) return;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), seq_));
+  // `indexed` is always where a round began (or below the first one).
+  it->Seek(seq_key(meta_.indexed));
+  for (; it->Valid(); it->Next()) {
+    if (it->key().size() != 8) continue;
+    const uint64_t start = seq_from_key(std::string_view(it->key().data(), 8));
+    const char* p = it->value().data();
+    const char* end = p + it->value().size();
+    uint64_t ms = 0;
+    if (!get_varint(p, end, ms) || p >= end) continue;  // folded already
+    const uint32_t fp_bytes = static_cast<uint8_t>(*p++);
+    unindexed_fp_bytes_ = std::min(unindexed_fp_bytes_, fp_bytes);
+    for (uint64_t seq = start; p < end; ++seq) {
+      uint64_t klen = 0, delta = 0;
+      if (!get_varint(p, end, klen) || static_cast<uint64_t>(end - p) < klen) break;
+      std::string_view key(p, klen);
+      p += klen;
+      if (!get_varint(p, end, delta) || static_cast<uint64_t>(end - p) < fp_bytes) break;
+      uint64_t fp = 0;
+      for (uint32_t i = 0; i < fp_bytes; ++i) fp |= uint64_t(static_cast<uint8_t>(p[i])) << (8 * i);
+      p += fp_bytes;
+      if (seq >= meta_.indexed && seq >= meta_.floor)
+        unindexed_.upsert(key, XXH3_64bits(key.data(), key.size()), seq,
+                          static_cast<int64_t>(seq) + unzigzag(delta), fp);
+    }
+  }
+}
+
+sdk::Status PartitionStore::index_claims() {
+  if (meta_.indexed >= meta_.next_seq && unindexed_.empty()) return sdk::Status::ok();
+  const auto& claims = unindexed_.claims();
+  std::vector<uint32_t> live;
+  live.reserve(claims.size());
+  for (uint32_t i = 0; i < claims.size(); ++i)
+    if (claims[i].seq >= meta_.floor) live.push_back(i);
+  if (!live.empty()) {
+    const auto& order = order_.sort_ids(
+        live.size(), [&](size_t i) { return live[i]; },
+        [&](uint32_t c) { return unindexed_.key_of(claims[c]); });
+    const std::string path = dir_ + "/claims-" + std::to_string(meta_.next_seq) + ".sst";
+    // Keep the new file in the page cache: it is read right away (duplicates, filter
+    // false positives).
+    rocksdb::SstFileWriter writer(rocksdb::EnvOptions(), sst_options_, claims_,
+                                  /*invalidate_page_cache=*/false);
+    rocksdb::Status st = writer.Open(path);
+    char buf[kMaxClaimValue];
+    // Key order is a random walk over the table: fetch a few claims ahead.
+    constexpr size_t kAhead = 32;
+    for (size_t j = 0; j < kAhead && j < order.size(); ++j) __builtin_prefetch(&claims[order[j]]);
+    for (size_t j = 0; st.ok() && j < order.size(); ++j) {
+      if (j + kAhead < order.size()) __builtin_prefetch(&claims[order[j + kAhead]]);
+      if (j + kAhead / 2 < order.size())
+        __builtin_prefetch(unindexed_.key_of(claims[order[j + kAhead / 2]]).data());
+      const auto& c = claims[order[j]];
+      size_t n = encode_claim(buf, c.seq, c.offset, c.fingerprint, unindexed_fp_bytes_);
+      auto k = unindexed_.key_of(c);
+      st = writer.Put(rocksdb::Slice(k.data(), k.size()), rocksdb::Slice(buf, n));
+    }
+    if (st.ok()) st = writer.Finish();
+    if (st.ok()) {
+      rocksdb::IngestExternalFileOptions ingest;
+      ingest.move_files = true;
+      ingest.snapshot_consistency = false;
+      st = db_->IngestExternalFile(claims_, {path}, ingest);
+    }
+    if (!st.ok()) {
+      std::remove(path.c_str());
+      return sdk::Status::fatal("dedupe: cannot fold claims into store " + dir_ + ": " +
+                                st.ToString());
+    }
+  }
+  // The chunks keep only their time now.
+  rocksdb::WriteBatch wb;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), seq_));
+  for (it->Seek(seq_key(meta_.indexed)); it->Valid(); it->Next()) {
+    if (it->key().size() != 8) continue;
+    const char* p = it->value().data();
+    const char* end = p + it->value().size();
+    uint64_t ms = 0;
+    if (!get_varint(p, end, ms) || p >= end) continue;
+    wb.Put(seq_, it->key(), rocksdb::Slice(it->value().data(), static_cast<size_t>(p - it->value().data())));
+  }
+  it.reset();
+  StoreMeta next = meta_;
+  next.indexed = meta_.next_seq;
+  wb.Put(seq_, rocksdb::Slice(), next.encode());
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  rocksdb::Status st = db_->Write(wo, &wb);
+  if (!st.ok())
+    return sdk::Status::fatal("dedupe: cannot write store " + dir_ + ": " + st.ToString());
+  meta_ = next;
+  unindexed_.clear();
+  return sdk::Status::ok();
+}
+
+PartitionStore::~PartitionStore() {
+  if (db_ == nullptr) return;
+  // A clean close folds the gathered claims, so the next open has nothing to read back.
+  // If it fails, the next open reads them back from their chunks.
+  (void)index_claims();
+  if (claims_) db_->DestroyColumnFamilyHandle(claims_);
+  if (seq_) db_->DestroyColumnFamilyHandle(seq_);
+  db_->Close();
+  delete db_;
+}
+
+void PartitionStore::lookup(size_t n, const rocksdb::Slice* keys, rocksdb::PinnableSlice* values,
+                            rocksdb::Status* statuses) {
+  if (n == 0) return;
+  db_->MultiGet(read_, claims_, n, keys, values, statuses, /*sorted_input=*/true);
+}
+
+void PartitionStore::claim(std::string_view key, uint64_t hash, int64_t offset, uint64_t fp) {
+  if (round_fresh_) {
+    // The sequence starts at the first claimed offset so that offset - seq, which is
+    // what a claim stores, stays as small as the count of non-claims before it.
+    next_seq_ = offset > 0 ? static_cast<uint64_t>(offset) : 0;
+    round_fresh_ = false;
+  }
+  round_.add(key, hash, next_seq_++, offset, fp);
+  key_bytes_seen_ += key.size();
+  ++keys_seen_;
+}
+
+void PartitionStore::drop_round() {
+  round_.clear();
+  next_seq_ = meta_.next_seq;
+  round_high_ = meta_.high_water;
+  round_fresh_ = meta_.fresh;
+}
+
+uint64_t PartitionStore::int_property(rocksdb::ColumnFamilyHandle* cf, const char* name) const {
+  uint64_t v = 0;
+  return db_->GetIntProperty(cf, name, &v) ? v : 0;
+}
+
+double PartitionStore::bytes_per_key() const {
+  uint64_t sst = int_property(claims_, "rocksdb.total-sst-files-size");
+  uint64_t all = int_property(claims_, "rocksdb.estimate-num-keys");
+  uint64_t mem = int_property(claims_, "rocksdb.num-entries-active-mem-table") +
+                 int_property(claims_, "rocksdb.num-entries-imm-mem-tables");
+  if (sst > 0 && all > mem + 1000) return static_cast<double>(sst) / static_cast<double>(all - mem);
+  // Nothing flushed yet: the encoded key plus a claim value and RocksDB's framing.
+  double key = keys_seen_ ? static_cast<double>(key_bytes_seen_) / keys_seen_ : 16.0;
+  return key + 20.0;
+}
+
+sdk::Status PartitionStore::write_round(const Retention& limits, uint32_t fp_bytes,
+                                        int64_t now_ms) {
+  StoreMeta next = meta_;
+  next.high_water = std::max(meta_.high_water, round_high_);
+  next.next_seq = next_seq_;
+  if (!round_.empty()) next.fresh = false;
+  const uint64_t new_chunk = round_.empty() ? 0 : round_.claims().front().seq;
+
+  // Eviction: raise the floor, oldest first.
+  uint64_t floor = meta_.floor;
+  if (!round_.empty() && meta_.fresh) floor = new_chunk;  // first claims set the base
+  if (limits.max_keys && next_seq_ > floor + limits.max_keys) floor = next_seq_ - limits.max_keys;
+  if (limits.max_bytes) {
+    uint64_t allowed = static_cast<uint64_t>(static_cast<double>(limits.max_bytes) / bytes_per_key());
+    if (next_seq_ > floor + allowed) floor = next_seq_ - allowed;
+  }
+
+  rocksdb::WriteBatch wb;
+  // Chunks of the sequence index from the seek hint: drop those wholly below the floor
+  // (and, with an age limit, raise the floor past those that are too old). The round's
+  // own chunk is the last one and is not in the database yet.
+  uint64_t hint = meta_.seek_hint;
+  int64_t oldest_ms = -1;
+  bool write_chunk = !round_.empty();
+  if (meta_.floor < meta_.next_seq || write_chunk) {
+    ChunkWalk walk;
+    if (meta_.floor < meta_.next_seq) {
+      walk.it.reset(db_->NewIterator(rocksdb::ReadOptions(), seq_));
+      walk.it->Seek(seq_key(meta_.seek_hint));
+    }
+    walk.round_pending = write_chunk;
+    walk.round_start = new_chunk;
+    walk.round_ms = now_ms;
+    const int64_t cutoff = limits.max_age_ms ? now_ms - limits.max_age_ms : INT64_MIN;
+    Chunk cur, nxt;
+    bool have = walk.next(cur);
+    while (have) {
+      bool more = walk.next(nxt);
+      uint64_t end = more ? nxt.start : next_seq_;
+      if (cur.ms < cutoff) floor = std::max(floor, end);
+      if (end > floor) {
+        hint = cur.start;
+        oldest_ms = cur.ms;
+        break;
+      }
+      if (cur.stored) wb.Delete(seq_, cur.key);
+      else write_chunk = false;  // the whole round is evicted on arrival
+      hint = end;
+      cur = std::move(nxt);
+      have = more;
+    }
+  }
+  floor = std::min(floor, next_seq_);
+  next.floor = floor;
+  next.seek_hint = hint;
+
+  if (!round_.empty() && write_chunk) {
+    std::string chunk;
+    chunk.reserve(16 + round_.size() * (20 + fp_bytes));
+    char buf[10];
+    chunk.append(buf, static_cast<size_t>(put_varint(buf, static_cast<uint64_t>(now_ms < 0 ? 0 : now_ms)) - buf));
+    chunk.push_back(static_cast<char>(fp_bytes));
+    for (const auto& c : round_.claims()) {
+      auto k = round_.key_of(c);
+      chunk.append(buf, static_cast<size_t>(put_varint(buf, k.size()) - buf));
+      chunk.append(k.data(), k.size());
+      chunk.append(buf, static_cast<size_t>(
+                            put_varint(buf, zigzag(c.offset - static_cast<int64_t>(c.seq))) - buf));
+      for (uint32_t i = 0; i < fp_bytes; ++i) chunk.push_back(static_cast<char>(c.fingerprint >> (8 * i)));
+    }
+    wb.Put(seq_, seq_key(new_chunk), chunk);
+  }
+
+  if (next.next_seq == meta_.next_seq && next.floor == meta_.floor &&
+      next.high_water == meta_.high_water && next.seek_hint == meta_.seek_hint &&
+      next.fresh == meta_.fresh && wb.Count() == 0) {
+    return sdk::Status::ok();  // nothing happened in this partition this round
+  }
+  wb.Put(seq_, rocksdb::Slice(), next.encode());
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  rocksdb::Status st = db_->Write(wo, &wb);
+  if (!st.ok())
+    return sdk::Status::fatal("dedupe: cannot write the round to store " + dir_ + ": " +
+                              st.ToString());
+  meta_ = next;
+  oldest_chunk_ms_ = meta_.floor < meta_.next_seq ? oldest_ms : -1;
+  filter_.publish_floor(meta_.floor);
+  if (unindexed_.empty()) unindexed_fp_bytes_ = fp_bytes;
+  unindexed_fp_bytes_ = std::min(unindexed_fp_bytes_, fp_bytes);
+  for (const auto& c : round_.claims())
+    if (c.seq >= meta_.floor) unindexed_.upsert(round_.key_of(c), c.hash, c.seq, c.offset, c.fingerprint);
+  round_.clear();
+  if (unindexed_.size() >= index_threshold_) return index_claims();
+  return sdk::Status::ok();
+}
+
+StoreGauges PartitionStore::gauges(int64_t now_ms) const {
+  StoreGauges g;
+  g.keys = static_cast<double>(meta_.next_seq - meta_.floor);
+  g.bytes = static_cast<double>(int_property(claims_, "rocksdb.total-sst-files-size") +
+                                int_property(seq_, "rocksdb.total-sst-files-size") +
+                                int_property(claims_, "rocksdb.cur-size-all-mem-tables") +
+                                int_property(seq_, "rocksdb.cur-size-all-mem-tables"));
+  if (oldest_chunk_ms_ >= 0 && now_ms > oldest_chunk_ms_)
+    g.window_seconds = static_cast<double>(now_ms - oldest_chunk_ms_) / 1000.0;
+  return g;
+}
+
+}  // namespace exactly::dedupe

@@ -1,0 +1,108 @@
+// One input partition's dedupe state: a RocksDB with the claims (id -> owner) in the
+// default column family and the sequence index + bookkeeping in "seq".
+//
+// A round's claims are written as one value of the sequence index (the round's chunk),
+// in one synced WriteBatch with eviction and the meta: one memtable entry per round
+// instead of one skiplist insert per id. Written claims stay in an in-memory table
+// until enough have gathered; then they are folded into the claims column family as
+// one sorted SST file (IngestExternalFile) and the chunks shrink to their timestamps.
+// On open, chunks not folded yet are read back into the table.
+#pragma once
+
+#include <exactly/sdk.hpp>
+#include <rocksdb/db.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "claim_codec.hpp"
+#include "eviction_filter.hpp"
+#include "key_order.hpp"
+#include "round_claims.hpp"
+#include "store_options.hpp"
+
+namespace exactly::dedupe {
+
+struct Retention {
+  uint64_t max_keys = 0;   // 0 = unbounded
+  uint64_t max_bytes = 0;  // 0 = unbounded
+  int64_t max_age_ms = 0;  // 0 = unbounded
+  bool any() const { return max_keys || max_bytes || max_age_ms; }
+};
+
+struct StoreGauges {
+  double keys = 0;
+  double bytes = 0;
+  double window_seconds = 0;
+};
+
+class PartitionStore {
+ public:
+  static sdk::Status open(const std::string& dir, const StoreTuning& tuning,
+                          const std::shared_ptr<rocksdb::Cache>& cache,
+                          std::unique_ptr<PartitionStore>& out);
+  ~PartitionStore();
+  PartitionStore(const PartitionStore&) = delete;
+  PartitionStore& operator=(const PartitionStore&) = delete;
+
+  const std::string& dir() const { return dir_; }
+  const StoreMeta& durable() const { return meta_; }
+
+  // One MultiGet for the batch's ids that the round does not hold yet; `keys` must be
+  // in byte-wise order (KeyOrder).
+  void lookup(size_t n, const rocksdb::Slice* keys, rocksdb::PinnableSlice* values,
+              rocksdb::Status* statuses);
+  // Written claims not folded into the claims column family yet (check before lookup
+  // results: they are newer). Their fingerprints have unindexed_fp_bytes() bytes.
+  const RoundClaims::Claim* find_unindexed(std::string_view key, uint64_t hash) const {
+    return unindexed_.empty() ? nullptr : unindexed_.find(key, hash);
+  }
+  uint32_t unindexed_fp_bytes() const { return unindexed_fp_bytes_; }
+  // A stored claim counts only at or above the floor (below it, it is evicted).
+  bool live(uint64_t seq) const { return seq >= meta_.floor; }
+
+  RoundClaims& round() { return round_; }
+  void claim(std::string_view key, uint64_t hash, int64_t offset, uint64_t fp);
+  void saw(int64_t offset) {
+    if (offset > round_high_) round_high_ = offset;
+  }
+
+  // prepare_commit: the round's claims, its chunk of the sequence index, eviction and
+  // the new meta in one WriteBatch, WAL synced.
+  sdk::Status write_round(const Retention& limits, uint32_t fp_bytes, int64_t now_ms);
+  // abort: forget the round; replays claim again.
+  void drop_round();
+
+  StoreGauges gauges(int64_t now_ms) const;
+
+ private:
+  PartitionStore() = default;
+  sdk::Status index_claims();
+  void replay_chunks();
+  double bytes_per_key() const;
+  uint64_t int_property(rocksdb::ColumnFamilyHandle* cf, const char* name) const;
+
+  std::string dir_;
+  EvictionFilter filter_;  // outlives db_ (declared first, destroyed last)
+  rocksdb::DB* db_ = nullptr;
+  rocksdb::ColumnFamilyHandle* claims_ = nullptr;
+  rocksdb::ColumnFamilyHandle* seq_ = nullptr;
+  rocksdb::ReadOptions read_;
+  StoreMeta meta_;
+  int64_t oldest_chunk_ms_ = -1;  // time of the chunk holding the floor, -1 = none
+
+  RoundClaims round_;
+  RoundClaims unindexed_;
+  uint32_t unindexed_fp_bytes_ = 8;
+  size_t index_threshold_ = 0;
+  rocksdb::Options sst_options_;
+  uint64_t next_seq_ = 0;
+  int64_t round_high_ = -1;
+  bool round_fresh_ = true;
+  uint64_t key_bytes_seen_ = 0, keys_seen_ = 0;
+  KeyOrder order_;
+};
+
+}  // namespace exactly::dedupe

@@ -1,0 +1,94 @@
+// An in-memory table of claims: id -> (seq, owner offset, fingerprint). Used for the
+// round's claims that are not written yet (a duplicate later in the same batch or round
+// must see them) and for written claims not yet folded into the claims column family.
+// Open addressing over one key arena.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace exactly::dedupe {
+
+class RoundClaims {
+ public:
+  struct Claim {
+    uint64_t hash;
+    uint64_t seq;
+    int64_t offset;
+    uint64_t fingerprint;
+    uint32_t key_pos;
+    uint32_t key_len;
+  };
+
+  RoundClaims() { slots_.assign(1024, 0); }
+
+  Claim* find(std::string_view key, uint64_t hash) {
+    return const_cast<Claim*>(static_cast<const RoundClaims*>(this)->find(key, hash));
+  }
+  const Claim* find(std::string_view key, uint64_t hash) const {
+    size_t mask = slots_.size() - 1;
+    for (size_t i = hash & mask;; i = (i + 1) & mask) {
+      uint32_t s = slots_[i];
+      if (s == 0) return nullptr;
+      const Claim& c = claims_[s - 1];
+      if (c.hash == hash && key_of(c) == key) return &c;
+    }
+  }
+
+  void add(std::string_view key, uint64_t hash, uint64_t seq, int64_t offset, uint64_t fp) {
+    if ((claims_.size() + 1) * 2 > slots_.size()) grow();
+    Claim c{hash, seq, offset, fp, static_cast<uint32_t>(arena_.size()),
+            static_cast<uint32_t>(key.size())};
+    arena_.append(key.data(), key.size());
+    claims_.push_back(c);
+    place(static_cast<uint32_t>(claims_.size()));
+  }
+
+  // Replaces the claim of `key` if there is one (an evicted id claimed again).
+  void upsert(std::string_view key, uint64_t hash, uint64_t seq, int64_t offset, uint64_t fp) {
+    if (Claim* c = find(key, hash)) {
+      c->seq = seq;
+      c->offset = offset;
+      c->fingerprint = fp;
+      return;
+    }
+    add(key, hash, seq, offset, fp);
+  }
+
+  void clear() {
+    if (claims_.empty()) return;
+    claims_.clear();
+    arena_.clear();
+    if (slots_.size() > (1u << 20)) slots_.assign(1024, 0);  // give back a burst
+    else std::fill(slots_.begin(), slots_.end(), 0);
+  }
+
+  bool empty() const { return claims_.empty(); }
+  size_t size() const { return claims_.size(); }
+  const std::vector<Claim>& claims() const { return claims_; }
+  std::string_view key_of(const Claim& c) const {
+    return std::string_view(arena_.data() + c.key_pos, c.key_len);
+  }
+
+ private:
+  void place(uint32_t index1) {
+    size_t mask = slots_.size() - 1;
+    for (size_t i = claims_[index1 - 1].hash & mask;; i = (i + 1) & mask)
+      if (slots_[i] == 0) {
+        slots_[i] = index1;
+        return;
+      }
+  }
+  void grow() {
+    slots_.assign(slots_.size() * 2, 0);
+    for (uint32_t i = 1; i <= claims_.size(); ++i) place(i);
+  }
+
+  std::string arena_;
+  std::vector<Claim> claims_;
+  std::vector<uint32_t> slots_;  // 1-based index into claims_, 0 = empty
+};
+
+}  // namespace exactly::dedupe

@@ -1,0 +1,86 @@
+#include "store_options.hpp"
+
+#include <algorithm>
+
+#include <rocksdb/filter_policy.h>
+#include <rocksdb/table.h>
+
+namespace exactly::dedupe {
+
+rocksdb::DBOptions make_db_options(const StoreTuning& t) {
+  rocksdb::DBOptions o;
+  o.create_if_missing = true;
+  o.create_missing_column_families = true;
+  // Filters and indexes stay pinned in the table readers: every lookup of a new id
+  // touches a filter of each level, and a cache round trip per probe would cost more
+  // than the probe.
+  o.max_open_files = -1;
+  o.max_background_jobs = 2;
+  o.bytes_per_sync = 1u << 20;
+  o.keep_log_file_num = 3;
+  o.max_log_file_size = 8u << 20;
+  // The seq column family is written every round but flushes rarely; this bounds how
+  // long it can pin old WAL files.
+  o.max_total_wal_size = 4 * t.write_buffer_size;
+  o.avoid_unnecessary_blocking_io = true;
+  o.skip_stats_update_on_db_open = true;
+  return o;
+}
+
+static rocksdb::CompressionType compression_of(const std::string& name) {
+  if (name == "lz4") return rocksdb::kLZ4Compression;
+  if (name == "zstd") return rocksdb::kZSTD;
+  return rocksdb::kNoCompression;
+}
+
+rocksdb::ColumnFamilyOptions make_claims_options(const StoreTuning& t,
+                                                 const std::shared_ptr<rocksdb::Cache>& cache,
+                                                 const rocksdb::CompactionFilter* eviction) {
+  rocksdb::ColumnFamilyOptions o;
+  rocksdb::BlockBasedTableOptions b;
+  b.block_cache = cache;
+  b.cache_index_and_filter_blocks = false;
+  b.filter_policy.reset(t.filter == "ribbon"
+                            ? rocksdb::NewRibbonFilterPolicy(t.filter_bits_per_key)
+                            : rocksdb::NewBloomFilterPolicy(t.filter_bits_per_key, false));
+  b.whole_key_filtering = true;
+  b.format_version = 5;
+  b.block_size = 4096;
+  o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(b));
+  // Most lookups are misses (new ids), so the bottommost level needs its filters too.
+  o.optimize_filters_for_hits = false;
+  // Claims reach this family as SST files folded by the store, not through its
+  // memtable; the write buffer size only scales the levels.
+  o.write_buffer_size = t.write_buffer_size;
+  o.level_compaction_dynamic_level_bytes = true;
+  o.max_bytes_for_level_base = 4 * t.write_buffer_size;
+  o.target_file_size_base = t.write_buffer_size;
+  // Ids are random: nothing compresses but RocksDB's own per-entry framing, which only
+  // pays off where most data lives. Upper levels stay uncompressed for CPU.
+  o.compression = rocksdb::kNoCompression;
+  o.bottommost_compression = compression_of(t.compression);
+  o.compaction_filter = eviction;
+  return o;
+}
+
+rocksdb::ColumnFamilyOptions make_seq_options(const StoreTuning& t,
+                                              const std::shared_ptr<rocksdb::Cache>& cache) {
+  rocksdb::ColumnFamilyOptions o;
+  rocksdb::BlockBasedTableOptions b;
+  b.block_cache = cache;
+  o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(b));
+  // Chunks carry their round's claims until those are folded into the claims column
+  // family; a memtable that holds them until then never writes them to an SST.
+  o.write_buffer_size = t.write_buffer_size;
+  o.max_write_buffer_number = 2;
+  o.compression = rocksdb::kNoCompression;
+  return o;
+}
+
+rocksdb::ReadOptions make_lookup_read_options() {
+  rocksdb::ReadOptions r;
+  r.ignore_range_deletions = true;  // the store never writes range tombstones
+  return r;
+}
+
+}  // namespace exactly::dedupe

@@ -1,0 +1,39 @@
+// RocksDB options of a dedupe store. One place, so the benchmark's reference loop
+// (tests/bench/dedupe) opens its database with exactly what the plugin uses.
+#pragma once
+
+#include <rocksdb/cache.h>
+#include <rocksdb/compaction_filter.h>
+#include <rocksdb/options.h>
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+namespace exactly::dedupe {
+
+struct StoreTuning {
+  size_t write_buffer_size = 64u << 20;
+  std::string filter = "bloom";  // bloom | ribbon
+  double filter_bits_per_key = 10;
+  std::string compression = "zstd";  // of the bottommost level: none | lz4 | zstd
+};
+
+inline constexpr const char* kSeqColumnFamily = "seq";
+
+rocksdb::DBOptions make_db_options(const StoreTuning& t);
+// `eviction` drops claims below the store's floor during compactions; may be null.
+rocksdb::ColumnFamilyOptions make_claims_options(const StoreTuning& t,
+                                                 const std::shared_ptr<rocksdb::Cache>& cache,
+                                                 const rocksdb::CompactionFilter* eviction);
+rocksdb::ColumnFamilyOptions make_seq_options(const StoreTuning& t,
+                                              const std::shared_ptr<rocksdb::Cache>& cache);
+// Claims gathered in memory (and in the sequence index's memtable) before they are
+// folded into the claims column family as one SST file.
+inline size_t index_threshold(const StoreTuning& t) {
+  size_t n = t.write_buffer_size / 48;
+  return n < 1024 ? 1024 : n;
+}
+rocksdb::ReadOptions make_lookup_read_options();
+
+}  // namespace exactly::dedupe

@@ -1,0 +1,119 @@
+// Shared set-up for the dedupe plugin tests: the real .so, a fresh state directory per
+// test, and small record builders.
+#pragma once
+
+#include <exactly/testing/harness.hpp>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <memory>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace dedupe_test {
+
+namespace fs = std::filesystem;
+using exactly::sdk::Partition;
+using exactly::testing::FakeHost;
+using exactly::testing::Library;
+using exactly::testing::OwnedRecord;
+using exactly::testing::Pairs;
+using exactly::testing::TransformHarness;
+using exactly::testing::TransformOutput;
+
+inline Library& library() {
+  static Library lib(std::string(EXACTLY_PLUGIN_DIR) + "/exactly_dedupe.so");
+  return lib;
+}
+
+inline Partition part(int32_t id, std::string name, int64_t start_offset = -1) {
+  Partition p;
+  p.id = id;
+  p.name = std::move(name);
+  p.topic = "events";
+  p.number = id;
+  p.start_offset = start_offset;
+  return p;
+}
+
+// A JSON event whose messageId is `id`.
+inline OwnedRecord event(const std::string& id, int64_t offset, int32_t partition = 0,
+                         const std::string& body = "x") {
+  return exactly::testing::rec(std::nullopt,
+                               "{\"messageId\":\"" + id + "\",\"body\":\"" + body + "\"}",
+                               partition, offset);
+}
+
+inline std::vector<size_t> kept(const TransformOutput& o) { return o.kept; }
+
+class DedupeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() /
+           ("exactly-dedupe-" + std::string(info->test_suite_name()) + "-" + info->name() + "-" +
+            std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    stage_.reset();
+    fs::remove_all(dir_);
+  }
+
+  Pairs config(Pairs extra = {}) const {
+    Pairs c = {{"id.json", "/messageId"}, {"state.dir", dir_.string()},
+               {"rocksdb.block.cache.size", "8388608"}, {"rocksdb.write.buffer.size", "4194304"}};
+    for (auto& kv : extra)
+      if (kv.first == "id.key" || kv.first == "id.header") c.erase(c.begin());  // id.json
+    for (auto& kv : extra) {
+      auto it = std::find_if(c.begin(), c.end(), [&](auto& x) { return x.first == kv.first; });
+      if (it != c.end()) *it = kv;
+      else c.push_back(kv);
+    }
+    return c;
+  }
+
+  // A new stage instance (the old one, if any, is destroyed first), assigned `parts`.
+  TransformHarness& start(Pairs extra = {}, std::vector<Partition> parts = {part(0, "events-0")}) {
+    stage_.reset();
+    stage_ = std::make_unique<TransformHarness>(library(), "dedupe", config(std::move(extra)),
+                                                &host_);
+    EXPECT_TRUE(stage_->ok()) << stage_->create_status().message();
+    if (!parts.empty()) {
+      auto st = stage_->assign(parts);
+      EXPECT_TRUE(st.is_ok()) << st.message();
+    }
+    return *stage_;
+  }
+
+  // prepare_commit + commit, as the host does at a commit point.
+  void commit_round() {
+    auto st = stage_->prepare_commit();
+    ASSERT_TRUE(st.is_ok()) << st.message();
+    st = stage_->commit();
+    ASSERT_TRUE(st.is_ok()) << st.message();
+  }
+
+  double metric(const std::string& name, const std::string& partition = "events-0") const {
+    return host_.metric(name + "{partition=" + partition + "}");
+  }
+
+  fs::path dir_;
+  FakeHost host_;
+  std::unique_ptr<TransformHarness> stage_;
+};
+
+inline std::string uuid(std::mt19937_64& rng) {
+  static const char* hex = "0123456789abcdef";
+  std::string s(36, '-');
+  for (size_t i = 0; i < 36; ++i)
+    if (i != 8 && i != 13 && i != 18 && i != 23) s[i] = hex[rng() & 15];
+  return s;
+}
+
+}  // namespace dedupe_test

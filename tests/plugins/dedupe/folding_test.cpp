@@ -1,0 +1,76 @@
+// Claims are written per round into the sequence index, gathered in memory, and folded
+// into the claims column family in bulk. Both paths must answer the same way, also
+// after a crash that leaves claims unfolded.
+#include "dedupe_fixture.hpp"
+
+namespace dedupe_test {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+std::vector<OwnedRecord> range(int from, int to, int64_t& offset, int32_t partition = 0) {
+  std::vector<OwnedRecord> out;
+  for (int i = from; i < to; ++i) out.push_back(event("id-" + std::to_string(i), offset++, partition));
+  return out;
+}
+
+size_t sst_files(const fs::path& dir) {
+  size_t n = 0;
+  for (auto& e : fs::directory_iterator(dir)) n += e.path().extension() == ".sst";
+  return n;
+}
+
+TEST_F(DedupeTest, FoldedAndUnfoldedClaimsSurviveACrashImage) {
+  // 1 MiB write buffer: claims are folded once about 21845 have gathered.
+  Pairs small = {{"rocksdb.write.buffer.size", "1048576"}};
+  auto& t = start(small);
+  int64_t off = 0;
+  t.process(range(0, 15000, off));
+  commit_round();
+  EXPECT_EQ(sst_files(dir_ / "events-0"), 0u);
+  t.process(range(15000, 25000, off));
+  commit_round();
+  EXPECT_GE(sst_files(dir_ / "events-0"), 1u);  // folded
+  const int64_t round3 = off;
+  t.process(range(25000, 25500, off));
+  commit_round();
+  // Copy the store while it is open: what a kill -9 right now would leave behind.
+  fs::copy(dir_ / "events-0", dir_ / "events-9", fs::copy_options::recursive);
+
+  FakeHost other;
+  TransformHarness crashed(library(), "dedupe", config(small), &other);
+  ASSERT_TRUE(crashed.ok());
+  auto st = crashed.assign({part(0, "events-9", off)});
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  int64_t off2 = off;
+  // Every id of the three rounds is known; a replay of round 3's first record re-emits.
+  std::vector<OwnedRecord> probe = {event("id-1", off2++), event("id-24999", off2++),
+                                    event("id-25499", off2++), event("id-25000", round3),
+                                    event("id-new", off2++)};
+  EXPECT_THAT(crashed.process(probe).kept, ElementsAre(3u, 4u));
+  EXPECT_THAT(crashed.process(range(0, 25500, off2)).kept, IsEmpty());
+  EXPECT_EQ(other.metric("dedupe_duplicates_total{partition=events-9}"), 25503);
+}
+
+TEST_F(DedupeTest, EvictionAppliesToFoldedClaims) {
+  Pairs small = {{"rocksdb.write.buffer.size", "1048576"}, {"retention.max.keys", "20000"}};
+  auto& t = start(small);
+  int64_t off = 0;
+  for (int r = 0; r < 3; ++r) {
+    t.process(range(r * 10000, (r + 1) * 10000, off));
+    commit_round();
+  }
+  EXPECT_EQ(metric("dedupe_store_keys"), 20000);
+  // Ids 0..9999 were the oldest: evicted. The rest are known.
+  EXPECT_THAT(t.process(range(9999, 10001, off)).kept, ElementsAre(0u));
+  commit_round();
+  auto& t2 = start(small, {part(0, "events-0", off)});
+  // id-9999 was claimed again (the newest now), which pushed id-10000 out.
+  EXPECT_THAT(t2.process(range(29999, 30000, off)).kept, IsEmpty());
+  EXPECT_THAT(t2.process(range(9999, 10000, off)).kept, IsEmpty());
+  EXPECT_THAT(t2.process(range(5000, 5001, off)).kept, ElementsAre(0u));
+}
+
+}  // namespace
+}  // namespace dedupe_test

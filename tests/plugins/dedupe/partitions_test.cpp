@@ -1,0 +1,140 @@
+// Stores per partition: assign/revoke, isolation, and stores behind the committed
+// position.
+#include "dedupe_fixture.hpp"
+
+namespace dedupe_test {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+TEST_F(DedupeTest, EachPartitionHasItsOwnStore) {
+  auto& t = start({}, {part(0, "events-0"), part(1, "events/1")});
+  auto out = t.process({event("a", 0, 0), event("a", 0, 1), event("a", 1, 1), event("b", 1, 0)});
+  EXPECT_THAT(out.kept, ElementsAre(0u, 1u, 3u));
+  commit_round();
+  EXPECT_EQ(metric("dedupe_duplicates_total", "events/1"), 1);
+  EXPECT_EQ(metric("dedupe_duplicates_total", "events-0"), 0);
+  EXPECT_EQ(metric("dedupe_store_keys", "events-0"), 2);
+  EXPECT_EQ(metric("dedupe_store_keys", "events/1"), 1);
+  EXPECT_TRUE(fs::is_directory(dir_ / "events-0"));
+  // Unsafe characters are replaced, with a hash of the name so names never collide.
+  int dirs = 0;
+  for (auto& e : fs::directory_iterator(dir_)) {
+    ++dirs;
+    EXPECT_EQ(e.path().filename().string().find('/'), std::string::npos);
+  }
+  EXPECT_EQ(dirs, 2);
+}
+
+TEST_F(DedupeTest, RecordsOfUnassignedPartitionsAreFatal) {
+  auto& t = start();
+  exactly::sdk::Status st;
+  auto out = t.process({event("a", 0, 0), event("b", 0, 7)}, &st);
+  EXPECT_EQ(st.code(), EX_ERR_FATAL);
+  EXPECT_THAT(st.message(), HasSubstr("partition id 7"));
+  EXPECT_THAT(out.kept, IsEmpty());
+}
+
+TEST_F(DedupeTest, RevokeClosesTheStoreAndAssignReopensIt) {
+  auto& t = start();
+  t.process({event("a", 0)});
+  commit_round();
+  // While assigned here, another instance cannot open the same store.
+  FakeHost other_host;
+  TransformHarness other(library(), "dedupe", config(), &other_host);
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(other.assign({part(0, "events-0")}).code(), EX_ERR_FATAL);
+  ASSERT_TRUE(t.revoke({part(0, "events-0")}).is_ok());
+  exactly::sdk::Status st;
+  t.process({event("b", 1)}, &st);
+  EXPECT_EQ(st.code(), EX_ERR_FATAL);  // no longer ours
+  // Now the other instance gets the partition, with its claims.
+  auto st2 = other.assign({part(0, "events-0", 1)});
+  ASSERT_TRUE(st2.is_ok()) << st2.message();
+  EXPECT_THAT(other.process({event("a", 1), event("b", 2)}).kept, ElementsAre(1u));
+  ASSERT_TRUE(other.revoke({part(0, "events-0")}).is_ok());
+  ASSERT_TRUE(t.assign({part(0, "events-0", 1)}).is_ok());
+}
+
+TEST_F(DedupeTest, ANewStoreBehindTheCommittedPositionFails) {
+  stage_ = std::make_unique<TransformHarness>(library(), "dedupe", config(), &host_);
+  auto st = stage_->assign({part(0, "events-0", 500)});
+  EXPECT_EQ(st.code(), EX_ERR_FATAL);
+  EXPECT_THAT(st.message(), HasSubstr("events-0"));
+  EXPECT_THAT(st.message(), HasSubstr("empty"));
+  EXPECT_THAT(st.message(), HasSubstr("500"));
+  EXPECT_THAT(st.message(), HasSubstr("on.store.behind"));
+  // From the beginning, or at an unknown position, a new store is fine.
+  EXPECT_TRUE(stage_->assign({part(0, "events-0", 0)}).is_ok());
+  EXPECT_TRUE(stage_->assign({part(1, "events-1", -1)}).is_ok());
+}
+
+TEST_F(DedupeTest, ADeletedStoreFailsByDefault) {
+  auto& t = start();
+  t.process({event("a", 0), event("b", 1)});
+  commit_round();
+  stage_.reset();
+  fs::remove_all(dir_ / "events-0");
+  stage_ = std::make_unique<TransformHarness>(library(), "dedupe", config(), &host_);
+  auto st = stage_->assign({part(0, "events-0", 2)});
+  EXPECT_EQ(st.code(), EX_ERR_FATAL);
+  EXPECT_THAT(st.message(), HasSubstr("behind"));
+}
+
+TEST_F(DedupeTest, AStoreRestoredFromAnOlderCopyFailsByDefaultAndIgnoreGoesOn) {
+  auto& t = start();
+  t.process({event("a", 0), event("b", 1)});
+  commit_round();
+  stage_.reset();
+  fs::copy(dir_ / "events-0", dir_ / "old-copy", fs::copy_options::recursive);
+  auto& t2 = start({}, {part(0, "events-0", 2)});
+  t2.process({event("c", 2), event("d", 3)});
+  commit_round();
+  stage_.reset();
+  fs::remove_all(dir_ / "events-0");
+  fs::rename(dir_ / "old-copy", dir_ / "events-0");
+
+  stage_ = std::make_unique<TransformHarness>(library(), "dedupe", config(), &host_);
+  auto st = stage_->assign({part(0, "events-0", 4)});
+  EXPECT_EQ(st.code(), EX_ERR_FATAL);
+  EXPECT_THAT(st.message(), HasSubstr("offset 1"));  // what the store holds
+  EXPECT_THAT(st.message(), HasSubstr("offset 4"));  // where the source resumes
+  EXPECT_THAT(st.message(), HasSubstr("restore"));
+
+  stage_ = std::make_unique<TransformHarness>(library(), "dedupe",
+                                              config({{"on.store.behind", "rebuild"}}), &host_);
+  st = stage_->assign({part(0, "events-0", 4)});
+  EXPECT_EQ(st.code(), EX_ERR_FATAL);
+  EXPECT_THAT(st.message(), HasSubstr("repair tool"));
+
+  host_.logs.clear();
+  stage_ = std::make_unique<TransformHarness>(library(), "dedupe",
+                                              config({{"on.store.behind", "ignore"}}), &host_);
+  st = stage_->assign({part(0, "events-0", 4)});
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  bool warned = false;
+  for (auto& [level, msg] : host_.logs)
+    warned |= level == EX_LOG_WARN && msg.find("behind") != std::string::npos;
+  EXPECT_TRUE(warned);
+  // The copy still knows a and b; c and d are lost (they pass again).
+  EXPECT_THAT(stage_->process({event("a", 4), event("c", 5)}).kept, ElementsAre(1u));
+}
+
+TEST_F(DedupeTest, ToleranceAllowsAGapUpToIt) {
+  auto& t = start({{"store.behind.tolerance", "2"}});
+  t.process({event("a", 0)});
+  commit_round();
+  stage_.reset();
+  auto fresh = [&](int64_t start_offset) {
+    stage_ = std::make_unique<TransformHarness>(
+        library(), "dedupe", config({{"store.behind.tolerance", "2"}}), &host_);
+    return stage_->assign({part(0, "events-0", start_offset)});
+  };
+  EXPECT_TRUE(fresh(3).is_ok());
+  EXPECT_EQ(fresh(4).code(), EX_ERR_FATAL);
+}
+
+}  // namespace
+}  // namespace dedupe_test
