@@ -395,8 +395,11 @@ sdk::Status KafkaSink::commit_transactional(const sdk::Checkpoint* positions, bo
     if (positions->format != kCheckpointFormat) {
       // A pipeline wiring problem, not a producer failure: leave the producer clean.
       abort_transaction({});
-      return sdk::Status::fatal("kafka sink: exactly_once with the kafka sink needs a kafka "
-                                "source (got positions in format '" + positions->format + "')");
+      // A config error, so the host stops the pipeline instead of rebuilding it forever.
+      return sdk::Status::config("delivery",
+                                 "kafka sink: exactly_once with the kafka sink needs a kafka "
+                                 "source (got positions in format '" + positions->format +
+                                     "'); use delivery: at_least_once");
     }
     cp = decode_checkpoint(positions->data);
     if (!cp) return fatal_status("corrupt kafka.v1 positions");

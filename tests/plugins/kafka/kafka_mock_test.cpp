@@ -504,14 +504,14 @@ TEST(KafkaSinkMockEos, CleanRoundStoresPositions) {
   EXPECT_EQ(sink.host().metric("kafka_sink_transactions_committed_total"), 1);
 }
 
-TEST(KafkaSinkMockEos, NonKafkaPositionsAreFatal) {
+TEST(KafkaSinkMockEos, NonKafkaPositionsAreAConfigError) {
   MockCluster mc;
   mc.topic("out", 1);
   SinkHarness sink(lib(), "kafka", eos_sink_cfg(mc.servers(), "out"));
   ASSERT_TRUE(sink.open().is_ok());
   bool stored = true;
   Status st = eos_round(sink, 0, 3, Checkpoint{"file.v1", "x"}, &stored);
-  EXPECT_EQ(st.code(), EX_ERR_FATAL);
+  EXPECT_EQ(st.code(), EX_ERR_CONFIG);  // stops the pipeline; a rebuild cannot fix wiring
   EXPECT_NE(st.message().find("exactly_once with the kafka sink needs a kafka source"),
             std::string::npos)
       << st.message();
