@@ -59,6 +59,18 @@ Outcome create_with(const VT& vt, const config::ComponentSpec& spec, HostBinding
   return Outcome::from(rc, e);
 }
 
+// The new spec replaces the old one only when the plugin took it.
+template <typename VT>
+Outcome reconfigure_with(const VT& vt, const config::ComponentSpec& spec, void* self,
+                         config::ComponentSpec* current) {
+  if (vt.reconfigure == nullptr) return Outcome::make(EX_ERR_UNSUPPORTED, "no reconfigure");
+  AbiConfig cfg(spec);
+  ex_error e = new_error();
+  Outcome o = Outcome::from(vt.reconfigure(self, cfg.get(), &e), e);
+  if (o.ok()) *current = spec;
+  return o;
+}
+
 Source::~Source() {
   if (self_) vt().destroy(self_);
 }
@@ -82,12 +94,7 @@ Outcome Source::checkpoint(ex_checkpoint* out) {
 Outcome Source::commit(const ex_checkpoint* cp) { CALL(commit, cp); }
 Outcome Source::rewind(const ex_checkpoint* cp) { CALL_REQUIRED(rewind, cp); }
 Outcome Source::reconfigure(const config::ComponentSpec& spec) {
-  if (vt().reconfigure == nullptr) return Outcome::make(EX_ERR_UNSUPPORTED, "no reconfigure");
-  AbiConfig cfg(spec);
-  ex_error e = new_error();
-  Outcome o = Outcome::from(vt().reconfigure(self_, cfg.get(), &e), e);
-  if (o.ok()) spec_ = spec;
-  return o;
+  return reconfigure_with(vt(), spec, self_, &spec_);
 }
 
 Transform::~Transform() {
@@ -103,12 +110,7 @@ Outcome Transform::prepare_commit() { CALL(prepare_commit); }
 Outcome Transform::commit() { CALL(commit); }
 Outcome Transform::abort() { CALL(abort); }
 Outcome Transform::reconfigure(const config::ComponentSpec& spec) {
-  if (vt().reconfigure == nullptr) return Outcome::make(EX_ERR_UNSUPPORTED, "no reconfigure");
-  AbiConfig cfg(spec);
-  ex_error e = new_error();
-  Outcome o = Outcome::from(vt().reconfigure(self_, cfg.get(), &e), e);
-  if (o.ok()) spec_ = spec;
-  return o;
+  return reconfigure_with(vt(), spec, self_, &spec_);
 }
 
 Sink::~Sink() {
@@ -139,12 +141,7 @@ Outcome Sink::commit(const ex_checkpoint* positions, uint32_t* flags) {
 }
 Outcome Sink::abort() { CALL(abort); }
 Outcome Sink::reconfigure(const config::ComponentSpec& spec) {
-  if (vt().reconfigure == nullptr) return Outcome::make(EX_ERR_UNSUPPORTED, "no reconfigure");
-  AbiConfig cfg(spec);
-  ex_error e = new_error();
-  Outcome o = Outcome::from(vt().reconfigure(self_, cfg.get(), &e), e);
-  if (o.ok()) spec_ = spec;
-  return o;
+  return reconfigure_with(vt(), spec, self_, &spec_);
 }
 
 }  // namespace exactly::engine

@@ -388,7 +388,17 @@ void destroy(void* self) noexcept {
   }
 }
 
-inline Config cfg(const ex_config* c) { return Config(c); }
+// Sources and sinks live in a box that also holds memory handed across the ABI.
+template <typename Box, typename T>
+int32_t create_boxed(const ex_host_api* host, const ex_config* config, void** out,
+                     ex_error* err) {
+  return guard(err, [&] {
+    auto box = std::make_unique<Box>();
+    box->impl = std::make_unique<T>(Host(host), Config(config));
+    *out = box.release();
+    return Status::ok();
+  });
+}
 
 // Per-instance storage for source batches and checkpoints that must outlive the call.
 struct SourceBox {
@@ -402,24 +412,9 @@ template <typename T>
 struct SourceAdapter {
   static int32_t create(const ex_host_api* host, const ex_config* config, void** out,
                         ex_error* err) {
-    return guard(err, [&] {
-      auto* box = new SourceBox();
-      try {
-        box->impl = std::make_unique<T>(Host(host), Config(config));
-      } catch (...) {
-        delete box;
-        throw;
-      }
-      *out = box;
-      return Status::ok();
-    });
+    return create_boxed<SourceBox, T>(host, config, out, err);
   }
-  static void destroy(void* self) noexcept {
-    try {
-      delete static_cast<SourceBox*>(self);
-    } catch (...) {
-    }
-  }
+  static void destroy(void* self) noexcept { detail::destroy<SourceBox>(self); }
   static SourceBox& box(void* s) { return *static_cast<SourceBox*>(s); }
   static int32_t open(void* s, const ex_checkpoint* resume, ex_error* err) {
     return guard(err, [&] {
@@ -513,24 +508,9 @@ template <typename T>
 struct SinkAdapter {
   static int32_t create(const ex_host_api* host, const ex_config* config, void** out,
                         ex_error* err) {
-    return guard(err, [&] {
-      auto* box = new SinkBox();
-      try {
-        box->impl = std::make_unique<T>(Host(host), Config(config));
-      } catch (...) {
-        delete box;
-        throw;
-      }
-      *out = box;
-      return Status::ok();
-    });
+    return create_boxed<SinkBox, T>(host, config, out, err);
   }
-  static void destroy(void* self) noexcept {
-    try {
-      delete static_cast<SinkBox*>(self);
-    } catch (...) {
-    }
-  }
+  static void destroy(void* self) noexcept { detail::destroy<SinkBox>(self); }
   static SinkBox& box(void* s) { return *static_cast<SinkBox*>(s); }
   static int32_t open(void* s, ex_checkpoint* stored, int32_t* has, ex_error* err) {
     return guard(err, [&] {
