@@ -434,6 +434,7 @@ sdk::Status KafkaSource::poll(int timeout_ms, std::vector<ex_record>& out, bool&
   }
   if (!msgs_.empty()) host_.counter("kafka_source_records_total", static_cast<double>(msgs_.size()));
   // A bounded run: the topic has been quiet long enough to call it drained.
+  report_lag();
   // The clock runs only while partitions are assigned: joining the group is not idling.
   if (stop_when_idle_ms_ > 0) {
     bool any = std::any_of(parts_.begin(), parts_.end(), [](const PartState& p) { return p.assigned; });
@@ -441,6 +442,24 @@ sdk::Status KafkaSource::poll(int timeout_ms, std::vector<ex_record>& out, bool&
     else if (now_ms() - last_record_ms_ >= stop_when_idle_ms_) end_of_input = true;
   }
   return sdk::Status::ok();
+}
+
+// Consumer lag per partition from librdkafka's cached high watermarks (no request to
+// the broker), at most once a second.
+void KafkaSource::report_lag() {
+  int64_t now = now_ms();
+  if (now - last_lag_report_ms_ < 1000) return;
+  last_lag_report_ms_ = now;
+  for (const auto& p : parts_) {
+    if (!p.assigned || p.next < 0) continue;
+    int64_t lo = 0, hi = 0;
+    if (rd_kafka_get_watermark_offsets(rk_, p.topic.c_str(), p.number, &lo, &hi) !=
+            RD_KAFKA_RESP_ERR_NO_ERROR || hi < 0)
+      continue;
+    std::string labels = "partition=" + p.name;
+    host_.gauge("kafka_source_consumer_lag", static_cast<double>(std::max<int64_t>(0, hi - p.next)),
+                labels.c_str());
+  }
 }
 
 sdk::Status KafkaSource::checkpoint(sdk::Checkpoint& out) {

@@ -69,6 +69,8 @@ class KafkaSource final : public sdk::Source, public ClientContext {
   size_t batch_size_;
   int64_t poll_timeout_ms_;
   int64_t stop_when_idle_ms_ = 0;
+  int64_t last_lag_report_ms_ = 0;
+  void report_lag();
   int64_t last_record_ms_ = 0;  // 0 until the first poll
   int64_t open_timeout_ms_;
   bool reset_latest_ = false;

@@ -177,6 +177,11 @@ if get("exactly_restarts_total", pipeline="copy") != 0:
     failures.append("the copy pipeline was restarted by its instance failing")
 if get("exactly_pipeline_up", pipeline="copy") != 1:
     failures.append("the copy pipeline is not up at the end")
+lag = {k: v for k, v in m.items() if k[0] == "exactly_kafka_source_consumer_lag" and ("pipeline", "copy") in k[1]}
+if len(lag) != 4:
+    failures.append(f"consumer lag reported for {len(lag)} partitions, want 4")
+elif sum(lag.values()) != 0:
+    failures.append(f"consumer lag after catching up is {sum(lag.values())}, want 0")
 if get("exactly_records_out_total", pipeline="copy") < N:
     failures.append(f"records_out_total {get('exactly_records_out_total', pipeline='copy')} < {N}")
 
