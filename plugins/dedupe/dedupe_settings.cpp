@@ -51,9 +51,8 @@ Settings Settings::parse(const sdk::Config& c) {
 
   std::string behind = c.get_string("on.store.behind", "fail");
   if (behind == "fail") s.on_store_behind = BehindPolicy::fail;
-  else if (behind == "rebuild") s.on_store_behind = BehindPolicy::rebuild;
   else if (behind == "ignore") s.on_store_behind = BehindPolicy::ignore;
-  else throw ConfigError("on.store.behind", "expected fail, rebuild or ignore, got '" + behind + "'");
+  else throw ConfigError("on.store.behind", "expected fail or ignore, got '" + behind + "'");
   s.store_behind_tolerance = non_negative(c, "store.behind.tolerance");
 
   s.retention.max_keys = static_cast<uint64_t>(non_negative(c, "retention.max.keys"));

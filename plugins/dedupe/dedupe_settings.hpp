@@ -13,7 +13,7 @@
 namespace exactly::dedupe {
 
 enum class ConflictPolicy { duplicate, reject, stop };
-enum class BehindPolicy { fail, rebuild, ignore };
+enum class BehindPolicy { fail, ignore };
 
 struct Settings {
   IdSpec id;

@@ -85,9 +85,6 @@ Status DedupeTransform::open_partition(const sdk::Partition& p, std::unique_ptr<
     switch (settings_.on_store_behind) {
       case BehindPolicy::fail:
         return Status::fatal(msg);
-      case BehindPolicy::rebuild:
-        return Status::fatal(msg + " (on.store.behind: rebuild is not done by the dedupe "
-                                   "plugin itself: it needs the kafka plugin's repair tool)");
       case BehindPolicy::ignore:
         host_.warn("WARNING " + msg + " Going on because on.store.behind is ignore.");
         host_.counter("dedupe_store_behind_total", 1, part->labels.c_str());

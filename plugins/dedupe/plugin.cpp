@@ -8,7 +8,7 @@ using exactly::sdk::field;
 using exactly::sdk::required;
 
 const char* const kConflict[] = {"duplicate", "reject", "stop", nullptr};
-const char* const kBehind[] = {"fail", "rebuild", "ignore", nullptr};
+const char* const kBehind[] = {"fail", "ignore", nullptr};
 const char* const kFilters[] = {"bloom", "ribbon", nullptr};
 const char* const kCompression[] = {"none", "lz4", "zstd", nullptr};
 
@@ -29,8 +29,7 @@ const ex_config_field kFields[] = {
           "duplicate", kConflict),
     field("on.store.behind", EX_CFG_STRING,
           "a store older than the committed position (deleted or restored from an old copy): "
-          "fail = refuse to start, ignore = warn and go on, rebuild = needs the kafka repair "
-          "tool",
+          "fail = refuse to start (say how to repair), ignore = warn and go on",
           "fail", kBehind),
     field("store.behind.tolerance", EX_CFG_INT,
           "offsets the committed position may run ahead of the store before it counts as "

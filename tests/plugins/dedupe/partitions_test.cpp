@@ -103,12 +103,6 @@ TEST_F(DedupeTest, AStoreRestoredFromAnOlderCopyFailsByDefaultAndIgnoreGoesOn) {
   EXPECT_THAT(st.message(), HasSubstr("offset 4"));  // where the source resumes
   EXPECT_THAT(st.message(), HasSubstr("restore"));
 
-  stage_ = std::make_unique<TransformHarness>(library(), "dedupe",
-                                              config({{"on.store.behind", "rebuild"}}), &host_);
-  st = stage_->assign({part(0, "events-0", 4)});
-  EXPECT_EQ(st.code(), EX_ERR_FATAL);
-  EXPECT_THAT(st.message(), HasSubstr("repair tool"));
-
   host_.logs.clear();
   stage_ = std::make_unique<TransformHarness>(library(), "dedupe",
                                               config({{"on.store.behind", "ignore"}}), &host_);
