@@ -1,0 +1,296 @@
+#!/usr/bin/env bash
+# Kafka benchmarks, in one invocation against one real broker (KRaft, Kafka 3.9.1).
+#
+#   tests/bench/kafka/run_bench.sh [--records 2000000] [--repeats 3]
+#       [--cases a,b,c,d,e,ct,et] [--size 150] [--dup-ratio 0.006] [--partitions 4]
+#       [--commit-interval-ms 1000] [--commit-max-records 1000000]
+#       [--prefetch 1000000] [--streams-threads 1] [--streams-caching false]
+#       [--workdir DIR] [--keep]
+#
+# Loads one input topic (UUID-text ids in JSON, keyed by id so duplicates share a
+# partition), then each contender reads ALL of it from the beginning into its own
+# output topic:
+#   a  raw copy: plain librdkafka consume -> produce, idempotent, no transactions (the limit)
+#   b  exactly, at_least_once, kafka -> dedupe -> kafka
+#   c  exactly, exactly_once,  kafka -> dedupe -> kafka
+#   d  Kafka Streams 3.9.1, exactly_once_v2, RocksDB KeyValueStore dedupe
+#   e  exactly, exactly_once,  kafka -> kafka (plain copy)
+#   ct, et (any exactly case + "t"): the same with the kafka source's consumer prefetch
+#      raised (rdkafka: {queued.min.messages: PREFETCH}); see docs/benchmarks.md: with
+#      librdkafka 2.0.2's default (100000 per partition) a partition whose queue filled
+#      up is fetched again only ~1 s later, which caps the source. The raw copy (a)
+#      always uses PREFETCH: it is the tuned limit.
+# Time: from process start until the group's committed offsets cover the input (b-e;
+# bench_run_until_committed), until every record was delivered (a). Every output is then
+# checked by tests/tools/kafka-tool.sh verify (copy for a, e; dedupe for b, c, d).
+# Prints a table of medians and the ratios c/d, c/a, e/a; everything (logs, YAML, JSON,
+# metrics scrapes) stays in the work dir, which is printed.
+#
+# Broker: $EXACTLY_KAFKA_BOOTSTRAP if set, else one started (and stopped) here.
+# BUILD_DIR (default build-bench): a Release build of its own, never build/.
+# Streams app: built with Maven into ${EXACTLY_CACHE:-~/.cache/exactly}/streams-dedupe.
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../../.." && pwd)"
+build="${BUILD_DIR:-$root/build-bench}"
+cache="${EXACTLY_CACHE:-$HOME/.cache/exactly}"
+tool="$root/tests/tools/kafka-tool.sh"
+broker_sh="$root/tests/tools/kafka-broker.sh"
+
+records=2000000 repeats=3 cases="a,b,c,d,e,ct,et" size=150 dup=0.006 partitions=4
+interval_ms=1000 max_records=1000000 streams_threads=1 streams_caching=false prefetch=1000000
+work="" keep=0 seed=7
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --records) records="$2"; shift 2 ;;
+    --repeats) repeats="$2"; shift 2 ;;
+    --cases) cases="$2"; shift 2 ;;
+    --size) size="$2"; shift 2 ;;
+    --dup-ratio) dup="$2"; shift 2 ;;
+    --partitions) partitions="$2"; shift 2 ;;
+    --commit-interval-ms) interval_ms="$2"; shift 2 ;;
+    --commit-max-records) max_records="$2"; shift 2 ;;
+    --streams-threads) streams_threads="$2"; shift 2 ;;
+    --prefetch) prefetch="$2"; shift 2 ;;
+    --streams-caching) streams_caching="$2"; shift 2 ;;
+    --seed) seed="$2"; shift 2 ;;
+    --workdir) work="$2"; shift 2 ;;
+    --keep) keep=1; shift ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+    *) echo "run_bench.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+IFS=',' read -r -a case_list <<<"$cases"
+
+log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+# ---------------------------------------------------------------- build
+log "building in $build"
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$build" --target exactly exactly_plugin_kafka exactly_plugin_dedupe \
+  bench_raw_copy bench_run_until_committed >/dev/null
+streams_target="$cache/streams-dedupe"
+mkdir -p "$streams_target"
+mvn_build() {
+  (cd "$streams_target" && mvn -B -q "$@" -f "$here/streams-dedupe/pom.xml" \
+    -Dbench.target="$streams_target" compile dependency:build-classpath \
+    -Dmdep.outputFile="$streams_target/classpath.txt")
+}
+log "building the Kafka Streams app into $streams_target"
+mvn_build -o >"$streams_target/build.log" 2>&1 || mvn_build >>"$streams_target/build.log" 2>&1 ||
+  { tail -n 30 "$streams_target/build.log" >&2; die "maven build of streams-dedupe failed"; }
+streams_cp="$streams_target/classes:$(cat "$streams_target/classpath.txt")"
+"$tool" build >/dev/null
+
+# ---------------------------------------------------------------- broker
+[[ -n "$work" ]] || work="$(mktemp -d /tmp/exactly-kafka-bench.XXXXXX)"
+mkdir -p "$work"
+broker_dir="" broker_pid=0
+cleanup() {
+  local rc=$?
+  if [[ -n "$broker_dir" ]]; then
+    if [[ $keep -eq 1 ]]; then "$broker_sh" stop --dir "$broker_dir" >/dev/null 2>&1 || true
+    else "$broker_sh" stop --dir "$broker_dir" --clean >/dev/null 2>&1 || true; fi
+  fi
+  log "work dir: $work"
+  exit $rc
+}
+trap cleanup EXIT
+if [[ -n "${EXACTLY_KAFKA_BOOTSTRAP:-}" ]]; then
+  B="$EXACTLY_KAFKA_BOOTSTRAP"
+  # A local broker's CPU is measured too when its listening pid can be seen.
+  broker_pid="$(ss -Hltnp "sport = :${B##*:}" 2>/dev/null | grep -o 'pid=[0-9]*' | head -n1 | cut -d= -f2)"
+  broker_pid="${broker_pid:-0}"
+  log "using the broker at $B (pid: $broker_pid; 0 = not measured)"
+else
+  broker_dir="$work/kafka"
+  B="$(KAFKA_HEAP="${KAFKA_HEAP:-1g}" "$broker_sh" start --dir "$broker_dir" | tail -n1)"
+  broker_pid="$(cat "$broker_dir/node-1/pid")"
+  log "broker $B (pid $broker_pid, dir $broker_dir)"
+fi
+
+cpu_of() {  # utime+stime of a pid in seconds
+  awk -v t="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); split($0, f, " "); printf "%.2f", (f[12] + f[13]) / t }' "/proc/$1/stat"
+}
+
+# ---------------------------------------------------------------- input
+tag="$(date +%s)"
+in="bench-in-$tag"
+"$tool" create-topic --bootstrap "$B" --topic "$in" --partitions "$partitions" >/dev/null
+log "producing $records records ($size bytes, dup ratio $dup, keyed by id) into $in"
+t0=$(date +%s.%N)
+"$tool" produce --bootstrap "$B" --topic "$in" --count "$records" --partitions "$partitions" \
+  --dup-ratio "$dup" --size "$size" --seed "$seed" --keyed >"$work/produce.json"
+log "loaded in $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s: $(cat "$work/produce.json")"
+total_end=$("$tool" end-offsets --bootstrap "$B" --topic "$in" | jq .total_end)
+[[ "$total_end" == "$records" ]] || die "input has $total_end records, expected $records"
+
+# ---------------------------------------------------------------- contenders
+metrics_port=$((19500 + RANDOM % 400))
+
+write_yaml() {  # case delivery with_dedupe dir group out tuned
+  local c="$1" delivery="$2" dedupe="$3" d="$4" group="$5" out="$6" tuned="$7" extra=""
+  [[ "$tuned" == 1 ]] && extra=", rdkafka: { queued.min.messages: $prefetch }"
+  {
+    echo "metrics: { listen: 127.0.0.1:$metrics_port }"
+    echo "pipelines:"
+    echo "  - name: bench-$c"
+    echo "    delivery: $delivery"
+    echo "    commit: { interval: ${interval_ms}ms, max.records: $max_records }"
+    echo "    source: { plugin: kafka, config: { bootstrap.servers: \"$B\", group.id: $group, topics: [$in]$extra } }"
+    if [[ "$dedupe" == 1 ]]; then
+      echo "    transforms:"
+      echo "      - plugin: dedupe"
+      echo "        config: { id: { json: /messageId }, state.dir: \"$d/dedupe\" }"
+    fi
+    echo "    sink: { plugin: kafka, config: { bootstrap.servers: \"$B\", topic: $out, partitioning: input, state.dir: \"$d/sink\" } }"
+  } >"$d/pipeline.yaml"
+}
+
+results="$work/results.tsv"
+printf 'case\trep\trecords_per_s\tseconds\tcpu_s\tpeak_rss_mb\tbroker_cpu_s\tfirst_s\tsteady_per_s\tload1\tverify\tverify_json\n' >"$results"
+
+run_case() {  # case rep
+  local c="$1" rep="$2"
+  local d="$work/$c-$rep" out="bench-out-$c-$rep-$tag" group="bench-$c-$rep-$tag"
+  local base="$c" tuned=0
+  if [[ ${#c} -eq 2 && ${c:1} == t ]]; then base="${c:0:1}" tuned=1; fi
+  mkdir -p "$d"
+  "$tool" create-topic --bootstrap "$B" --topic "$out" --partitions "$partitions" >/dev/null
+  sleep 2  # let the broker settle after the previous verify / topic deletion
+  local load1
+  load1=$(cut -d' ' -f1 /proc/loadavg)
+  log "run $rep: case $c -> $out (load $load1)"
+  local json rc=0
+  case "$base" in
+    a)
+      local bc0=0
+      [[ $broker_pid -gt 0 ]] && bc0=$(cpu_of "$broker_pid")
+      json=$("$build/bench_raw_copy" --bootstrap "$B" --input "$in" --output "$out" \
+               --count "$records" --group "$group" \
+               --consumer-prop queued.min.messages="$prefetch" 2>"$d/log.txt") || rc=$?
+      local bc=-1
+      [[ $broker_pid -gt 0 ]] && bc=$(awk -v a="$bc0" -v b="$(cpu_of "$broker_pid")" 'BEGIN { printf "%.2f", b - a }')
+      json=$(jq -c --argjson bc "$bc" '. + {broker_cpu_s: $bc, first_commit_s: .first_record_s,
+        steady_records_per_s: (.records / (.seconds - .first_record_s) | floor)}' <<<"$json")
+      ;;
+    b|c|e)
+      local delivery=exactly_once dedupe=1
+      [[ $base == b ]] && delivery=at_least_once
+      [[ $base == e ]] && dedupe=0
+      write_yaml "$c" "$delivery" "$dedupe" "$d" "$group" "$out" "$tuned"
+      json=$("$build/bench_run_until_committed" --bootstrap "$B" --group "$group" --topic "$in" \
+               --target "$records" --broker-pid "$broker_pid" --log "$d/log.txt" \
+               --on-done "curl -s http://127.0.0.1:$metrics_port/metrics > '$d/metrics.txt'" \
+               -- "$build/exactly" run --no-watch "$d/pipeline.yaml") || rc=$?
+      ;;
+    d)
+      [[ $tuned == 0 ]] || die "case $c: the Streams app has no librdkafka consumer to tune"
+      json=$("$build/bench_run_until_committed" --bootstrap "$B" --group "$group" --topic "$in" \
+               --target "$records" --broker-pid "$broker_pid" --log "$d/log.txt" \
+               -- java -Xmx1g -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -cp "$streams_cp" \
+                  exactly.bench.StreamsDedupe --bootstrap "$B" --input "$in" --output "$out" \
+                  --application-id "$group" --state-dir "$d/state" \
+                  --commit-interval-ms "$interval_ms" --threads "$streams_threads" \
+                  --caching "$streams_caching") || rc=$?
+      ;;
+    *) die "unknown case $c" ;;
+  esac
+  echo "$json" >"$d/result.json"
+  [[ $rc -eq 0 ]] || { tail -n 20 "$d/log.txt" >&2; die "case $c run $rep failed: $json"; }
+
+  local mode=copy vrc=0 v
+  [[ $base == b || $base == c || $base == d ]] && mode=dedupe
+  v=$("$tool" verify --bootstrap "$B" --input-topic "$in" --output-topic "$out" --mode "$mode" \
+        2>"$d/verify.err") || vrc=$?
+  echo "$v" >"$d/verify.json"
+  local verdict=ok
+  if [[ $vrc -ne 0 ]]; then
+    # at_least_once may write duplicates (nothing else); every other case must pass strictly.
+    if [[ $base == b && $vrc -eq 1 ]] &&
+       jq -e '.missing == 0 and .extra == 0 and .wrong_payload == 0' <<<"$v" >/dev/null; then
+      verdict="dups=$(jq .duplicated <<<"$v")"
+    else
+      verdict=FAILED
+      log "verify FAILED for case $c run $rep: $v"
+      head -n 20 "$d/verify.err" >&2
+    fi
+  fi
+  log "  $(jq -c '{records_per_s, seconds, cpu_s, peak_rss_kb, broker_cpu_s}' <<<"$json") verify=$verdict"
+  jq -r --arg c "$c" --arg r "$rep" --arg v "$verdict" --arg vj "$v" --arg l "$load1" \
+    '[$c, $r, .records_per_s, .seconds, .cpu_s, ((.peak_rss_kb / 1024) | floor), .broker_cpu_s,
+      .first_commit_s, .steady_records_per_s, $l, $v, $vj] | @tsv' <<<"$json" >>"$results"
+  if [[ $keep -eq 0 ]]; then
+    "$tool" delete-topic --bootstrap "$B" --topic "$out" >/dev/null 2>&1 || true
+    [[ $base == d ]] && "$tool" delete-topic --bootstrap "$B" --topic "$group-dedupe-ids-changelog" >/dev/null 2>&1 || true
+    rm -rf "$d/dedupe" "$d/state"
+  fi
+}
+
+log "machine: $(nproc) cores, $(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), load $(cut -d' ' -f1-3 /proc/loadavg)"
+for rep in $(seq 1 "$repeats"); do
+  for c in "${case_list[@]}"; do run_case "$c" "$rep"; done
+done
+
+# ---------------------------------------------------------------- summary
+summary="$work/summary.md"
+{
+  echo "records: $records x $size B, dup ratio $dup, $partitions partitions, commit ${interval_ms} ms (exactly: max.records $max_records), Streams threads $streams_threads, repeats: $repeats; medians; load = 1-min load average at the start of the run"
+  echo
+  echo "| case | what | records/s | wall s | CPU s | peak RSS MiB | broker CPU s | first commit s | steady records/s | load | verify |"
+  echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+  for c in "${case_list[@]}"; do
+    case "${c:0:1}" in
+      a) what="raw librdkafka copy (no txn)" ;;
+      b) what="exactly at_least_once + dedupe" ;;
+      c) what="exactly exactly_once + dedupe" ;;
+      d) what="Kafka Streams EOS v2 + RocksDB dedupe" ;;
+      e) what="exactly exactly_once copy" ;;
+    esac
+    [[ ${#c} -eq 2 ]] && what="$what, source prefetch $prefetch"
+    awk -F'\t' -v c="$c" -v what="$what" '
+      function median(arr, n,   i, j, t) {
+        for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (arr[j] < arr[i]) { t = arr[i]; arr[i] = arr[j]; arr[j] = t }
+        return n % 2 ? arr[(n + 1) / 2] : (arr[n / 2] + arr[n / 2 + 1]) / 2
+      }
+      NR > 1 && $1 == c { n++; r[n] = $3; s[n] = $4; u[n] = $5; m[n] = $6; b[n] = $7; f[n] = $8; y[n] = $9; l[n] = $10; v = v (v == "" ? "" : ",") $11 }
+      END { if (n) printf "| %s | %s | %.0f | %.1f | %.1f | %.0f | %.1f | %.1f | %.0f | %.1f | %s |\n", c, what, median(r, n), median(s, n), median(u, n), median(m, n), median(b, n), median(f, n), median(y, n), median(l, n), v }' "$results"
+  done
+  echo
+  awk -F'\t' '
+    function median(arr, n,   i, j, t) {
+      for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (arr[j] < arr[i]) { t = arr[i]; arr[i] = arr[j]; arr[j] = t }
+      return n % 2 ? arr[(n + 1) / 2] : (arr[n / 2] + arr[n / 2 + 1]) / 2
+    }
+    NR > 1 { k = $1; cnt[k]++; val[k, cnt[k]] = $3 }
+    END {
+      for (k in cnt) { n = cnt[k]; for (i = 1; i <= n; i++) tmp[i] = val[k, i]; med[k] = median(tmp, n) }
+      if (("c" in med) && ("d" in med)) printf "c/d = %.2f (target >= 3)\n", med["c"] / med["d"]
+      if (("c" in med) && ("a" in med)) printf "c/a = %.2f (target >= 0.6)\n", med["c"] / med["a"]
+      if (("e" in med) && ("a" in med)) printf "e/a = %.2f\n", med["e"] / med["a"]
+      if (("b" in med) && ("a" in med)) printf "b/a = %.2f\n", med["b"] / med["a"]
+      if (("ct" in med) && ("d" in med)) printf "ct/d = %.2f (target >= 3)\n", med["ct"] / med["d"]
+      if (("ct" in med) && ("a" in med)) printf "ct/a = %.2f (target >= 0.6)\n", med["ct"] / med["a"]
+      if (("et" in med) && ("a" in med)) printf "et/a = %.2f\n", med["et"] / med["a"]
+    }' "$results"
+} >"$summary"
+cat "$summary"
+
+# Where exactly's time goes: means of the host's histograms from each case's last run.
+for c in "${case_list[@]}"; do
+  m="$work/$c-$repeats/metrics.txt"
+  [[ -s "$m" ]] || continue
+  awk -v c="$c" '
+    /^exactly_batch_latency_seconds_sum/ { bs = $2 } /^exactly_batch_latency_seconds_count/ { bc = $2 }
+    /^exactly_commit_latency_seconds_sum/ { cs = $2 } /^exactly_commit_latency_seconds_count/ { cc = $2 }
+    /^exactly_commits_total/ { commits = $2 }
+    END { if (bc && cc) printf "case %s: %d batches, mean %.2f ms (%.1f s in all); %d commits, mean %.1f ms (%.1f s in all)\n", c, bc, 1000 * bs / bc, bs, cc, 1000 * cs / cc, cs }' "$m"
+done
+# Which threads burned the CPU (and waited for a core), from each case's last run.
+for c in "${case_list[@]}"; do
+  r="$work/$c-$repeats/result.json"
+  [[ -s "$r" ]] && echo "threads $c: $(jq -c '.threads | to_entries | .[:4] | map({(.key): .value}) | add' "$r")"
+done
+if grep -q FAILED "$results"; then die "some outputs failed verification (see $results)"; fi
