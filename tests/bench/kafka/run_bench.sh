@@ -22,9 +22,10 @@
 #      always uses PREFETCH: it is the tuned limit.
 # Time: from process start until the group's committed offsets cover the input (b-e;
 # bench_run_until_committed), until every record was delivered (a). Every output is then
-# checked by tests/tools/kafka-tool.sh verify (copy for a, e; dedupe for b, c, d).
-# Prints a table of medians and the ratios c/d, c/a, e/a; everything (logs, YAML, JSON,
-# metrics scrapes) stays in the work dir, which is printed.
+# checked by tests/tools/kafka-tool.sh verify (copy for a, e; dedupe for b, c, d; b may
+# show duplicates, nothing else). Prints a table of medians and the ratios c/d, c/a,
+# e/a (and ct/d, ct/a, et/a); everything (logs, YAML, JSON, metrics scrapes) stays in
+# the work dir, which is printed. Results and analysis: docs/benchmarks.md.
 #
 # Broker: $EXACTLY_KAFKA_BOOTSTRAP if set, else one started (and stopped) here.
 # BUILD_DIR (default build-bench): a Release build of its own, never build/.
@@ -101,7 +102,7 @@ trap cleanup EXIT
 if [[ -n "${EXACTLY_KAFKA_BOOTSTRAP:-}" ]]; then
   B="$EXACTLY_KAFKA_BOOTSTRAP"
   # A local broker's CPU is measured too when its listening pid can be seen.
-  broker_pid="$(ss -Hltnp "sport = :${B##*:}" 2>/dev/null | grep -o 'pid=[0-9]*' | head -n1 | cut -d= -f2)"
+  broker_pid="$(ss -Hltnp "sport = :${B##*:}" 2>/dev/null | grep -o 'pid=[0-9]*' | head -n1 | cut -d= -f2 || true)"
   broker_pid="${broker_pid:-0}"
   log "using the broker at $B (pid: $broker_pid; 0 = not measured)"
 else
@@ -126,6 +127,13 @@ t0=$(date +%s.%N)
 log "loaded in $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s: $(cat "$work/produce.json")"
 total_end=$("$tool" end-offsets --bootstrap "$B" --topic "$in" | jq .total_end)
 [[ "$total_end" == "$records" ]] || die "input has $total_end records, expected $records"
+# The first group and the first transaction on a fresh broker create __consumer_offsets
+# and __transaction_state (~1 s each); do it here so no contender pays for it.
+"$tool" create-topic --bootstrap "$B" --topic "bench-warmup-$tag" --partitions 1 >/dev/null
+"$tool" produce --bootstrap "$B" --topic "bench-warmup-$tag" --count 1 \
+  --transactional-id "bench-warmup-$tag" >/dev/null
+"$tool" consume-group-offsets --bootstrap "$B" --group "bench-warmup-$tag" \
+  --topic "bench-warmup-$tag" >/dev/null
 
 # ---------------------------------------------------------------- contenders
 metrics_port=$((19500 + RANDOM % 400))
