@@ -112,6 +112,9 @@ Outcome Transform::abort() { CALL(abort); }
 Outcome Transform::reconfigure(const config::ComponentSpec& spec) {
   return reconfigure_with(vt(), spec, self_, &spec_);
 }
+Outcome Transform::positions(const std::vector<ex_partition>& p) {
+  CALL(positions, p.data(), p.size());
+}
 
 Sink::~Sink() {
   if (self_) vt().destroy(self_);
@@ -140,6 +143,25 @@ Outcome Sink::commit(const ex_checkpoint* positions, uint32_t* flags) {
   CALL_REQUIRED(commit, positions, flags);
 }
 Outcome Sink::abort() { CALL(abort); }
+bool Sink::has_state() const {
+  return vt().state_open && vt().state_read && vt().state_write && vt().state_position;
+}
+Outcome Sink::state_open(ex_bytes store, const ex_partition* part, ex_state_info* info) {
+  if (!has_state()) return Outcome::make(EX_ERR_UNSUPPORTED, id() + " keeps no state changelogs");
+  CALL(state_open, store, part, info);
+}
+Outcome Sink::state_read(ex_bytes store, const ex_partition* part, int64_t from,
+                         ex_state_record_fn fn, void* fn_ctx) {
+  if (!has_state()) return Outcome::make(EX_ERR_UNSUPPORTED, id() + " keeps no state changelogs");
+  CALL(state_read, store, part, from, fn, fn_ctx);
+}
+Outcome Sink::state_write(ex_bytes store, const ex_partition* part, ex_bytes key, ex_bytes value) {
+  if (!has_state()) return Outcome::make(EX_ERR_UNSUPPORTED, id() + " keeps no state changelogs");
+  CALL(state_write, store, part, key, value);
+}
+int64_t Sink::state_position(ex_bytes store, const ex_partition* part) {
+  return has_state() ? vt().state_position(self_, store, part) : -1;
+}
 Outcome Sink::reconfigure(const config::ComponentSpec& spec) {
   return reconfigure_with(vt(), spec, self_, &spec_);
 }

@@ -89,6 +89,7 @@ class Transform : public Component {
   Outcome commit();
   Outcome abort();
   Outcome reconfigure(const config::ComponentSpec& spec);
+  Outcome positions(const std::vector<ex_partition>& p);
 
  private:
   const ex_transform_vtable& vt() const { return spec_.component->transform; }
@@ -107,6 +108,13 @@ class Sink : public Component {
   Outcome commit(const ex_checkpoint* positions, uint32_t* flags);
   Outcome abort();
   Outcome reconfigure(const config::ComponentSpec& spec);
+  // State changelogs (ABI 1.1); a sink built for 1.0 has none.
+  bool has_state() const;
+  Outcome state_open(ex_bytes store, const ex_partition* part, ex_state_info* info);
+  Outcome state_read(ex_bytes store, const ex_partition* part, int64_t from, ex_state_record_fn fn,
+                     void* fn_ctx);
+  Outcome state_write(ex_bytes store, const ex_partition* part, ex_bytes key, ex_bytes value);
+  int64_t state_position(ex_bytes store, const ex_partition* part);
 
  private:
   const ex_sink_vtable& vt() const { return spec_.component->sink; }

@@ -43,6 +43,8 @@ struct Pipeline::Instance {
   bool has_last = false;  // last committed positions (what an abort rewinds to)
   std::string last_format, last_data;
   uint64_t round_records = 0;
+  // Per partition id: the source position after the last record read this round.
+  std::map<int32_t, int64_t> round_positions;
   int64_t consecutive_aborts = 0;
   Clock::time_point round_start = Clock::now();
 
@@ -151,6 +153,11 @@ std::unique_ptr<HostBinding> Pipeline::binding(const std::string& component_id) 
   b->api.metric = &Pipeline::cb_metric;
   b->api.partitions_assigned = &Pipeline::cb_assigned;
   b->api.partitions_revoked = &Pipeline::cb_revoked;
+  b->api.state_supported = &Pipeline::cb_state_supported;
+  b->api.state_open = &Pipeline::cb_state_open;
+  b->api.state_read = &Pipeline::cb_state_read;
+  b->api.state_write = &Pipeline::cb_state_write;
+  b->api.state_position = &Pipeline::cb_state_position;
   return b;
 }
 
@@ -240,6 +247,48 @@ int32_t Pipeline::cb_revoked(void* ctx, const ex_partition* parts, size_t n, ex_
   return EX_OK;
 }
 
+// State changelogs: the sink keeps them for the transforms (ABI 1.1).
+namespace {
+int32_t state_error(ex_error* err, const Outcome& o) {
+  if (err != nullptr && !o.ok()) {
+    err->code = o.code;
+    std::snprintf(err->message, sizeof(err->message), "%s", o.message.c_str());
+    std::snprintf(err->key, sizeof(err->key), "%s", o.key.c_str());
+  }
+  return o.code;
+}
+}  // namespace
+
+int32_t Pipeline::cb_state_supported(void* ctx) {
+  Instance* in = owner_of(ctx)->current_;
+  return in != nullptr && in->sink && in->sink->has_state() ? 1 : 0;
+}
+int32_t Pipeline::cb_state_open(void* ctx, ex_bytes store, const ex_partition* part,
+                                ex_state_info* info, ex_error* err) {
+  Instance* in = owner_of(ctx)->current_;
+  if (in == nullptr || !in->sink)
+    return state_error(err, Outcome::make(EX_ERR_FATAL, "no sink to keep state"));
+  return state_error(err, in->sink->state_open(store, part, info));
+}
+int32_t Pipeline::cb_state_read(void* ctx, ex_bytes store, const ex_partition* part, int64_t from,
+                                ex_state_record_fn fn, void* fn_ctx, ex_error* err) {
+  Instance* in = owner_of(ctx)->current_;
+  if (in == nullptr || !in->sink)
+    return state_error(err, Outcome::make(EX_ERR_FATAL, "no sink to keep state"));
+  return state_error(err, in->sink->state_read(store, part, from, fn, fn_ctx));
+}
+int32_t Pipeline::cb_state_write(void* ctx, ex_bytes store, const ex_partition* part, ex_bytes key,
+                                 ex_bytes value, ex_error* err) {
+  Instance* in = owner_of(ctx)->current_;
+  if (in == nullptr || !in->sink)
+    return state_error(err, Outcome::make(EX_ERR_FATAL, "no sink to keep state"));
+  return state_error(err, in->sink->state_write(store, part, key, value));
+}
+int64_t Pipeline::cb_state_position(void* ctx, ex_bytes store, const ex_partition* part) {
+  Instance* in = owner_of(ctx)->current_;
+  return in != nullptr && in->sink ? in->sink->state_position(store, part) : -1;
+}
+
 // ---------------------------------------------------------------- record path
 
 bool Pipeline::handle_reject(Instance& in, const std::string& stage, const ex_record& r,
@@ -296,6 +345,11 @@ Outcome Pipeline::process_batch(Instance& in, const ex_batch* batch) {
   in.arena.reset();
   in.dlq_pending.clear();
   stats_.records_in += batch->count;
+  for (size_t i = 0; i < batch->count; ++i) {
+    const ex_record& r = at(batch, i);
+    int64_t& pos = in.round_positions[r.partition];
+    pos = std::max(pos, r.offset + 1);
+  }
   metrics::global().add("records_in_total", labels(), static_cast<double>(batch->count));
 
   std::vector<ex_record> bufs[2];
@@ -401,7 +455,20 @@ Outcome Pipeline::commit_round(Instance& in) {
   std::string fmt_s = sv(cp.format), data_s = sv(cp.data);
   ex_checkpoint positions{sizeof(ex_checkpoint), bv(fmt_s), bv(data_s)};
 
-  // 1. every stateful stage makes the round durable
+  // 1. every stateful stage makes the round durable, knowing how far the round read
+  if (!in.round_positions.empty()) {
+    std::vector<ex_partition> read;
+    for (auto [id, pos] : in.round_positions) {
+      auto it = partitions_.find(id);
+      if (it == partitions_.end()) continue;
+      read.push_back(ex_partition{sizeof(ex_partition), id, bv(it->second.name),
+                                  bv(it->second.topic), it->second.number, pos});
+    }
+    for (auto& t : in.transforms) {
+      o = t->positions(read);
+      if (!o.ok()) return Outcome{o.code, t->id() + " positions: " + o.message, o.key};
+    }
+  }
   for (auto& t : in.transforms) {
     o = t->prepare_commit();
     if (!o.ok()) return Outcome{o.code, t->id() + " prepare_commit: " + o.message, o.key};
@@ -435,8 +502,14 @@ Outcome Pipeline::commit_round(Instance& in) {
   }
   for (auto& t : in.transforms) {
     Outcome c = t->commit();
-    if (!c.ok()) log::warn("pipeline:" + spec_.name, "{} commit: {}", t->id(), c.message);
+    if (c.ok()) continue;
+    // The round is committed; a stage that could not follow must be rebuilt (a store
+    // with a changelog restores what it missed).
+    log::error("pipeline:" + spec_.name, "{} commit: {}", t->id(), c.message);
+    if (!in.callback_failure)
+      in.callback_failure = Outcome{EX_ERR_FATAL, t->id() + " commit: " + c.message, {}};
   }
+  in.round_positions.clear();
   in.has_last = true;
   in.last_format = fmt_s;
   in.last_data = data_s;
@@ -462,6 +535,7 @@ void Pipeline::abort_round(Instance& in, const std::string& why) {
     }
   }
   in.round_records = 0;
+  in.round_positions.clear();
   in.consecutive_aborts++;
   stats_.aborts++;
   metrics::global().add("aborts_total", labels(), 1);

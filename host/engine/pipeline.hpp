@@ -80,6 +80,14 @@ class Pipeline {
   static void cb_metric(void* ctx, int32_t kind, const char* name, const char* labels, double v);
   static int32_t cb_assigned(void* ctx, const ex_partition* p, size_t n, ex_error* err);
   static int32_t cb_revoked(void* ctx, const ex_partition* p, size_t n, ex_error* err);
+  static int32_t cb_state_supported(void* ctx);
+  static int32_t cb_state_open(void* ctx, ex_bytes store, const ex_partition* part,
+                               ex_state_info* info, ex_error* err);
+  static int32_t cb_state_read(void* ctx, ex_bytes store, const ex_partition* part, int64_t from,
+                               ex_state_record_fn fn, void* fn_ctx, ex_error* err);
+  static int32_t cb_state_write(void* ctx, ex_bytes store, const ex_partition* part, ex_bytes key,
+                                ex_bytes value, ex_error* err);
+  static int64_t cb_state_position(void* ctx, ex_bytes store, const ex_partition* part);
   std::unique_ptr<HostBinding> binding(const std::string& component_id);
 
   config::PipelineSpec spec_;

@@ -103,18 +103,21 @@ inline uint64_t seq_from_key(std::string_view k) {
 }
 
 // Store bookkeeping, under the empty key of the "seq" column family (sorts before every
-// chunk, so chunk scans never meet it). Written in every round's WriteBatch.
+// chunk, so chunk scans never meet it). Written in every round's WriteBatch, and (all
+// but `indexed` and `changelog`, which are local) as the meta record of the changelog.
 struct StoreMeta {
-  static constexpr uint8_t kVersion = 2;
+  static constexpr uint8_t kVersion = 3;
   uint64_t next_seq = 0;   // sequence number of the next claim
   uint64_t floor = 0;      // claims with seq < floor are evicted (logically at once)
   int64_t high_water = -1; // highest offset whose claims are durable
   uint64_t seek_hint = 0;  // first live chunk: scans start here, never over tombstones
   uint64_t indexed = 0;    // claims below this seq are in the claims column family
   bool fresh = true;       // no claim yet: the first one sets the sequence base
+  int64_t position = -1;   // source position the claims cover (records before it seen)
+  int64_t changelog = -1;  // next changelog position to apply; -1 = never restored
 
   std::string encode() const {
-    char buf[1 + 5 * 10 + 1];
+    char buf[1 + 7 * 10 + 1];
     char* p = buf;
     *p++ = static_cast<char>(kVersion);
     p = put_varint(p, next_seq);
@@ -123,10 +126,15 @@ struct StoreMeta {
     p = put_varint(p, seek_hint);
     p = put_varint(p, indexed);
     *p++ = fresh ? 1 : 0;
+    p = put_varint(p, zigzag(position));
+    p = put_varint(p, zigzag(changelog));
     return std::string(buf, static_cast<size_t>(p - buf));
   }
+  // Reads version 2 (before positions and changelogs) and 3.
   bool decode(std::string_view v) {
-    if (v.empty() || static_cast<uint8_t>(v[0]) != kVersion) return false;
+    if (v.empty()) return false;
+    const uint8_t version = static_cast<uint8_t>(v[0]);
+    if (version != 2 && version != kVersion) return false;
     const char* p = v.data() + 1;
     const char* end = v.data() + v.size();
     uint64_t hw = 0;
@@ -135,7 +143,13 @@ struct StoreMeta {
         !get_varint(p, end, indexed) || p >= end)
       return false;
     high_water = unzigzag(hw);
-    fresh = *p != 0;
+    fresh = *p++ != 0;
+    position = changelog = -1;
+    if (version == 2) return true;
+    uint64_t pos = 0, cl = 0;
+    if (!get_varint(p, end, pos) || !get_varint(p, end, cl)) return false;
+    position = unzigzag(pos);
+    changelog = unzigzag(cl);
     return true;
   }
 };

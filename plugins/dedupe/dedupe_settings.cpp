@@ -1,5 +1,7 @@
 #include "dedupe_settings.hpp"
 
+#include <cctype>
+
 namespace exactly::dedupe {
 
 using sdk::ConfigError;
@@ -42,6 +44,22 @@ Settings Settings::parse(const sdk::Config& c) {
   s.id.max_bytes = static_cast<size_t>(max_bytes);
 
   s.state_dir = c.require_string("state.dir");
+
+  std::string changelog = c.get_string("changelog", "auto");
+  if (changelog == "auto") s.changelog = ChangelogMode::auto_;
+  else if (changelog == "on") s.changelog = ChangelogMode::on;
+  else if (changelog == "off") s.changelog = ChangelogMode::off;
+  else throw ConfigError("changelog", "expected auto, on or off, got '" + changelog + "'");
+  s.changelog_topic = c.get_string("changelog.topic");
+  for (char ch : s.changelog_topic)
+    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '_' || ch == '-'))
+      throw ConfigError("changelog.topic", "a Kafka topic name has only letters, digits, '.', '_' "
+                                           "and '-'; got '" + s.changelog_topic + "'");
+  if (s.changelog_topic.size() > 249)
+    throw ConfigError("changelog.topic", "a Kafka topic name has at most 249 characters");
+  s.changelog_catch_up_ms = c.get_duration_ms("changelog.catch.up.timeout", 30000);
+  if (s.changelog_catch_up_ms < 0)
+    throw ConfigError("changelog.catch.up.timeout", "must not be negative");
 
   std::string conflict = c.get_string("on.conflict", "duplicate");
   if (conflict == "duplicate") s.on_conflict = ConflictPolicy::duplicate;
@@ -92,6 +110,10 @@ bool same_store_layout(const Settings& a, const Settings& b, std::string& what) 
   }
   if (a.state_dir != b.state_dir) {
     what = "state.dir changed";
+    return false;
+  }
+  if (a.changelog != b.changelog || a.changelog_topic != b.changelog_topic) {
+    what = "the changelog settings changed";
     return false;
   }
   if (a.fingerprint_bytes != b.fingerprint_bytes || a.block_cache_bytes != b.block_cache_bytes ||

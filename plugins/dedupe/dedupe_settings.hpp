@@ -14,10 +14,14 @@ namespace exactly::dedupe {
 
 enum class ConflictPolicy { duplicate, reject, stop };
 enum class BehindPolicy { fail, ignore };
+enum class ChangelogMode { auto_, on, off };
 
 struct Settings {
   IdSpec id;
   std::string state_dir;
+  ChangelogMode changelog = ChangelogMode::auto_;
+  std::string changelog_topic;  // empty: derived from the pipeline and stage
+  int64_t changelog_catch_up_ms = 30000;
   ConflictPolicy on_conflict = ConflictPolicy::duplicate;
   BehindPolicy on_store_behind = BehindPolicy::fail;
   int64_t store_behind_tolerance = 0;

@@ -3,9 +3,13 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <system_error>
+#include <thread>
+
+#include "changelog_codec.hpp"
 
 namespace exactly::dedupe {
 
@@ -41,9 +45,31 @@ std::string store_dir_name(const std::string& name) {
   return out;
 }
 
+namespace {
+std::string default_changelog_topic(const std::string& pipeline, const std::string& stage) {
+  std::string out = "exactly-" + pipeline + "-" + stage + "-changelog";
+  std::string clean;
+  for (char c : out) {
+    bool ok = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+    char x = ok ? c : '-';
+    if (x == '-' && !clean.empty() && clean.back() == '-') continue;
+    clean.push_back(x);
+  }
+  if (clean.size() > 249) clean.resize(249);
+  return clean;
+}
+}  // namespace
+
 DedupeTransform::DedupeTransform(sdk::Host host, const sdk::Config& config)
     : host_(host), settings_(Settings::parse(config)), ids_(settings_.id) {
   cache_ = rocksdb::NewLRUCache(settings_.block_cache_bytes);
+  Status st = lock_.acquire(settings_.state_dir, ".exactly-lock",
+                            std::string("pipeline '") + host_.pipeline() + "' stage " +
+                                host_.component_id());
+  if (!st) throw sdk::ConfigError("state.dir", "dedupe: " + st.message());
+  changelog_topic_ = settings_.changelog_topic.empty()
+                         ? default_changelog_topic(host_.pipeline(), host_.component_id())
+                         : settings_.changelog_topic;
 }
 
 DedupeTransform::~DedupeTransform() {
@@ -52,44 +78,212 @@ DedupeTransform::~DedupeTransform() {
   parts_.clear();
 }
 
+Status DedupeTransform::open_store(const std::string& dir, bool wipe,
+                                   std::unique_ptr<PartitionStore>& out) {
+  out.reset();
+  if (wipe) {
+    rocksdb::Options o;
+    rocksdb::Status rs = rocksdb::DestroyDB(dir, o);
+    if (!rs.ok())
+      return Status::fatal("dedupe: cannot clear store " + dir + " before a restore: " + rs.ToString());
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Status::fatal("dedupe: cannot create state directory " + dir + ": " + ec.message());
+  return PartitionStore::open(dir, settings_.tuning, cache_, out);
+}
+
+Status DedupeTransform::behind(Part& part, const std::string& what) {
+  std::string msg = "dedupe: partition " + describe(part.partition) + ": " + what;
+  switch (settings_.on_store_behind) {
+    case BehindPolicy::fail:
+      return Status::fatal(msg);
+    case BehindPolicy::ignore:
+      host_.warn("WARNING " + msg + " Going on because on.store.behind is ignore.");
+      host_.counter("dedupe_store_behind_total", 1, part.labels.c_str());
+      return Status::ok();
+  }
+  return Status::ok();
+}
+
+Status DedupeTransform::read_changelog(Part& part, const sdk::StateInfo& info, int64_t from) {
+  PartitionStore& store = *part.store;
+  const std::string& name = part.partition.name;
+  Status failure;
+  int64_t last = from - 1;
+  sdk::StateRecordFn fn = [&](int64_t pos, ex_bytes k, ex_bytes v) {
+    last = pos;
+    ChangelogKey key;
+    if (!parse_changelog_key(sdk::view(k), name, key)) return true;  // another partition's
+    Status st;
+    if (key.kind == ChangelogKind::meta) {
+      if (v.ptr != nullptr) st = store.restore_meta(sdk::view(v));
+    } else if (v.ptr == nullptr) {
+      st = store.restore_tombstone(key.seq);
+    } else {
+      st = store.restore_chunk(key.seq, sdk::view(v));
+    }
+    if (!st) {
+      failure = st;
+      return false;
+    }
+    return true;
+  };
+  Status st = host_.state_read(changelog_topic_, part.partition, from, fn);
+  if (!failure.is_ok()) return failure;
+  if (!st) return st;
+  return store.finish_restore(std::max(info.end, last + 1));
+}
+
+Status DedupeTransform::restore(Part& part) {
+  const sdk::Partition& p = part.partition;
+  const std::string dir = part.store->dir();
+  sdk::StateInfo info;
+  Status st = host_.state_open(changelog_topic_, p, info);
+  if (!st) return st;
+  const StoreMeta& m = part.store->durable();
+  const bool local_empty = m.fresh && m.next_seq == 0;
+  int64_t from = m.changelog;
+  bool wipe = false;
+  if (from > info.end) {
+    host_.warn("dedupe: store " + dir + " has applied changelog " + changelog_topic_ +
+               " up to position " + std::to_string(from) + " but the changelog ends at " +
+               std::to_string(info.end) + " (it was re-created); rebuilding the store from it");
+    wipe = true;
+  } else if (from < 0 && !local_empty && info.end > info.start) {
+    // A store kept without a changelog: the changelog is the truth now.
+    wipe = true;
+  } else if (from < 0 && !local_empty) {
+    // Turning the changelog on for a store that has only been local: keep it.
+    from = info.end;
+  }
+  if (wipe) {
+    part.store.reset();
+    st = open_store(dir, true, part.store);
+    if (!st) return st;
+    from = -1;
+  }
+  if (from < 0) from = info.start > 0 && !info.created ? 0 : info.start;
+  if (from < info.start) {
+    return behind(part, "changelog " + changelog_topic_ + " starts at position " +
+                            std::to_string(info.start) + ", but the store needs it from " +
+                            std::to_string(from) + ": records were deleted from the changelog "
+                            "(cleanup.policy delete, or kafka-delete-records), so the claims in "
+                            "them are lost. Fix: set on.store.behind: ignore to accept "
+                            "duplicates of those ids, or restore the store directory from a "
+                            "copy.");
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  const uint64_t claims_before = part.store->restored_claims();
+  if (from < info.end) {
+    host_.info("dedupe: restoring partition " + describe(p) + " from changelog " +
+               changelog_topic_ + " positions " + std::to_string(from) + ".." +
+               std::to_string(info.end));
+    host_.gauge("dedupe_restore_remaining", static_cast<double>(info.end - from), part.labels.c_str());
+    st = read_changelog(part, info, from);
+    if (!st) return st;
+  } else {
+    st = part.store->finish_restore(info.end);
+    if (!st) return st;
+  }
+  // The changelog is committed in the same transaction as the group's offsets; a
+  // previous owner's last transaction may still be writing its markers, so give the
+  // changelog a moment to reach the committed offset before calling it behind.
+  const auto deadline = t0 + std::chrono::milliseconds(settings_.changelog_catch_up_ms);
+  while (p.start_offset >= 0 && part.store->durable().position >= 0 &&
+         part.store->durable().position < p.start_offset &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    st = host_.state_open(changelog_topic_, p, info);
+    if (!st) return st;
+    if (info.end > part.store->durable().changelog) {
+      st = read_changelog(part, info, part.store->durable().changelog);
+      if (!st) return st;
+    }
+  }
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const uint64_t restored = part.store->restored_claims() - claims_before;
+  host_.gauge("dedupe_restore_remaining", 0, part.labels.c_str());
+  if (restored > 0 || from < info.end) {
+    host_.counter("dedupe_restored_claims_total", static_cast<double>(restored), part.labels.c_str());
+    host_.counter("dedupe_restores_total", 1, part.labels.c_str());
+    host_.info("dedupe: restored partition " + describe(p) + ": " + std::to_string(restored) +
+               " claims in " + std::to_string(secs) + " s");
+  }
+  const StoreMeta& now = part.store->durable();
+  if (p.start_offset > 0) {
+    if (now.position >= 0 && now.position < p.start_offset)
+      return behind(part, "changelog " + changelog_topic_ + " covers the input up to offset " +
+                              std::to_string(now.position) + ", but the group resumes at " +
+                              std::to_string(p.start_offset) + " (waited " +
+                              std::to_string(settings_.changelog_catch_up_ms) +
+                              " ms for it to catch up). Rounds are missing from the changelog: "
+                              "it was truncated or re-created. Later duplicates of ids in the "
+                              "missing range would pass; set on.store.behind: ignore to accept "
+                              "that.");
+    if (now.position < 0 && now.high_water + 1 + settings_.store_behind_tolerance < p.start_offset)
+      return behind(part, "changelog " + changelog_topic_ + " holds no state for this "
+                              "partition, but the group resumes at offset " +
+                              std::to_string(p.start_offset) +
+                              ": the pipeline ran before without a changelog (or it was "
+                              "deleted). Claims made then are missing, so later duplicates of "
+                              "those ids would pass. Fix: run the partition once on the host "
+                              "that holds its old store, or set on.store.behind: ignore.");
+  }
+  return Status::ok();
+}
+
 Status DedupeTransform::open_partition(const sdk::Partition& p, std::unique_ptr<Part>& out) {
   if (p.name.empty())
     return Status::fatal("dedupe: partition id " + std::to_string(p.id) +
                          " has no name; stores are kept by partition name");
   std::filesystem::path dir = std::filesystem::path(settings_.state_dir) / store_dir_name(p.name);
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec)
-    return Status::fatal("dedupe: cannot create state directory " + dir.string() + ": " +
-                         ec.message());
   auto part = std::make_unique<Part>();
   part->partition = p;
   part->labels = "partition=" + p.name;
-  Status st = PartitionStore::open(dir.string(), settings_.tuning, cache_, part->store);
+  Status st = open_store(dir.string(), false, part->store);
   if (!st) return st;
 
-  const int64_t high = part->store->durable().high_water;
-  if (p.start_offset >= 0 && p.start_offset > high + 1 + settings_.store_behind_tolerance) {
-    std::string held = high < 0 ? "is empty (no claims)"
-                                : "holds claims up to offset " + std::to_string(high);
-    std::string msg = "dedupe: the store of partition " + describe(p) + " at " + dir.string() +
-                      " is behind the committed position: it " + held +
-                      ", but the source resumes at offset " + std::to_string(p.start_offset) +
-                      ". Claims of offsets " + std::to_string(high + 1) + ".." +
-                      std::to_string(p.start_offset - 1) +
-                      " are missing, so later duplicates of those records would pass. "
-                      "The store was deleted, or restored from an older copy. Fix: restore "
-                      "the newest copy of that directory; or rebuild it from the output "
-                      "topic with the kafka plugin's repair tool; or set on.store.behind: "
-                      "ignore to go on and accept duplicates of the missing range.";
-    switch (settings_.on_store_behind) {
-      case BehindPolicy::fail:
-        return Status::fatal(msg);
-      case BehindPolicy::ignore:
-        host_.warn("WARNING " + msg + " Going on because on.store.behind is ignore.");
-        host_.counter("dedupe_store_behind_total", 1, part->labels.c_str());
-        break;
+  if (!changelog_decided_) {
+    changelog_decided_ = true;
+    use_changelog_ = settings_.changelog != ChangelogMode::off && host_.state_supported();
+    if (settings_.changelog == ChangelogMode::on && !use_changelog_)
+      return Status::config("changelog", "dedupe: changelog: on, but the pipeline's sink keeps "
+                                         "no state changelogs (use the kafka sink, or changelog: off)");
+  }
+  if (use_changelog_) {
+    st = restore(*part);
+    if (st.code() == EX_ERR_UNSUPPORTED && settings_.changelog == ChangelogMode::auto_) {
+      host_.info("dedupe: no changelog (" + st.message() + "); stores are local to this host");
+      use_changelog_ = false;
+    } else if (!st) {
+      return st;
+    } else {
+      out = std::move(part);
+      return Status::ok();
     }
+  }
+
+  const StoreMeta& m = part->store->durable();
+  // Where the store's claims end: the source position its last round read up to (which
+  // counts records dropped upstream), or for older stores the highest claimed offset.
+  const int64_t covered = m.position >= 0 ? m.position : m.high_water + 1;
+  if (p.start_offset >= 0 && p.start_offset > covered + settings_.store_behind_tolerance) {
+    const int64_t high = m.high_water;
+    std::string held = high < 0 && m.position < 0 ? "is empty (no claims)"
+                                                  : "has seen the input up to offset " + std::to_string(covered - 1);
+    st = behind(*part, "the store at " + dir.string() + " is behind the committed position: it " +
+                           held + ", but the source resumes at offset " +
+                           std::to_string(p.start_offset) + ". Claims of offsets " +
+                           std::to_string(covered) + ".." + std::to_string(p.start_offset - 1) +
+                           " are missing, so later duplicates of those records would pass. "
+                           "The store was deleted, restored from an older copy, or the "
+                           "partition moved here from another host. Fix: use the kafka sink "
+                           "(changelog: auto restores moved partitions); restore the newest "
+                           "copy of that directory; or set on.store.behind: ignore to go on "
+                           "and accept duplicates of the missing range.");
+    if (!st) return st;
   }
   out = std::move(part);
   return Status::ok();
@@ -262,7 +456,9 @@ Status DedupeTransform::process(const sdk::Batch& in, const sdk::Emitter& out) {
           break;
         case ConflictPolicy::stop:
           flush_counts(part);
-          return Status::fatal("dedupe conflict in partition " + describe(part.partition) +
+          // A config-class error: the pipeline stops for good instead of being rebuilt
+          // into the same conflict forever.
+          return Status::config("on.conflict", "dedupe conflict in partition " + describe(part.partition) +
                                " at offset " + std::to_string(r.offset) +
                                ": the id was claimed by offset " + std::to_string(owner) +
                                " with different content (on.conflict: stop)");
@@ -294,9 +490,43 @@ void DedupeTransform::report(Part& p, int64_t now) {
   host_.gauge("dedupe_window_seconds", g.window_seconds, l);
 }
 
+Status DedupeTransform::positions(const std::vector<sdk::Partition>& parts) {
+  for (const auto& p : parts) {
+    auto it = parts_.find(p.id);
+    if (it != parts_.end()) it->second->store->read_up_to(p.start_offset);
+  }
+  return Status::ok();
+}
+
+Status DedupeTransform::write_changelog(Part& part, const PartitionStore::RoundPlan& plan) {
+  const std::string& name = part.partition.name;
+  for (uint64_t seq : plan.evicted) {
+    std::string k = changelog_key(name, ChangelogKind::chunk, seq);
+    Status st = host_.state_write(changelog_topic_, part.partition, sdk::bytes(k), sdk::null_bytes());
+    if (!st) return st;
+  }
+  for (const auto& [seq, chunk] : plan.chunks) {
+    std::string k = changelog_key(name, ChangelogKind::chunk, seq);
+    Status st = host_.state_write(changelog_topic_, part.partition, sdk::bytes(k), sdk::bytes(chunk));
+    if (!st) return st;
+  }
+  std::string k = changelog_key(name, ChangelogKind::meta);
+  std::string v = plan.next.encode();
+  return host_.state_write(changelog_topic_, part.partition, sdk::bytes(k), sdk::bytes(v));
+}
+
 Status DedupeTransform::prepare_commit() {
   const int64_t now = now_ms();
   for (auto& [id, part] : parts_) {
+    if (changelog_on()) {
+      // The changelog goes into the round's commit; the local copy follows only once
+      // the round is committed, so it never holds a claim the changelog lacks.
+      part->plan = part->store->plan_round(settings_.retention, settings_.fingerprint_bytes, now);
+      if (!part->plan->changed) continue;
+      Status st = write_changelog(*part, *part->plan);
+      if (!st) return st;
+      continue;
+    }
     Status st = part->store->write_round(settings_.retention, settings_.fingerprint_bytes, now);
     if (!st) return st;
     report(*part, now);
@@ -304,10 +534,27 @@ Status DedupeTransform::prepare_commit() {
   return Status::ok();
 }
 
-Status DedupeTransform::commit() { return Status::ok(); }
+Status DedupeTransform::commit() {
+  if (!changelog_on()) return Status::ok();
+  const int64_t now = now_ms();
+  for (auto& [id, part] : parts_) {
+    if (!part->plan) continue;
+    PartitionStore::RoundPlan plan = std::move(*part->plan);
+    part->plan.reset();
+    // Not synced: the changelog is the durable copy; a lost tail is restored from it.
+    int64_t pos = plan.changed ? host_.state_position(changelog_topic_, part->partition) : -1;
+    Status st = part->store->apply_round(plan, false, pos);
+    if (!st) return st;
+    report(*part, now);
+  }
+  return Status::ok();
+}
 
 Status DedupeTransform::abort() {
-  for (auto& [id, part] : parts_) part->store->drop_round();
+  for (auto& [id, part] : parts_) {
+    part->plan.reset();
+    part->store->drop_round();
+  }
   return Status::ok();
 }
 

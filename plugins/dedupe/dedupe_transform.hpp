@@ -4,10 +4,12 @@
 #pragma once
 
 #include <exactly/sdk.hpp>
+#include <exactly/state_dir_lock.hpp>
 #include <rocksdb/cache.h>
 #include <rocksdb/slice.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -35,6 +37,7 @@ class DedupeTransform final : public sdk::Transform {
   sdk::Status commit() override;
   sdk::Status abort() override;
   sdk::Status reconfigure(const sdk::Config& config) override;
+  sdk::Status positions(const std::vector<sdk::Partition>& parts) override;
 
  private:
   struct Counts {
@@ -45,6 +48,7 @@ class DedupeTransform final : public sdk::Transform {
     sdk::Partition partition;
     std::string labels;  // partition=<name>
     std::unique_ptr<PartitionStore> store;
+    std::optional<PartitionStore::RoundPlan> plan;  // written to the changelog, not applied yet
     // Scratch of the batch being processed.
     std::vector<uint32_t> lookup_items;  // batch indices, then sorted by key
     KeyOrder order;
@@ -62,11 +66,23 @@ class DedupeTransform final : public sdk::Transform {
   };
 
   sdk::Status open_partition(const sdk::Partition& p, std::unique_ptr<Part>& out);
+  sdk::Status open_store(const std::string& dir, bool wipe, std::unique_ptr<PartitionStore>& out);
+  // Changelog mode: bring the store up to the changelog's committed end.
+  sdk::Status restore(Part& part);
+  sdk::Status read_changelog(Part& part, const sdk::StateInfo& info, int64_t from);
+  // A store (or changelog) behind the committed position: refuse or warn per policy.
+  sdk::Status behind(Part& part, const std::string& what);
+  sdk::Status write_changelog(Part& part, const PartitionStore::RoundPlan& plan);
+  bool changelog_on() const { return use_changelog_; }
   void report(Part& p, int64_t now_ms);
   void flush_counts(Part& p);
 
   sdk::Host host_;
   Settings settings_;
+  sdk::StateDirLock lock_;
+  std::string changelog_topic_;
+  bool use_changelog_ = false;
+  bool changelog_decided_ = false;
   IdExtractor ids_;
   std::shared_ptr<rocksdb::Cache> cache_;
   std::unordered_map<int32_t, std::unique_ptr<Part>> parts_;

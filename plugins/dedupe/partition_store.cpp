@@ -1,5 +1,7 @@
 #include "partition_store.hpp"
 
+#include "changelog_codec.hpp"
+
 #include <rocksdb/sst_file_writer.h>
 #include <rocksdb/write_batch.h>
 
@@ -25,11 +27,11 @@ struct Chunk {
   bool stored = false;
 };
 
-// The sequence index from the seek hint, then the round's own chunk (not stored yet).
+// The sequence index from the seek hint, then the round's own chunks (not stored yet).
 struct ChunkWalk {
   std::unique_ptr<rocksdb::Iterator> it;
-  bool round_pending = false;
-  uint64_t round_start = 0;
+  std::vector<uint64_t> pending;  // first seqs of the round's chunks
+  size_t next_pending = 0;
   int64_t round_ms = 0;
 
   bool next(Chunk& c) {
@@ -41,9 +43,8 @@ struct ChunkWalk {
       it->Next();
       return true;
     }
-    if (round_pending) {
-      round_pending = false;
-      c.start = round_start;
+    if (next_pending < pending.size()) {
+      c.start = pending[next_pending++];
       c.ms = round_ms;
       c.key.clear();
       c.stored = false;
@@ -52,6 +53,8 @@ struct ChunkWalk {
     return false;
   }
 };
+
+size_t claim_bytes(size_t key_len, uint32_t fp_bytes) { return 1 + key_len + 3 + fp_bytes; }
 }  // namespace
 
 sdk::Status PartitionStore::open(const std::string& dir, const StoreTuning& tuning,
@@ -79,6 +82,7 @@ sdk::Status PartitionStore::open(const std::string& dir, const StoreTuning& tuni
   }
   s->filter_.publish_floor(s->meta_.floor);
   s->drop_round();
+  s->restore_wb_ = std::make_unique<rocksdb::WriteBatch>();
   s->index_threshold_ = index_threshold(tuning);
   s->sst_options_ = rocksdb::Options(make_db_options(tuning), cfs[0].options);
   s->replay_chunks();
@@ -223,6 +227,7 @@ void PartitionStore::drop_round() {
   round_.clear();
   next_seq_ = meta_.next_seq;
   round_high_ = meta_.high_water;
+  round_position_ = meta_.position;
   round_fresh_ = meta_.fresh;
 }
 
@@ -242,13 +247,39 @@ double PartitionStore::bytes_per_key() const {
   return key + 20.0;
 }
 
-sdk::Status PartitionStore::write_round(const Retention& limits, uint32_t fp_bytes,
-                                        int64_t now_ms) {
-  StoreMeta next = meta_;
+PartitionStore::RoundPlan PartitionStore::plan_round(const Retention& limits, uint32_t fp_bytes,
+                                                     int64_t now_ms) const {
+  RoundPlan plan;
+  plan.fp_bytes = fp_bytes;
+  StoreMeta& next = plan.next;
+  next = meta_;
   next.high_water = std::max(meta_.high_water, round_high_);
+  next.position = std::max(meta_.position, round_position_);
   next.next_seq = next_seq_;
   if (!round_.empty()) next.fresh = false;
-  const uint64_t new_chunk = round_.empty() ? 0 : round_.claims().front().seq;
+
+  // The round's claims cut into chunks below kMaxChunkBytes: [start index, end index).
+  std::vector<std::pair<size_t, size_t>> cuts;
+  std::vector<uint64_t> starts;
+  {
+    const auto& claims = round_.claims();
+    size_t begin = 0, bytes = 0;
+    for (size_t i = 0; i < claims.size(); ++i) {
+      size_t b = claim_bytes(claims[i].key_len, fp_bytes);
+      if (i > begin && bytes + b > kMaxChunkBytes) {
+        cuts.emplace_back(begin, i);
+        starts.push_back(claims[begin].seq);
+        begin = i;
+        bytes = 0;
+      }
+      bytes += b;
+    }
+    if (begin < claims.size()) {
+      cuts.emplace_back(begin, claims.size());
+      starts.push_back(claims[begin].seq);
+    }
+  }
+  const uint64_t new_chunk = starts.empty() ? 0 : starts.front();
 
   // Eviction: raise the floor, oldest first.
   uint64_t floor = meta_.floor;
@@ -259,21 +290,18 @@ sdk::Status PartitionStore::write_round(const Retention& limits, uint32_t fp_byt
     if (next_seq_ > floor + allowed) floor = next_seq_ - allowed;
   }
 
-  rocksdb::WriteBatch wb;
   // Chunks of the sequence index from the seek hint: drop those wholly below the floor
   // (and, with an age limit, raise the floor past those that are too old). The round's
-  // own chunk is the last one and is not in the database yet.
+  // own chunks come last; one evicted on arrival is never written.
   uint64_t hint = meta_.seek_hint;
-  int64_t oldest_ms = -1;
-  bool write_chunk = !round_.empty();
-  if (meta_.floor < meta_.next_seq || write_chunk) {
+  size_t first_kept = 0;  // of the round's chunks
+  if (meta_.floor < meta_.next_seq || !starts.empty()) {
     ChunkWalk walk;
     if (meta_.floor < meta_.next_seq) {
       walk.it.reset(db_->NewIterator(rocksdb::ReadOptions(), seq_));
       walk.it->Seek(seq_key(meta_.seek_hint));
     }
-    walk.round_pending = write_chunk;
-    walk.round_start = new_chunk;
+    walk.pending = starts;
     walk.round_ms = now_ms;
     const int64_t cutoff = limits.max_age_ms ? now_ms - limits.max_age_ms : INT64_MIN;
     Chunk cur, nxt;
@@ -284,11 +312,11 @@ sdk::Status PartitionStore::write_round(const Retention& limits, uint32_t fp_byt
       if (cur.ms < cutoff) floor = std::max(floor, end);
       if (end > floor) {
         hint = cur.start;
-        oldest_ms = cur.ms;
+        plan.oldest_ms = cur.ms;
         break;
       }
-      if (cur.stored) wb.Delete(seq_, cur.key);
-      else write_chunk = false;  // the whole round is evicted on arrival
+      if (cur.stored) plan.evicted.push_back(cur.start);
+      else ++first_kept;
       hint = end;
       cur = std::move(nxt);
       have = more;
@@ -298,44 +326,145 @@ sdk::Status PartitionStore::write_round(const Retention& limits, uint32_t fp_byt
   next.floor = floor;
   next.seek_hint = hint;
 
-  if (!round_.empty() && write_chunk) {
+  char buf[10];
+  for (size_t c = first_kept; c < cuts.size(); ++c) {
     std::string chunk;
-    chunk.reserve(16 + round_.size() * (20 + fp_bytes));
-    char buf[10];
+    chunk.reserve(16 + (cuts[c].second - cuts[c].first) * (20 + fp_bytes));
     chunk.append(buf, static_cast<size_t>(put_varint(buf, static_cast<uint64_t>(now_ms < 0 ? 0 : now_ms)) - buf));
     chunk.push_back(static_cast<char>(fp_bytes));
-    for (const auto& c : round_.claims()) {
-      auto k = round_.key_of(c);
+    for (size_t i = cuts[c].first; i < cuts[c].second; ++i) {
+      const auto& cl = round_.claims()[i];
+      auto k = round_.key_of(cl);
       chunk.append(buf, static_cast<size_t>(put_varint(buf, k.size()) - buf));
       chunk.append(k.data(), k.size());
       chunk.append(buf, static_cast<size_t>(
-                            put_varint(buf, zigzag(c.offset - static_cast<int64_t>(c.seq))) - buf));
-      for (uint32_t i = 0; i < fp_bytes; ++i) chunk.push_back(static_cast<char>(c.fingerprint >> (8 * i)));
+                            put_varint(buf, zigzag(cl.offset - static_cast<int64_t>(cl.seq))) - buf));
+      for (uint32_t i2 = 0; i2 < fp_bytes; ++i2) chunk.push_back(static_cast<char>(cl.fingerprint >> (8 * i2)));
     }
-    wb.Put(seq_, seq_key(new_chunk), chunk);
+    plan.chunks.emplace_back(starts[c], std::move(chunk));
   }
+  plan.changed = !(next.next_seq == meta_.next_seq && next.floor == meta_.floor &&
+                   next.high_water == meta_.high_water && next.seek_hint == meta_.seek_hint &&
+                   next.fresh == meta_.fresh && next.position == meta_.position &&
+                   plan.chunks.empty() && plan.evicted.empty());
+  return plan;
+}
 
-  if (next.next_seq == meta_.next_seq && next.floor == meta_.floor &&
-      next.high_water == meta_.high_water && next.seek_hint == meta_.seek_hint &&
-      next.fresh == meta_.fresh && wb.Count() == 0) {
+sdk::Status PartitionStore::apply_round(const RoundPlan& plan, bool sync, int64_t changelog) {
+  StoreMeta next = plan.next;
+  if (changelog >= 0) next.changelog = changelog;
+  if (!plan.changed && next.changelog == meta_.changelog) {
+    round_.clear();
     return sdk::Status::ok();  // nothing happened in this partition this round
   }
+  rocksdb::WriteBatch wb;
+  for (uint64_t e : plan.evicted) wb.Delete(seq_, seq_key(e));
+  for (const auto& [start, chunk] : plan.chunks) wb.Put(seq_, seq_key(start), chunk);
   wb.Put(seq_, rocksdb::Slice(), next.encode());
   rocksdb::WriteOptions wo;
-  wo.sync = true;
+  wo.sync = sync;
   rocksdb::Status st = db_->Write(wo, &wb);
   if (!st.ok())
     return sdk::Status::fatal("dedupe: cannot write the round to store " + dir_ + ": " +
                               st.ToString());
   meta_ = next;
-  oldest_chunk_ms_ = meta_.floor < meta_.next_seq ? oldest_ms : -1;
+  oldest_chunk_ms_ = meta_.floor < meta_.next_seq ? plan.oldest_ms : -1;
   filter_.publish_floor(meta_.floor);
+  const uint32_t fp_bytes = plan.fp_bytes;
   if (unindexed_.empty()) unindexed_fp_bytes_ = fp_bytes;
   unindexed_fp_bytes_ = std::min(unindexed_fp_bytes_, fp_bytes);
   for (const auto& c : round_.claims())
     if (c.seq >= meta_.floor) unindexed_.upsert(round_.key_of(c), c.hash, c.seq, c.offset, c.fingerprint);
   round_.clear();
   if (unindexed_.size() >= index_threshold_) return index_claims();
+  return sdk::Status::ok();
+}
+
+// ---------------------------------------------------------------- restore
+
+sdk::Status PartitionStore::flush_restore_batch() {
+  if (restore_wb_->Count() == 0) return sdk::Status::ok();
+  rocksdb::Status st = db_->Write(rocksdb::WriteOptions(), restore_wb_.get());
+  restore_wb_->Clear();
+  if (!st.ok())
+    return sdk::Status::fatal("dedupe: cannot write restored claims to store " + dir_ + ": " +
+                              st.ToString());
+  return sdk::Status::ok();
+}
+
+sdk::Status PartitionStore::restore_chunk(uint64_t first_seq, std::string_view value) {
+  const char* p = value.data();
+  const char* end = p + value.size();
+  uint64_t ms = 0;
+  if (!get_varint(p, end, ms) || p >= end)
+    return sdk::Status::fatal("dedupe: unreadable chunk in the changelog of store " + dir_);
+  // Locally the chunk keeps only its time: its claims go straight to the claims table,
+  // which is folded before the restore counts as done.
+  restore_wb_->Put(seq_, seq_key(first_seq), rocksdb::Slice(value.data(), static_cast<size_t>(p - value.data())));
+  const uint32_t fp_bytes = static_cast<uint8_t>(*p++);
+  if (unindexed_.empty()) unindexed_fp_bytes_ = fp_bytes;
+  unindexed_fp_bytes_ = std::min(unindexed_fp_bytes_, fp_bytes);
+  for (uint64_t seq = first_seq; p < end; ++seq) {
+    uint64_t klen = 0, delta = 0;
+    if (!get_varint(p, end, klen) || static_cast<uint64_t>(end - p) < klen)
+      return sdk::Status::fatal("dedupe: truncated chunk in the changelog of store " + dir_);
+    std::string_view key(p, klen);
+    p += klen;
+    if (!get_varint(p, end, delta) || static_cast<uint64_t>(end - p) < fp_bytes)
+      return sdk::Status::fatal("dedupe: truncated chunk in the changelog of store " + dir_);
+    uint64_t fp = 0;
+    for (uint32_t i = 0; i < fp_bytes; ++i) fp |= uint64_t(static_cast<uint8_t>(p[i])) << (8 * i);
+    p += fp_bytes;
+    unindexed_.upsert(key, XXH3_64bits(key.data(), key.size()), seq,
+                      static_cast<int64_t>(seq) + unzigzag(delta), fp);
+    ++restored_claims_;
+  }
+  if (unindexed_.size() >= index_threshold_) {
+    sdk::Status st = flush_restore_batch();
+    if (!st) return st;
+    return index_claims();
+  }
+  if (restore_wb_->GetDataSize() > (8u << 20)) return flush_restore_batch();
+  return sdk::Status::ok();
+}
+
+sdk::Status PartitionStore::restore_tombstone(uint64_t first_seq) {
+  restore_wb_->Delete(seq_, seq_key(first_seq));
+  return sdk::Status::ok();
+}
+
+sdk::Status PartitionStore::restore_meta(std::string_view value) {
+  StoreMeta m;
+  if (!m.decode(value))
+    return sdk::Status::fatal("dedupe: unreadable meta record in the changelog of store " + dir_);
+  // `indexed` and `changelog` describe this copy, not the changelog's writer.
+  m.indexed = meta_.indexed;
+  m.changelog = meta_.changelog;
+  meta_ = m;
+  filter_.publish_floor(meta_.floor);
+  drop_round();
+  return sdk::Status::ok();
+}
+
+sdk::Status PartitionStore::finish_restore(int64_t changelog_position) {
+  sdk::Status st = flush_restore_batch();
+  if (!st) return st;
+  meta_.changelog = std::max(meta_.changelog, changelog_position);
+  st = index_claims();
+  if (!st) return st;
+  // index_claims writes the meta only when it had something to fold.
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  rocksdb::Status rs = db_->Put(wo, seq_, rocksdb::Slice(), meta_.encode());
+  if (!rs.ok())
+    return sdk::Status::fatal("dedupe: cannot write store " + dir_ + ": " + rs.ToString());
+  oldest_chunk_ms_ = -1;
+  if (meta_.floor < meta_.next_seq) {
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), seq_));
+    it->Seek(seq_key(meta_.seek_hint));
+    if (it->Valid() && it->key().size() == 8) oldest_chunk_ms_ = read_chunk_ms(it->value());
+  }
+  drop_round();
   return sdk::Status::ok();
 }
 

@@ -11,10 +11,12 @@
 
 #include <exactly/sdk.hpp>
 #include <rocksdb/db.h>
+#include <rocksdb/write_batch.h>
 
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "claim_codec.hpp"
@@ -69,17 +71,47 @@ class PartitionStore {
     if (offset > round_high_) round_high_ = offset;
   }
 
-  // prepare_commit: the round's claims, its chunk of the sequence index, eviction and
-  // the new meta in one WriteBatch, WAL synced.
-  sdk::Status write_round(const Retention& limits, uint32_t fp_bytes, int64_t now_ms);
+  // The source position after the last record read this round (records dropped
+  // upstream included): what a restart resumes from once this round commits.
+  void read_up_to(int64_t position) {
+    if (position > round_position_) round_position_ = position;
+  }
+
+  // What a round changes: its claims cut into chunks of the sequence index, the chunks
+  // eviction deletes, and the new meta. The changelog carries exactly these.
+  struct RoundPlan {
+    StoreMeta next;
+    std::vector<std::pair<uint64_t, std::string>> chunks;  // first seq, chunk value
+    std::vector<uint64_t> evicted;                         // first seqs of dropped chunks
+    int64_t oldest_ms = -1;
+    uint32_t fp_bytes = 0;
+    bool changed = false;
+  };
+  RoundPlan plan_round(const Retention& limits, uint32_t fp_bytes, int64_t now_ms) const;
+  // Writes the plan in one WriteBatch (WAL synced when `sync`); `changelog` >= 0 records
+  // the changelog position the store then matches.
+  sdk::Status apply_round(const RoundPlan& plan, bool sync, int64_t changelog = -1);
+  // prepare_commit without a changelog: plan and apply, synced.
+  sdk::Status write_round(const Retention& limits, uint32_t fp_bytes, int64_t now_ms) {
+    return apply_round(plan_round(limits, fp_bytes, now_ms), true);
+  }
   // abort: forget the round; replays claim again.
   void drop_round();
+
+  // Restore from a changelog: apply records in changelog order, then finish with the
+  // position after the last one read (folds, syncs, and records that position).
+  sdk::Status restore_chunk(uint64_t first_seq, std::string_view value);
+  sdk::Status restore_tombstone(uint64_t first_seq);
+  sdk::Status restore_meta(std::string_view value);
+  sdk::Status finish_restore(int64_t changelog_position);
+  uint64_t restored_claims() const { return restored_claims_; }
 
   StoreGauges gauges(int64_t now_ms) const;
 
  private:
   PartitionStore() = default;
   sdk::Status index_claims();
+  sdk::Status flush_restore_batch();
   void replay_chunks();
   double bytes_per_key() const;
   uint64_t int_property(rocksdb::ColumnFamilyHandle* cf, const char* name) const;
@@ -100,6 +132,9 @@ class PartitionStore {
   rocksdb::Options sst_options_;
   uint64_t next_seq_ = 0;
   int64_t round_high_ = -1;
+  int64_t round_position_ = -1;
+  std::unique_ptr<rocksdb::WriteBatch> restore_wb_;
+  uint64_t restored_claims_ = 0;
   bool round_fresh_ = true;
   uint64_t key_bytes_seen_ = 0, keys_seen_ = 0;
   KeyOrder order_;

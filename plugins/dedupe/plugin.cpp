@@ -9,6 +9,7 @@ using exactly::sdk::required;
 
 const char* const kConflict[] = {"duplicate", "reject", "stop", nullptr};
 const char* const kBehind[] = {"fail", "ignore", nullptr};
+const char* const kChangelog[] = {"auto", "on", "off", nullptr};
 const char* const kFilters[] = {"bloom", "ribbon", nullptr};
 const char* const kCompression[] = {"none", "lz4", "zstd", nullptr};
 
@@ -23,13 +24,28 @@ const ex_config_field kFields[] = {
     required("state.dir", EX_CFG_STRING,
              "directory of the stores: one RocksDB per input partition, in a subdirectory "
              "named after the partition"),
+    field("changelog", EX_CFG_STRING,
+          "keep the claims in a changelog written by the sink in the round's commit (for "
+          "Kafka: the same transaction as the output and the offsets), so a partition that "
+          "moves to another host is restored there: auto = when the sink can, on = required, "
+          "off = local stores only (a moved partition is refused)",
+          "auto", kChangelog),
+    field("changelog.topic", EX_CFG_STRING,
+          "the changelog's name (a topic for the kafka sink); default "
+          "exactly-<pipeline>-<stage>-changelog. Created compacted with one partition per "
+          "input partition when missing"),
+    field("changelog.catch.up.timeout", EX_CFG_DURATION,
+          "how long a restore waits for the changelog to reach the group's committed offset "
+          "(a previous owner's last transaction still completing) before it counts as behind",
+          "30000"),
     field("on.conflict", EX_CFG_STRING,
           "same id, different content: duplicate = drop and count, reject = record error, "
           "stop = fail the pipeline",
           "duplicate", kConflict),
     field("on.store.behind", EX_CFG_STRING,
-          "a store older than the committed position (deleted or restored from an old copy): "
-          "fail = refuse to start (say how to repair), ignore = warn and go on",
+          "a store (or changelog) older than the committed position (deleted, truncated, or "
+          "written without a changelog): fail = refuse the partition and say how to repair, "
+          "ignore = warn and go on",
           "fail", kBehind),
     field("store.behind.tolerance", EX_CFG_INT,
           "offsets the committed position may run ahead of the store before it counts as "

@@ -139,6 +139,7 @@ KafkaSink::KafkaSink(sdk::Host host, const sdk::Config& cfg)
 }
 
 KafkaSink::~KafkaSink() {
+  changelog_.reset();
   // Bounded on every path: a dead broker must not keep the host from shutting down.
   if (eos_ && txn_open_ && !broken_ && !fatal()) {
     ErrorPtr e(rd_kafka_abort_transaction(rk_, 5000));
@@ -154,8 +155,12 @@ KafkaSink::~KafkaSink() {
 }
 
 void KafkaSink::dr_cb(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
-  if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) return;
   auto* self = static_cast<KafkaSink*>(static_cast<ClientContext*>(opaque));
+  if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+    if (self->changelog_ && m->_private == self->changelog_->marker())
+      self->changelog_->delivered(rd_kafka_topic_name(m->rkt), m->partition, m->offset);
+    return;
+  }
   // Purged by our own abort: not a delivery failure of a round that is still live.
   if (m->err == RD_KAFKA_RESP_ERR__PURGE_QUEUE || m->err == RD_KAFKA_RESP_ERR__PURGE_INFLIGHT)
     return;
@@ -213,6 +218,11 @@ sdk::Status KafkaSink::open(std::optional<sdk::Checkpoint>& stored) {
     }
     host_.info("kafka sink: transactional producer ready (transactional.id=" + txn_id_ + ")");
   }
+  // The embedded demo cluster has no admin API and no real transactions: no changelogs.
+  if (!is_embedded(servers_) && !changelog_)
+    changelog_ = std::make_unique<ChangelogStore>(host_, rk_, connect_,
+                                                  display_servers(servers_, connect_),
+                                                  open_timeout_ms_);
   opened_ = true;
   return sdk::Status::ok();
 }
@@ -375,8 +385,9 @@ sdk::Status KafkaSink::commit(const sdk::Checkpoint* positions, bool& stored_pos
   if (!eos_) {
     // The host commits the source's offsets after this returns ok.
     sdk::Status st = flush_all();
-    if (!st) return st;
-    return take_delivery_failures();
+    if (st) st = take_delivery_failures();
+    if (st && changelog_) changelog_->committed();
+    return st;
   }
   return commit_transactional(positions, stored_positions);
 }
@@ -457,6 +468,7 @@ sdk::Status KafkaSink::commit_transactional(const sdk::Checkpoint* positions, bo
   txn_open_ = false;
   dr_failed_ = 0;
   dr_first_error_.clear();
+  if (changelog_) changelog_->committed();
   if (cp) last_offsets_ = cp->offsets;
   host_.counter("kafka_sink_transactions_committed_total", 1);
   stored = cp.has_value();
@@ -477,6 +489,7 @@ sdk::Status KafkaSink::abort_transaction(const std::string& cause) {
     txn_open_ = false;
     host_.counter("kafka_sink_transactions_aborted_total", 1);
   }
+  if (changelog_) changelog_->aborted();
   dr_failed_ = 0;
   dr_first_error_.clear();
   if (cause.empty()) return sdk::Status::ok();
@@ -491,9 +504,72 @@ sdk::Status KafkaSink::abort() {
   rd_kafka_purge(rk_, RD_KAFKA_PURGE_F_QUEUE);
   // Let in-flight ones settle so their reports are not charged to the next round.
   rd_kafka_flush(rk_, static_cast<int>(call_timeout_ms_));
+  if (changelog_) changelog_->aborted();
   dr_failed_ = 0;
   dr_first_error_.clear();
   return sdk::Status::ok();
+}
+
+}  // namespace exactly::kafka
+
+namespace exactly::kafka {
+
+sdk::Status KafkaSink::revoke(const std::vector<sdk::Partition>& parts) {
+  // A partition that comes back later must not report a position from before it left.
+  if (changelog_)
+    for (const auto& p : parts) changelog_->forget(p.number);
+  return sdk::Status::ok();
+}
+
+sdk::Status KafkaSink::state_open(const std::string& store, const sdk::Partition& part,
+                                  sdk::StateInfo& info) {
+  if (!changelog_)
+    return sdk::Status::unsupported(is_embedded(servers_)
+                                        ? "the embedded cluster keeps no changelogs"
+                                        : "kafka sink not open");
+  return changelog_->open(store, part, info);
+}
+
+sdk::Status KafkaSink::state_read(const std::string& store, const sdk::Partition& part,
+                                  int64_t from, const sdk::StateRecordFn& fn) {
+  if (!changelog_) return sdk::Status::unsupported("no changelogs");
+  return changelog_->read(store, part, from, fn);
+}
+
+sdk::Status KafkaSink::state_write(const std::string& store, const sdk::Partition& part,
+                                   ex_bytes key, ex_bytes value) {
+  if (!changelog_) return sdk::Status::unsupported("no changelogs");
+  if (broken_) return sdk::Status::fatal("kafka sink: producer failed fatally; rebuild needed");
+  if (eos_) {
+    sdk::Status st = begin_if_needed();
+    if (!st) return st;
+  }
+  rd_kafka_topic_t* rkt = topic_handle(store);
+  const int64_t deadline = now_ms() + std::max<int64_t>(message_timeout_ms_, 30000);
+  for (;;) {
+    rd_kafka_resp_err_t err = static_cast<rd_kafka_resp_err_t>(rd_kafka_produce(
+        rkt, part.number, RD_KAFKA_MSG_F_COPY, const_cast<uint8_t*>(value.ptr),
+        value.ptr ? value.len : 0, key.ptr, key.len, changelog_->marker()));
+    if (err == 0) {
+      host_.counter("kafka_sink_changelog_records_total", 1);
+      host_.counter("kafka_sink_changelog_bytes_total", static_cast<double>(key.len + value.len));
+      return sdk::Status::ok();
+    }
+    err = rd_kafka_last_error();
+    if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL && now_ms() < deadline && !fatal()) {
+      rd_kafka_poll(rk_, 10);
+      continue;
+    }
+    if (fatal()) return fatal_status("changelog produce failed");
+    if (err == RD_KAFKA_RESP_ERR__STATE && eos_)
+      return abort_transaction(std::string("kafka sink: changelog write: ") + rd_kafka_err2str(err));
+    return sdk::Status::retriable("kafka sink: cannot write changelog " + store + " [" +
+                                  std::to_string(part.number) + "]: " + rd_kafka_err2str(err));
+  }
+}
+
+int64_t KafkaSink::state_position(const std::string& store, const sdk::Partition& part) {
+  return changelog_ ? changelog_->position(store, part.number) : -1;
 }
 
 }  // namespace exactly::kafka

@@ -4,6 +4,7 @@
 // and input positions become visible together or not at all.
 #pragma once
 
+#include "changelog_store.hpp"
 #include "checkpoint_codec.hpp"
 #include "rdkafka_common.hpp"
 #include "topic_router.hpp"
@@ -11,6 +12,7 @@
 #include <exactly/sdk.hpp>
 #include <librdkafka/rdkafka.h>
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -32,6 +34,15 @@ class KafkaSink final : public sdk::Sink, public ClientContext {
   sdk::Status prepare_commit() override;
   sdk::Status commit(const sdk::Checkpoint* positions, bool& stored_positions) override;
   sdk::Status abort() override;
+  sdk::Status revoke(const std::vector<sdk::Partition>& parts) override;
+
+  sdk::Status state_open(const std::string& store, const sdk::Partition& part,
+                         sdk::StateInfo& info) override;
+  sdk::Status state_read(const std::string& store, const sdk::Partition& part, int64_t from,
+                         const sdk::StateRecordFn& fn) override;
+  sdk::Status state_write(const std::string& store, const sdk::Partition& part, ex_bytes key,
+                          ex_bytes value) override;
+  int64_t state_position(const std::string& store, const sdk::Partition& part) override;
 
  private:
   enum class Partitioning { Input, Key, Default };
@@ -69,6 +80,7 @@ class KafkaSink final : public sdk::Sink, public ClientContext {
   std::string max_message_bytes_;
 
   rd_kafka_t* rk_ = nullptr;
+  std::unique_ptr<ChangelogStore> changelog_;  // after open(), on a real cluster
   rd_kafka_topic_t* fixed_rkt_ = nullptr;
   std::unordered_map<std::string, rd_kafka_topic_t*, StringHash, std::equal_to<>> topics_;
   std::vector<int32_t> number_of_id_;  // partition id -> input partition number, -1 unknown

@@ -28,7 +28,7 @@ extern "C" {
 /* Major: incompatible change. Minor: append-only growth of structs. The host refuses a
  * plugin whose major differs or whose minor is newer than its own. */
 #define EX_ABI_VERSION_MAJOR 1u
-#define EX_ABI_VERSION_MINOR 0u
+#define EX_ABI_VERSION_MINOR 1u
 #define EX_ABI_VERSION ((EX_ABI_VERSION_MAJOR << 16) | EX_ABI_VERSION_MINOR)
 
 /* The one symbol a plugin library exports. */
@@ -164,6 +164,25 @@ typedef struct ex_config {
   size_t count;
 } ex_config;
 
+/* ---------------------------------------------------------------- state changelogs (1.1) */
+
+/* A stateful transform may keep a changelog of its state in the sink's system, written
+ * inside the round's commit (for Kafka: in the same transaction as the output and the
+ * source offsets), so that another host can rebuild the state of a partition that moved.
+ * A changelog is named by `store` (the kafka sink: a topic) and has one partition per
+ * input partition. Positions are the sink system's offsets. */
+typedef struct ex_state_info {
+  uint32_t struct_size;
+  int64_t start;   /* first readable position (records before it are gone) */
+  int64_t end;     /* committed end: a reader that got here has every committed record */
+  int32_t created; /* non-zero: the changelog did not exist and was created by this call */
+} ex_state_info;
+
+/* Receives one changelog record; value.ptr == NULL is a tombstone. Return non-zero to
+ * stop reading (the read then fails with EX_ERR_FATAL). */
+typedef int32_t (*ex_state_record_fn)(void* ctx, int64_t position, ex_bytes key,
+                                      ex_bytes value);
+
 /* ---------------------------------------------------------------- host services */
 
 typedef enum ex_log_level {
@@ -195,6 +214,23 @@ typedef struct ex_host_api {
                                  ex_error* err);
   int32_t (*partitions_revoked)(void* ctx, const ex_partition* parts, size_t n,
                                 ex_error* err);
+  /* ---- 1.1: state changelogs, forwarded to the sink (check struct_size first). ----
+   * state_supported: non-zero when the pipeline's sink implements the state calls.
+   * state_open: find (or create) the changelog partition of `part`, fill `info`;
+   *   EX_ERR_UNSUPPORTED when this sink instance cannot keep changelogs (config).
+   * state_read: read committed records from `from` up to the committed end.
+   * state_write: append a record in the running round; call from prepare_commit.
+   *   A NULL value.ptr writes a tombstone.
+   * state_position: after commit, the position just after the last record of `part`
+   *   this instance committed, or -1 if it committed none. */
+  int32_t (*state_supported)(void* ctx);
+  int32_t (*state_open)(void* ctx, ex_bytes store, const ex_partition* part,
+                        ex_state_info* info, ex_error* err);
+  int32_t (*state_read)(void* ctx, ex_bytes store, const ex_partition* part, int64_t from,
+                        ex_state_record_fn fn, void* fn_ctx, ex_error* err);
+  int32_t (*state_write)(void* ctx, ex_bytes store, const ex_partition* part, ex_bytes key,
+                         ex_bytes value, ex_error* err);
+  int64_t (*state_position)(void* ctx, ex_bytes store, const ex_partition* part);
 } ex_host_api;
 
 /* ---------------------------------------------------------------- emitters */
@@ -269,6 +305,10 @@ typedef struct ex_transform_vtable {
   /* The round was abandoned; the source will replay from the last commit. */
   int32_t (*abort)(void* self, ex_error* err);
   int32_t (*reconfigure)(void* self, const ex_config* config, ex_error* err);
+  /* 1.1, may be NULL. Called before prepare_commit with every partition that gave
+   * records this round; start_offset is the source position just after the last record
+   * read from it (records dropped upstream of this stage included). */
+  int32_t (*positions)(void* self, const ex_partition* parts, size_t n, ex_error* err);
 } ex_transform_vtable;
 
 /* Flags a sink reports from commit(). */
@@ -295,6 +335,15 @@ typedef struct ex_sink_vtable {
                     ex_error* err);
   int32_t (*abort)(void* self, ex_error* err);
   int32_t (*reconfigure)(void* self, const ex_config* config, ex_error* err);
+  /* 1.1, all NULL or all set: the state changelog calls of ex_host_api, served by the
+   * sink (same arguments, same rules). */
+  int32_t (*state_open)(void* self, ex_bytes store, const ex_partition* part,
+                        ex_state_info* info, ex_error* err);
+  int32_t (*state_read)(void* self, ex_bytes store, const ex_partition* part, int64_t from,
+                        ex_state_record_fn fn, void* fn_ctx, ex_error* err);
+  int32_t (*state_write)(void* self, ex_bytes store, const ex_partition* part, ex_bytes key,
+                         ex_bytes value, ex_error* err);
+  int64_t (*state_position)(void* self, ex_bytes store, const ex_partition* part);
 } ex_sink_vtable;
 
 typedef struct ex_component {

@@ -11,7 +11,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <cstddef>
 #include <exception>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -238,6 +240,25 @@ struct Checkpoint {
   }
 };
 
+// State changelogs (ABI 1.1): see ex_state_info in plugin_abi.h.
+struct StateInfo {
+  int64_t start = 0;
+  int64_t end = 0;
+  bool created = false;
+};
+// One record read back; value.ptr == nullptr is a tombstone. Return false to stop.
+using StateRecordFn = std::function<bool(int64_t position, ex_bytes key, ex_bytes value)>;
+
+namespace detail {
+inline int32_t state_record_trampoline(void* ctx, int64_t pos, ex_bytes key, ex_bytes value) {
+  try {
+    return (*static_cast<const StateRecordFn*>(ctx))(pos, key, value) ? 0 : 1;
+  } catch (...) {
+    return 1;
+  }
+}
+}  // namespace detail
+
 class Host {
  public:
   Host() = default;
@@ -266,7 +287,53 @@ class Host {
     return notify(parts, api_ ? api_->partitions_revoked : nullptr);
   }
 
+  // State changelogs (ABI 1.1; false / unsupported on an older host or a sink without).
+  bool state_supported() const {
+    return has_state() && api_->state_supported && api_->state_supported(api_->ctx) != 0;
+  }
+  Status state_open(std::string_view store, const Partition& part, StateInfo& info) const {
+    if (!has_state() || api_->state_open == nullptr) return Status::unsupported("no state changelogs");
+    ex_partition p = part.to_abi();
+    ex_state_info i{};
+    i.struct_size = sizeof(i);
+    ex_error err{};
+    err.struct_size = sizeof(err);
+    int32_t rc = api_->state_open(api_->ctx, bytes(store), &p, &i, &err);
+    if (rc != EX_OK) return Status::error(static_cast<ex_status>(rc), err.message, err.key);
+    info = StateInfo{i.start, i.end, i.created != 0};
+    return Status::ok();
+  }
+  Status state_read(std::string_view store, const Partition& part, int64_t from,
+                    const StateRecordFn& fn) const {
+    if (!has_state() || api_->state_read == nullptr) return Status::unsupported("no state changelogs");
+    ex_partition p = part.to_abi();
+    ex_error err{};
+    err.struct_size = sizeof(err);
+    int32_t rc = api_->state_read(api_->ctx, bytes(store), &p, from,
+                                  &detail::state_record_trampoline,
+                                  const_cast<StateRecordFn*>(&fn), &err);
+    return rc == EX_OK ? Status::ok() : Status::error(static_cast<ex_status>(rc), err.message, err.key);
+  }
+  Status state_write(std::string_view store, const Partition& part, ex_bytes key,
+                     ex_bytes value) const {
+    if (!has_state() || api_->state_write == nullptr) return Status::unsupported("no state changelogs");
+    ex_partition p = part.to_abi();
+    ex_error err{};
+    err.struct_size = sizeof(err);
+    int32_t rc = api_->state_write(api_->ctx, bytes(store), &p, key, value, &err);
+    return rc == EX_OK ? Status::ok() : Status::error(static_cast<ex_status>(rc), err.message, err.key);
+  }
+  int64_t state_position(std::string_view store, const Partition& part) const {
+    if (!has_state() || api_->state_position == nullptr) return -1;
+    ex_partition p = part.to_abi();
+    return api_->state_position(api_->ctx, bytes(store), &p);
+  }
+
  private:
+  bool has_state() const {
+    return api_ != nullptr &&
+           api_->struct_size >= offsetof(ex_host_api, state_position) + sizeof(api_->state_position);
+  }
   using Fn = int32_t (*)(void*, const ex_partition*, size_t, ex_error*);
   Status notify(const std::vector<Partition>& parts, Fn fn) const {
     if (fn == nullptr) return Status::ok();
@@ -332,6 +399,9 @@ class Transform {
   virtual Status commit() { return Status::ok(); }
   virtual Status abort() { return Status::ok(); }
   virtual Status reconfigure(const Config&) { return Status::unsupported(); }
+  // Before prepare_commit: the source position after the last record read this round,
+  // per partition that gave records (in start_offset).
+  virtual Status positions(const std::vector<Partition>&) { return Status::ok(); }
 };
 
 class Sink {
@@ -350,6 +420,20 @@ class Sink {
   virtual Status commit(const Checkpoint* positions, bool& stored_positions) = 0;
   virtual Status abort() { return Status::ok(); }
   virtual Status reconfigure(const Config&) { return Status::unsupported(); }
+  // State changelogs for the pipeline's transforms (see ex_state_info). A sink that
+  // cannot keep them leaves these as they are.
+  virtual Status state_open(const std::string& /*store*/, const Partition&, StateInfo&) {
+    return Status::unsupported("this sink does not keep state changelogs");
+  }
+  virtual Status state_read(const std::string& /*store*/, const Partition&, int64_t /*from*/,
+                            const StateRecordFn&) {
+    return Status::unsupported("this sink does not keep state changelogs");
+  }
+  virtual Status state_write(const std::string& /*store*/, const Partition&, ex_bytes /*key*/,
+                             ex_bytes /*value*/) {
+    return Status::unsupported("this sink does not keep state changelogs");
+  }
+  virtual int64_t state_position(const std::string& /*store*/, const Partition&) { return -1; }
 };
 
 // ---------------------------------------------------------------- boundary adapters
@@ -491,10 +575,13 @@ struct TransformAdapter {
   static int32_t reconfigure(void* s, const ex_config* c, ex_error* err) {
     return guard(err, [&] { return self(s)->reconfigure(Config(c)); });
   }
+  static int32_t positions(void* s, const ex_partition* p, size_t n, ex_error* err) {
+    return guard(err, [&] { return self(s)->positions(partitions_from(p, n)); });
+  }
   static const ex_transform_vtable* vtable() {
     static const ex_transform_vtable vt = {
         sizeof(ex_transform_vtable), &detail::create<Transform, T>, &detail::destroy<Transform>,
-        &assign, &revoke, &process, &prepare_commit, &commit, &abort, &reconfigure};
+        &assign, &revoke, &process, &prepare_commit, &commit, &abort, &reconfigure, &positions};
     return &vt;
   }
 };
@@ -559,10 +646,43 @@ struct SinkAdapter {
   static int32_t reconfigure(void* s, const ex_config* c, ex_error* err) {
     return guard(err, [&] { return box(s).impl->reconfigure(Config(c)); });
   }
+  static std::string str(ex_bytes b) { return std::string(view(b)); }
+  static int32_t state_open(void* s, ex_bytes store, const ex_partition* p, ex_state_info* info,
+                            ex_error* err) {
+    return guard(err, [&] {
+      StateInfo i;
+      Status st = box(s).impl->state_open(str(store), Partition::from(*p), i);
+      info->start = i.start;
+      info->end = i.end;
+      info->created = i.created ? 1 : 0;
+      return st;
+    });
+  }
+  static int32_t state_read(void* s, ex_bytes store, const ex_partition* p, int64_t from,
+                            ex_state_record_fn fn, void* fn_ctx, ex_error* err) {
+    return guard(err, [&] {
+      StateRecordFn cb = [&](int64_t pos, ex_bytes k, ex_bytes v) {
+        return fn(fn_ctx, pos, k, v) == 0;
+      };
+      return box(s).impl->state_read(str(store), Partition::from(*p), from, cb);
+    });
+  }
+  static int32_t state_write(void* s, ex_bytes store, const ex_partition* p, ex_bytes key,
+                             ex_bytes value, ex_error* err) {
+    return guard(err, [&] { return box(s).impl->state_write(str(store), Partition::from(*p), key, value); });
+  }
+  static int64_t state_position(void* s, ex_bytes store, const ex_partition* p) noexcept {
+    try {
+      return box(s).impl->state_position(str(store), Partition::from(*p));
+    } catch (...) {
+      return -1;
+    }
+  }
   static const ex_sink_vtable* vtable() {
     static const ex_sink_vtable vt = {sizeof(ex_sink_vtable), &create, &destroy, &open,
                                       &assign, &revoke, &write, &prepare_commit, &commit,
-                                      &abort, &reconfigure};
+                                      &abort, &reconfigure, &state_open, &state_read,
+                                      &state_write, &state_position};
     return &vt;
   }
 };

@@ -110,7 +110,7 @@ TEST_F(DedupeTest, ConflictStopFailsNamingPartitionAndOffset) {
   commit_round();
   exactly::sdk::Status st;
   t.process({event("b", 1), event("a", 2, 0, "two")}, &st);
-  EXPECT_EQ(st.code(), EX_ERR_FATAL);
+  EXPECT_EQ(st.code(), EX_ERR_CONFIG);
   EXPECT_NE(st.message().find("events-0"), std::string::npos) << st.message();
   EXPECT_NE(st.message().find("offset 2"), std::string::npos) << st.message();
 }

@@ -80,7 +80,7 @@ class DedupeTest : public ::testing::Test {
 
   // A new stage instance (the old one, if any, is destroyed first), assigned `parts`.
   TransformHarness& start(Pairs extra = {}, std::vector<Partition> parts = {part(0, "events-0")}) {
-    stage_.reset();
+    stage_.reset();  // the store directory is locked while a stage lives
     stage_ = std::make_unique<TransformHarness>(library(), "dedupe", config(std::move(extra)),
                                                 &host_);
     EXPECT_TRUE(stage_->ok()) << stage_->create_status().message();

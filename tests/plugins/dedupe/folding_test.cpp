@@ -36,10 +36,14 @@ TEST_F(DedupeTest, FoldedAndUnfoldedClaimsSurviveACrashImage) {
   t.process(range(25000, 25500, off));
   commit_round();
   // Copy the store while it is open: what a kill -9 right now would leave behind.
-  fs::copy(dir_ / "events-0", dir_ / "events-9", fs::copy_options::recursive);
+  // (Into another state directory: this one is locked while the stage lives.)
+  fs::create_directories(dir_ / "image");
+  fs::copy(dir_ / "events-0", dir_ / "image" / "events-9", fs::copy_options::recursive);
 
   FakeHost other;
-  TransformHarness crashed(library(), "dedupe", config(small), &other);
+  Pairs image = small;
+  image.emplace_back("state.dir", (dir_ / "image").string());
+  TransformHarness crashed(library(), "dedupe", config(image), &other);
   ASSERT_TRUE(crashed.ok());
   auto st = crashed.assign({part(0, "events-9", off)});
   ASSERT_TRUE(st.is_ok()) << st.message();

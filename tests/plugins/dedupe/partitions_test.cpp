@@ -22,6 +22,7 @@ TEST_F(DedupeTest, EachPartitionHasItsOwnStore) {
   // Unsafe characters are replaced, with a hash of the name so names never collide.
   int dirs = 0;
   for (auto& e : fs::directory_iterator(dir_)) {
+    if (!e.is_directory()) continue;  // the state directory's lock file
     ++dirs;
     EXPECT_EQ(e.path().filename().string().find('/'), std::string::npos);
   }
@@ -41,24 +42,27 @@ TEST_F(DedupeTest, RevokeClosesTheStoreAndAssignReopensIt) {
   auto& t = start();
   t.process({event("a", 0)});
   commit_round();
-  // While assigned here, another instance cannot open the same store.
+  // While this stage lives, another one (another process, or another pipeline) cannot
+  // use the same state directory, and says who holds it.
   FakeHost other_host;
   TransformHarness other(library(), "dedupe", config(), &other_host);
-  ASSERT_TRUE(other.ok());
-  EXPECT_EQ(other.assign({part(0, "events-0")}).code(), EX_ERR_FATAL);
+  ASSERT_FALSE(other.ok());
+  EXPECT_EQ(other.create_status().code(), EX_ERR_CONFIG);
+  EXPECT_EQ(other.create_status().key(), "state.dir");
+  EXPECT_THAT(other.create_status().message(), HasSubstr("is in use by"));
+  EXPECT_THAT(other.create_status().message(), HasSubstr("pid"));
   ASSERT_TRUE(t.revoke({part(0, "events-0")}).is_ok());
   exactly::sdk::Status st;
   t.process({event("b", 1)}, &st);
   EXPECT_EQ(st.code(), EX_ERR_FATAL);  // no longer ours
-  // Now the other instance gets the partition, with its claims.
-  auto st2 = other.assign({part(0, "events-0", 1)});
+  // Assigned again, the store is reopened with its claims.
+  auto st2 = t.assign({part(0, "events-0", 1)});
   ASSERT_TRUE(st2.is_ok()) << st2.message();
-  EXPECT_THAT(other.process({event("a", 1), event("b", 2)}).kept, ElementsAre(1u));
-  ASSERT_TRUE(other.revoke({part(0, "events-0")}).is_ok());
-  ASSERT_TRUE(t.assign({part(0, "events-0", 1)}).is_ok());
+  EXPECT_THAT(t.process({event("a", 1), event("b", 2)}).kept, ElementsAre(1u));
 }
 
 TEST_F(DedupeTest, ANewStoreBehindTheCommittedPositionFails) {
+  stage_.reset();  // the store directory is locked while a stage lives
   stage_ = std::make_unique<TransformHarness>(library(), "dedupe", config(), &host_);
   auto st = stage_->assign({part(0, "events-0", 500)});
   EXPECT_EQ(st.code(), EX_ERR_FATAL);
@@ -77,6 +81,7 @@ TEST_F(DedupeTest, ADeletedStoreFailsByDefault) {
   commit_round();
   stage_.reset();
   fs::remove_all(dir_ / "events-0");
+  stage_.reset();  // the store directory is locked while a stage lives
   stage_ = std::make_unique<TransformHarness>(library(), "dedupe", config(), &host_);
   auto st = stage_->assign({part(0, "events-0", 2)});
   EXPECT_EQ(st.code(), EX_ERR_FATAL);
@@ -96,6 +101,8 @@ TEST_F(DedupeTest, AStoreRestoredFromAnOlderCopyFailsByDefaultAndIgnoreGoesOn) {
   fs::remove_all(dir_ / "events-0");
   fs::rename(dir_ / "old-copy", dir_ / "events-0");
 
+  stage_.reset();  // the store directory is locked while a stage lives
+
   stage_ = std::make_unique<TransformHarness>(library(), "dedupe", config(), &host_);
   auto st = stage_->assign({part(0, "events-0", 4)});
   EXPECT_EQ(st.code(), EX_ERR_FATAL);
@@ -104,6 +111,7 @@ TEST_F(DedupeTest, AStoreRestoredFromAnOlderCopyFailsByDefaultAndIgnoreGoesOn) {
   EXPECT_THAT(st.message(), HasSubstr("restore"));
 
   host_.logs.clear();
+  stage_.reset();  // the store directory is locked while a stage lives
   stage_ = std::make_unique<TransformHarness>(library(), "dedupe",
                                               config({{"on.store.behind", "ignore"}}), &host_);
   st = stage_->assign({part(0, "events-0", 4)});
@@ -122,6 +130,7 @@ TEST_F(DedupeTest, ToleranceAllowsAGapUpToIt) {
   commit_round();
   stage_.reset();
   auto fresh = [&](int64_t start_offset) {
+    stage_.reset();  // the store directory is locked while a stage lives
     stage_ = std::make_unique<TransformHarness>(
         library(), "dedupe", config({{"store.behind.tolerance", "2"}}), &host_);
     return stage_->assign({part(0, "events-0", start_offset)});

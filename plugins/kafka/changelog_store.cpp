@@ -1,0 +1,306 @@
+#include "changelog_store.hpp"
+
+#include <algorithm>
+#include <memory>
+
+namespace exactly::kafka {
+
+namespace {
+
+struct QueueDeleter {
+  void operator()(rd_kafka_queue_t* q) const {
+    if (q) rd_kafka_queue_destroy(q);
+  }
+};
+using QueuePtr = std::unique_ptr<rd_kafka_queue_t, QueueDeleter>;
+struct EventDeleter {
+  void operator()(rd_kafka_event_t* e) const {
+    if (e) rd_kafka_event_destroy(e);
+  }
+};
+using EventPtr = std::unique_ptr<rd_kafka_event_t, EventDeleter>;
+
+// Waits for the admin result of `type` on `q`.
+EventPtr wait_result(rd_kafka_queue_t* q, rd_kafka_event_type_t type, int64_t timeout_ms) {
+  const int64_t deadline = now_ms() + timeout_ms;
+  while (now_ms() < deadline) {
+    EventPtr ev(rd_kafka_queue_poll(q, 200));
+    if (ev && rd_kafka_event_type(ev.get()) == type) return ev;
+  }
+  return nullptr;
+}
+
+// Segments roll at this size so compaction (which never touches the active segment)
+// keeps the changelog near the store's retained claims.
+constexpr const char* kSegmentBytes = "67108864";
+
+}  // namespace
+
+ChangelogStore::ChangelogStore(sdk::Host host, rd_kafka_t* producer, std::string connect,
+                               std::string servers_display, int64_t timeout_ms)
+    : host_(host),
+      producer_(producer),
+      connect_(std::move(connect)),
+      display_(std::move(servers_display)),
+      timeout_ms_(std::max<int64_t>(timeout_ms, 5000)) {}
+
+ChangelogStore::~ChangelogStore() {
+  if (reader_ != nullptr) {
+    rd_kafka_assign(reader_, nullptr);
+    rd_kafka_destroy_flags(reader_, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+  }
+}
+
+rd_kafka_t* ChangelogStore::reader(std::string& error) {
+  if (reader_ != nullptr) return reader_;
+  char err[512];
+  rd_kafka_conf_t* c = rd_kafka_conf_new();
+  auto set = [&](const char* k, const char* v) {
+    if (rd_kafka_conf_set(c, k, v, err, sizeof err) != RD_KAFKA_CONF_OK) error = err;
+  };
+  set("bootstrap.servers", connect_.c_str());
+  // No group is joined (partitions are assigned by hand); librdkafka wants an id anyway.
+  set("group.id", "exactly-changelog-restore");
+  set("enable.auto.commit", "false");
+  set("enable.auto.offset.store", "false");
+  set("isolation.level", "read_committed");
+  set("enable.partition.eof", "true");
+  set("auto.offset.reset", "error");
+  set("socket.nagle.disable", "true");
+  set("max.partition.fetch.bytes", "16777216");
+  set("fetch.max.bytes", "67108864");
+  set("queued.max.messages.kbytes", "262144");
+  set("log.connection.close", "false");
+  if (!error.empty()) {
+    rd_kafka_conf_destroy(c);
+    return nullptr;
+  }
+  reader_ = rd_kafka_new(RD_KAFKA_CONSUMER, c, err, sizeof err);
+  if (reader_ == nullptr) {
+    error = err;
+    return nullptr;
+  }
+  rd_kafka_poll_set_consumer(reader_);
+  return reader_;
+}
+
+sdk::Status ChangelogStore::create_topic(const std::string& topic, int partitions) {
+  char err[512];
+  rd_kafka_NewTopic_t* nt = rd_kafka_NewTopic_new(topic.c_str(), partitions, -1, err, sizeof err);
+  if (nt == nullptr) return sdk::Status::fatal("kafka sink: cannot create changelog " + topic + ": " + err);
+  rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "compact");
+  rd_kafka_NewTopic_set_config(nt, "segment.bytes", kSegmentBytes);
+  QueuePtr q(rd_kafka_queue_new(producer_));
+  rd_kafka_CreateTopics(producer_, &nt, 1, nullptr, q.get());
+  rd_kafka_NewTopic_destroy(nt);
+  EventPtr ev = wait_result(q.get(), RD_KAFKA_EVENT_CREATETOPICS_RESULT, timeout_ms_);
+  if (!ev) return sdk::Status::retriable("kafka sink: creating changelog " + topic + " timed out");
+  if (rd_kafka_event_error(ev.get()) != RD_KAFKA_RESP_ERR_NO_ERROR)
+    return sdk::Status::retriable("kafka sink: creating changelog " + topic + ": " +
+                                  rd_kafka_event_error_string(ev.get()));
+  size_t n = 0;
+  const rd_kafka_topic_result_t** res =
+      rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev.get()), &n);
+  for (size_t i = 0; i < n; ++i) {
+    rd_kafka_resp_err_t e = rd_kafka_topic_result_error(res[i]);
+    // Another host created it first: it is checked like any existing one.
+    if (e == RD_KAFKA_RESP_ERR_NO_ERROR || e == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) continue;
+    const char* why = rd_kafka_topic_result_error_string(res[i]);
+    return sdk::Status::config("changelog.topic", "kafka sink: cannot create changelog topic " +
+                                                      topic + " on " + display_ + ": " +
+                                                      (why ? why : rd_kafka_err2str(e)));
+  }
+  host_.info("kafka sink: created changelog topic " + topic + " (" + std::to_string(partitions) +
+             " partitions, cleanup.policy=compact)");
+  return sdk::Status::ok();
+}
+
+sdk::Status ChangelogStore::check_policy(const std::string& topic) {
+  rd_kafka_ConfigResource_t* r = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic.c_str());
+  QueuePtr q(rd_kafka_queue_new(producer_));
+  rd_kafka_DescribeConfigs(producer_, &r, 1, nullptr, q.get());
+  rd_kafka_ConfigResource_destroy(r);
+  EventPtr ev = wait_result(q.get(), RD_KAFKA_EVENT_DESCRIBECONFIGS_RESULT, timeout_ms_);
+  if (!ev) return sdk::Status::retriable("kafka sink: describing changelog " + topic + " timed out");
+  if (rd_kafka_event_error(ev.get()) != RD_KAFKA_RESP_ERR_NO_ERROR)
+    return sdk::Status::retriable("kafka sink: describing changelog " + topic + ": " +
+                                  rd_kafka_event_error_string(ev.get()));
+  size_t n = 0;
+  const rd_kafka_ConfigResource_t** res =
+      rd_kafka_DescribeConfigs_result_resources(rd_kafka_event_DescribeConfigs_result(ev.get()), &n);
+  std::string policy;
+  for (size_t i = 0; i < n; ++i) {
+    size_t cn = 0;
+    const rd_kafka_ConfigEntry_t** entries = rd_kafka_ConfigResource_configs(res[i], &cn);
+    for (size_t j = 0; j < cn; ++j)
+      if (std::string(rd_kafka_ConfigEntry_name(entries[j])) == "cleanup.policy" &&
+          rd_kafka_ConfigEntry_value(entries[j]) != nullptr)
+        policy = rd_kafka_ConfigEntry_value(entries[j]);
+  }
+  if (policy.find("compact") == std::string::npos || policy.find("delete") != std::string::npos)
+    return sdk::Status::config(
+        "changelog.topic",
+        "kafka sink: changelog topic " + topic + " has cleanup.policy=" +
+            (policy.empty() ? std::string("(unknown)") : policy) +
+            "; a changelog must be compacted and never deleted by time or size (claims "
+            "would be lost). Fix: kafka-configs --alter --entity-type topics --entity-name " +
+            topic + " --add-config cleanup.policy=compact, or name another topic in "
+                    "changelog.topic");
+  return sdk::Status::ok();
+}
+
+sdk::Status ChangelogStore::ensure_topic(const std::string& topic, const sdk::Partition& part,
+                                         bool& created) {
+  created = false;
+  auto known = partitions_.find(topic);
+  if (known == partitions_.end()) {
+    for (int attempt = 0;; ++attempt) {
+      // All topics: asking for one by name would let a broker auto-create it.
+      const rd_kafka_metadata_t* md = nullptr;
+      rd_kafka_resp_err_t err = rd_kafka_metadata(producer_, 1, nullptr, &md,
+                                                  static_cast<int>(std::min<int64_t>(timeout_ms_, 10000)));
+      if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+        return sdk::Status::retriable("kafka sink: cannot read metadata of " + display_ + ": " +
+                                      rd_kafka_err2str(err));
+      int have = -1, input = -1;
+      for (int i = 0; i < md->topic_cnt; ++i) {
+        const auto& t = md->topics[i];
+        if (t.err != RD_KAFKA_RESP_ERR_NO_ERROR) continue;
+        if (topic == t.topic) have = t.partition_cnt;
+        if (part.topic == t.topic) input = t.partition_cnt;
+      }
+      rd_kafka_metadata_destroy(md);
+      if (have > 0) {
+        if (input > 0 && have != input)
+          return sdk::Status::config(
+              "changelog.topic",
+              "kafka sink: changelog topic " + topic + " has " + std::to_string(have) +
+                  " partitions, but input topic " + part.topic + " has " + std::to_string(input) +
+                  "; a changelog needs one partition per input partition. Fix: delete the "
+                  "changelog (its stores are rebuilt from scratch) or name a new one in "
+                  "changelog.topic");
+        sdk::Status st = check_policy(topic);
+        if (!st) return st;
+        known = partitions_.emplace(topic, have).first;
+        break;
+      }
+      if (attempt > 0 && created) {
+        if (attempt > 50)
+          return sdk::Status::retriable("kafka sink: changelog " + topic + " was created but does "
+                                        "not show in the metadata yet");
+        rd_kafka_poll(producer_, 100);
+        continue;
+      }
+      if (input <= 0)
+        return sdk::Status::config(
+            "changelog.topic",
+            "kafka sink: changelog topic " + topic + " does not exist, and input topic " +
+                part.topic + " is not on " + display_ + " to size it. Create it with one "
+                "partition per input partition and cleanup.policy=compact");
+      sdk::Status st = create_topic(topic, input);
+      if (!st) return st;
+      created = true;
+    }
+  }
+  if (part.number < 0 || part.number >= known->second)
+    return sdk::Status::config("changelog.topic",
+                               "kafka sink: changelog topic " + topic + " has " +
+                                   std::to_string(known->second) + " partitions; input partition " +
+                                   part.name + " needs at least " + std::to_string(part.number + 1));
+  return sdk::Status::ok();
+}
+
+sdk::Status ChangelogStore::open(const std::string& topic, const sdk::Partition& part,
+                                 sdk::StateInfo& info) {
+  bool created = false;
+  sdk::Status st = ensure_topic(topic, part, created);
+  if (!st) return st;
+  std::string error;
+  rd_kafka_t* rk = reader(error);
+  if (rk == nullptr) return sdk::Status::fatal("kafka sink: changelog reader: " + error);
+  int64_t lo = 0, hi = 0;
+  rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR__TIMED_OUT;
+  const int64_t deadline = now_ms() + timeout_ms_;
+  while (now_ms() < deadline) {
+    err = rd_kafka_query_watermark_offsets(rk, topic.c_str(), part.number, &lo, &hi, 5000);
+    if (err == RD_KAFKA_RESP_ERR_NO_ERROR) break;
+    rd_kafka_poll(rk, 100);
+  }
+  if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+    return sdk::Status::retriable("kafka sink: cannot read the range of changelog " + topic + " [" +
+                                  std::to_string(part.number) + "]: " + rd_kafka_err2str(err));
+  info.start = lo;
+  info.end = hi;
+  info.created = created;
+  return sdk::Status::ok();
+}
+
+sdk::Status ChangelogStore::read(const std::string& topic, const sdk::Partition& part, int64_t from,
+                                 const sdk::StateRecordFn& fn) {
+  std::string error;
+  rd_kafka_t* rk = reader(error);
+  if (rk == nullptr) return sdk::Status::fatal("kafka sink: changelog reader: " + error);
+  TplPtr list(rd_kafka_topic_partition_list_new(1));
+  rd_kafka_topic_partition_list_add(list.get(), topic.c_str(), part.number)->offset = from;
+  rd_kafka_resp_err_t err = rd_kafka_assign(rk, list.get());
+  if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+    return sdk::Status::retriable(std::string("kafka sink: cannot read changelog: ") +
+                                  rd_kafka_err2str(err));
+  sdk::Status result;
+  int64_t last_progress = now_ms();
+  uint64_t records = 0;
+  for (;;) {
+    rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, 200);
+    if (m == nullptr) {
+      if (now_ms() - last_progress > timeout_ms_) {
+        result = sdk::Status::retriable("kafka sink: reading changelog " + topic + " [" +
+                                        std::to_string(part.number) + "] made no progress for " +
+                                        std::to_string(timeout_ms_) + " ms");
+        break;
+      }
+      continue;
+    }
+    std::unique_ptr<rd_kafka_message_t, void (*)(rd_kafka_message_t*)> hold(m, &rd_kafka_message_destroy);
+    if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) break;
+    if (m->err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET || m->err == RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE) {
+      result = sdk::Status::fatal("kafka sink: changelog " + topic + " [" + std::to_string(part.number) +
+                                  "] has no position " + std::to_string(from) +
+                                  " (truncated): " + rd_kafka_message_errstr(m));
+      break;
+    }
+    if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      host_.warn(std::string("kafka sink: changelog reader: ") + rd_kafka_message_errstr(m));
+      continue;
+    }
+    last_progress = now_ms();
+    ++records;
+    ex_bytes key = m->key ? ex_bytes{static_cast<const uint8_t*>(m->key), m->key_len} : sdk::null_bytes();
+    ex_bytes value = m->payload ? ex_bytes{static_cast<const uint8_t*>(m->payload), m->len}
+                                : sdk::null_bytes();
+    if (!fn(m->offset, key, value)) {
+      result = sdk::Status::fatal("kafka sink: the changelog's reader stopped at position " +
+                                  std::to_string(m->offset));
+      break;
+    }
+  }
+  rd_kafka_assign(rk, nullptr);
+  if (records) host_.counter("kafka_sink_changelog_records_read_total", static_cast<double>(records));
+  return result;
+}
+
+void ChangelogStore::delivered(const char* topic, int32_t partition, int64_t offset) {
+  int64_t& p = pending_[{topic, partition}];
+  p = std::max(p, offset + 1);
+}
+
+void ChangelogStore::committed() {
+  for (auto& [k, v] : pending_) committed_[k] = std::max(committed_[k], v);
+  pending_.clear();
+}
+
+int64_t ChangelogStore::position(const std::string& topic, int32_t partition) const {
+  auto it = committed_.find({topic, partition});
+  return it == committed_.end() ? -1 : it->second;
+}
+
+}  // namespace exactly::kafka

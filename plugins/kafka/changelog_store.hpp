@@ -1,0 +1,64 @@
+// State changelogs kept by the kafka sink for the pipeline's stateful transforms (ABI
+// 1.1 state calls). Writing goes through the sink's own producer, so in exactly_once a
+// changelog record commits in the same transaction as the output and the source
+// offsets. This class owns the rest: creating or checking the changelog topic, reading
+// it back (read_committed) for a restore, and the positions the committed records got.
+#pragma once
+
+#include "rdkafka_common.hpp"
+
+#include <exactly/sdk.hpp>
+#include <librdkafka/rdkafka.h>
+
+#include <map>
+#include <string>
+#include <iterator>
+#include <utility>
+
+namespace exactly::kafka {
+
+class ChangelogStore {
+ public:
+  ChangelogStore(sdk::Host host, rd_kafka_t* producer, std::string connect,
+                 std::string servers_display, int64_t timeout_ms);
+  ~ChangelogStore();
+  ChangelogStore(const ChangelogStore&) = delete;
+  ChangelogStore& operator=(const ChangelogStore&) = delete;
+
+  // Creates the topic when missing (compacted, one partition per input partition) or
+  // checks it; fills the readable range of `part`'s changelog partition.
+  sdk::Status open(const std::string& topic, const sdk::Partition& part, sdk::StateInfo& info);
+  sdk::Status read(const std::string& topic, const sdk::Partition& part, int64_t from,
+                   const sdk::StateRecordFn& fn);
+
+  // Delivery reports of changelog records carry this as their opaque.
+  void* marker() { return &marker_; }
+  void delivered(const char* topic, int32_t partition, int64_t offset);
+  // The round's records are committed / thrown away.
+  void committed();
+  void aborted() { pending_.clear(); }
+  // An input partition left this instance: forget the positions of its number.
+  void forget(int32_t partition) {
+    for (auto it = committed_.begin(); it != committed_.end();)
+      it = it->first.second == partition ? committed_.erase(it) : std::next(it);
+  }
+  int64_t position(const std::string& topic, int32_t partition) const;
+
+ private:
+  sdk::Status ensure_topic(const std::string& topic, const sdk::Partition& part, bool& created);
+  sdk::Status create_topic(const std::string& topic, int partitions);
+  sdk::Status check_policy(const std::string& topic);
+  rd_kafka_t* reader(std::string& error);
+
+  sdk::Host host_;
+  rd_kafka_t* producer_;
+  std::string connect_, display_;
+  int64_t timeout_ms_;
+  rd_kafka_t* reader_ = nullptr;
+  char marker_ = 0;
+  std::map<std::string, int> partitions_;  // checked topics -> partition count
+  using Key = std::pair<std::string, int32_t>;
+  std::map<Key, int64_t> pending_, committed_;
+};
+
+}  // namespace exactly::kafka
