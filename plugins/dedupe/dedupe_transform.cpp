@@ -176,9 +176,11 @@ Status DedupeTransform::restore(Part& part) {
   const auto t0 = std::chrono::steady_clock::now();
   const uint64_t claims_before = part.store->restored_claims();
   if (from < info.end) {
-    host_.info("dedupe: restoring partition " + describe(p) + " from changelog " +
-               changelog_topic_ + " positions " + std::to_string(from) + ".." +
-               std::to_string(info.end));
+    // One position past the store is the commit marker of its own last round.
+    if (info.end - from > 1)
+      host_.info("dedupe: restoring partition " + describe(p) + " from changelog " +
+                 changelog_topic_ + " positions " + std::to_string(from) + ".." +
+                 std::to_string(info.end));
     host_.gauge("dedupe_restore_remaining", static_cast<double>(info.end - from), part.labels.c_str());
     st = read_changelog(part, info, from);
     if (!st) return st;
@@ -205,7 +207,7 @@ Status DedupeTransform::restore(Part& part) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const uint64_t restored = part.store->restored_claims() - claims_before;
   host_.gauge("dedupe_restore_remaining", 0, part.labels.c_str());
-  if (restored > 0 || from < info.end) {
+  if (restored > 0) {
     host_.counter("dedupe_restored_claims_total", static_cast<double>(restored), part.labels.c_str());
     host_.counter("dedupe_restores_total", 1, part.labels.c_str());
     host_.info("dedupe: restored partition " + describe(p) + ": " + std::to_string(restored) +

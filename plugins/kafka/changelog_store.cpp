@@ -68,6 +68,8 @@ rd_kafka_t* ChangelogStore::reader(std::string& error) {
   set("auto.offset.reset", "error");
   set("socket.nagle.disable", "true");
   set("max.partition.fetch.bytes", "16777216");
+  // The end of a restore is an empty fetch: don't let the broker hold it for 500 ms.
+  set("fetch.wait.max.ms", "10");
   set("fetch.max.bytes", "67108864");
   set("queued.max.messages.kbytes", "262144");
   set("log.connection.close", "false");

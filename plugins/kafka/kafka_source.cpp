@@ -254,9 +254,14 @@ void KafkaSource::on_assign(rd_kafka_topic_partition_list_t* parts) {
   while (err == RD_KAFKA_RESP_ERR__TIMED_OUT && now_ms() < deadline)
     err = rd_kafka_committed(rk_, list.get(), 5000);
   if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-    host_.warn(std::string("kafka source: cannot read committed offsets (") +
-               rd_kafka_err2str(err) + "); librdkafka will resolve them itself");
-    for (int i = 0; i < list->cnt; ++i) list->elems[i].offset = RD_KAFKA_OFFSET_INVALID;
+    // Going on blind would hand the stages a partition without its committed position,
+    // and a stateful stage could not tell a stale store from a current one: rebuild the
+    // consumer and ask again instead.
+    pending_ = sdk::Status::fatal(std::string("kafka source: cannot read the committed offsets "
+                                              "of the assigned partitions (") +
+                                  rd_kafka_err2str(err) + "); rejoining the group");
+    rd_kafka_assign(rk_, nullptr);
+    return;
   }
   std::vector<sdk::Partition> host_parts;
   host_parts.reserve(static_cast<size_t>(list->cnt));
@@ -427,6 +432,9 @@ sdk::Status KafkaSource::poll(int timeout_ms, std::vector<ex_record>& out, bool&
     }
     r.partition = p->id;
     r.offset = m->offset;
+    // A partition without a committed offset starts where its first record was: an
+    // abort before the first commit rewinds there, not to auto.offset.reset again.
+    if (p->start < 0) p->start = m->offset;
     rd_kafka_timestamp_type_t tstype;
     r.timestamp_ms = rd_kafka_message_timestamp(m, &tstype);
     p->next = m->offset + 1;

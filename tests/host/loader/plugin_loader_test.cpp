@@ -36,6 +36,22 @@ TEST(PluginLoader, NewerAbiIsRefusedWithBothVersions) {
   EXPECT_NE(why.find("built for plugin ABI 2.0, this host speaks 1.1"), std::string::npos) << why;
 }
 
+TEST(PluginLoader, APluginOfTheOlderMinorLoadsWithoutTheNewerMembers) {
+  plugin::Registry reg;
+  std::string why;
+  auto lib = reg.load(kDir + "/exactly_abi_1_0.so", &why);
+  ASSERT_NE(lib, nullptr) << why;
+  EXPECT_EQ(lib->abi_version, 1u << 16);
+  auto t = reg.find(EX_KIND_TRANSFORM, "old_transform");
+  ASSERT_NE(t.component, nullptr);
+  EXPECT_NE(t.component->transform.process, nullptr);
+  EXPECT_EQ(t.component->transform.positions, nullptr);  // 1.1: absent, not garbage
+  auto s = reg.find(EX_KIND_SINK, "old_sink");
+  ASSERT_NE(s.component, nullptr);
+  EXPECT_EQ(s.component->sink.state_open, nullptr);
+  EXPECT_EQ(s.component->sink.state_position, nullptr);
+}
+
 TEST(PluginLoader, ScanRecordsFailuresAndKeepsGoodLibraries) {
   plugin::Registry reg;
   reg.scan({kDir});
