@@ -9,7 +9,8 @@
 //   create-topic         --topic T --partitions N [--rf R] [--config k=v[,k=v]]
 //   delete-topic         --topic T
 //   produce              --topic T --count N [--partitions P] [--dup-ratio F] [--seed S]
-//                        [--size BYTES] [--keyed] [--dup-window W] [--omit-dups]
+//                        [--size BYTES] [--keyed] [--dup-window W] [--omit-dups] [--dup-variant]
+//                        [--rate RECORDS_PER_S] [--progress-s 5]
 //                        [--transactional-id X [--abort | --leave-open] [--txn-timeout-ms MS]]
 //   verify               --input-topic IN --output-topic OUT [--mode copy|dedupe]
 //                        [--id-field messageId] [--stall-timeout-s 60] [--expect-input N]
@@ -50,7 +51,7 @@ public final class KafkaTool {
     static final class Args {
         final Map<String, String> opts = new HashMap<>();
         final Set<String> flags = new HashSet<>();
-        static final Set<String> FLAG_NAMES = Set.of("keyed", "read-committed", "verbose", "omit-dups", "abort", "leave-open", "allow-empty", "allow-duplicates");
+        static final Set<String> FLAG_NAMES = Set.of("keyed", "read-committed", "verbose", "omit-dups", "dup-variant", "abort", "leave-open", "allow-empty", "allow-duplicates");
 
         Args(String[] argv, int from) {
             for (int i = from; i < argv.length; i++) {
@@ -310,7 +311,17 @@ public final class KafkaTool {
 
     /** The value of the ORIGINAL record number {@code seq}: deterministic in (seed, seq). */
     static byte[] originalValue(long seed, long seq, int size) {
-        long h1 = mix64(seed * 0x9E3779B97F4A7C15L + seq);
+        return recordValue(seed, seq, seq, size);
+    }
+
+    /**
+     * A record whose messageId is that of original record {@code idSeq} and whose "seq" and
+     * payload are those of record {@code seq}. idSeq == seq is an original record; idSeq != seq
+     * is a duplicate that repeats the id but not the payload (--dup-variant), so that a reader
+     * can tell which occurrence of an id a dedupe let through.
+     */
+    static byte[] recordValue(long seed, long idSeq, long seq, int size) {
+        long h1 = mix64(seed * 0x9E3779B97F4A7C15L + idSeq);
         long h2 = mix64(h1 ^ 0x5DEECE66DL);
         // RFC 4122 version 4 layout so it looks like any other UUID.
         long msb = (h1 & ~0xF000L) | 0x4000L;
@@ -338,6 +349,14 @@ public final class KafkaTool {
         boolean keyed = a.flag("keyed");
         long dupWindow = a.getLong("dup-window", 0); // 0 = any earlier original record
         if (dupRatio < 0 || dupRatio >= 1) throw new UsageException("--dup-ratio must be in [0,1)");
+        // A duplicate repeats an earlier record's id AND value; with --dup-variant only its id
+        // (its own seq and payload), so "the value of the first occurrence" is checkable.
+        boolean dupVariant = a.flag("dup-variant");
+        // --rate N: at most N records per second on average (0 = as fast as possible), paced
+        // in small steps so the topic grows steadily while the system under test runs.
+        double rate = a.getDouble("rate", 0.0);
+        if (rate < 0) throw new UsageException("--rate must be >= 0");
+        long progressNs = TimeUnit.MILLISECONDS.toNanos((long) (a.getDouble("progress-s", 5.0) * 1000));
 
         Properties p = baseProps();
         p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
@@ -378,7 +397,20 @@ public final class KafkaTool {
             Callback cb = (md, ex) -> {
                 if (ex != null) firstError.compareAndSet(null, ex); else acked.incrementAndGet();
             };
+            long nextProgress = System.nanoTime() + progressNs;
             for (long i = 0; i < count; i++) {
+                if (rate > 0) {
+                    // Record `sent` is due at t0 + sent/rate; sleep once we are >= 5 ms ahead.
+                    long aheadNs = t0 + (long) (sent * 1e9 / rate) - System.nanoTime();
+                    if (aheadNs >= 5_000_000L) sleep(aheadNs / 1_000_000L);
+                }
+                if (progressNs > 0 && System.nanoTime() >= nextProgress) {
+                    double el = (System.nanoTime() - t0) / 1e9;
+                    System.err.println(String.format(Locale.ROOT,
+                            "kafka-tool produce: %s: %d/%d sent, %d acked, %.1f s, %.0f records/s",
+                            topic, sent, count, acked.get(), el, sent / Math.max(el, 1e-9)));
+                    nextProgress = System.nanoTime() + progressNs;
+                }
                 long src;
                 boolean dup = nOriginals > 0 && dupRatio > 0 && rnd.nextDouble() < dupRatio;
                 if (dup) {
@@ -389,7 +421,7 @@ public final class KafkaTool {
                     src = i;
                     originals[nOriginals++] = i;
                 }
-                byte[] value = originalValue(seed, src, size);
+                byte[] value = dup && dupVariant ? recordValue(seed, src, i, size) : originalValue(seed, src, size);
                 ProducerRecord<byte[], byte[]> rec;
                 if (keyed) {
                     // key = messageId (bytes 14..50 of the value), default partitioner.
