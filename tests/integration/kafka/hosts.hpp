@@ -1,0 +1,113 @@
+#pragma once
+// Several `exactly run` processes in one consumer group, each with its own config file
+// (own state directories), its own log and a life the test controls: start, SIGKILL,
+// restart on the same state, leave for good, join later.
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kafka_env.hpp"
+#include "test_util.hpp"
+
+namespace exactly::test {
+
+using Clock = std::chrono::steady_clock;
+
+inline double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+inline std::string tail_of(const std::string& s, size_t n) {
+  return s.size() > n ? "..." + s.substr(s.size() - n) : s;
+}
+
+// Sum of the group's committed offsets on `topic` (-1 when the tool fails).
+inline long long committed_total(const std::string& group, const std::string& topic) {
+  auto r = kafka_tool("consume-group-offsets --group " + group + " --topic " + topic, false);
+  if (r.exit_code != 0) return -1;
+  return json_number(r.out, "total");
+}
+
+// One host process: `exactly run --no-watch <yaml>`, output appended to `log` across
+// restarts, with a "---- test: ..." line before each thing the test does to it.
+class Host {
+ public:
+  Host(std::string name, fs::path yaml, fs::path log)
+      : name_(std::move(name)), yaml_(std::move(yaml)), log_(std::move(log)) {}
+
+  const std::string& name() const { return name_; }
+  bool running() const { return child_ != nullptr; }
+  pid_t pid() const { return child_ ? child_->pid() : -1; }
+  int starts() const { return starts_; }
+  const fs::path& log() const { return log_; }
+
+  void start() {
+    note("start #" + std::to_string(starts_ + 1));
+    child_ = std::make_unique<Child>(
+        std::vector<std::string>{exactly_bin(), "run", "--no-watch", yaml_.string()}, log_);
+    ++starts_;
+  }
+
+  void signal(int sig) {
+    if (!child_) return;
+    note(std::string("signal ") + strsignal(sig));
+    child_->kill(sig);
+  }
+
+  // Waits for the process to end (SIGKILL after `grace`); exit code, or -signal.
+  int reap(std::chrono::milliseconds grace = std::chrono::seconds(60)) {
+    if (!child_) return 0;
+    int code = 0;
+    auto deadline = Clock::now() + grace;
+    while (!child_->exited(&code)) {
+      if (Clock::now() > deadline) {
+        note("did not exit within the grace period: SIGKILL");
+        child_->kill(SIGKILL);
+        code = child_->wait();
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    child_.reset();
+    return code;
+  }
+
+  int stop(int sig, std::chrono::milliseconds grace = std::chrono::seconds(60)) {
+    signal(sig);
+    return reap(grace);
+  }
+
+  // True, with its exit code, when the process ended although nobody told it to.
+  bool exited_by_itself(int* code) {
+    if (!child_ || !child_->exited(code)) return false;
+    child_.reset();
+    note("exited by itself with " + std::to_string(*code));
+    return true;
+  }
+
+  std::string log_tail(size_t n = 4000) const { return tail_of(read_file(log_), n); }
+
+ private:
+  void note(const std::string& what) {
+    std::ofstream f(log_, std::ios::app);
+    f << "---- test: " << name_ << ": " << what << " ----\n";
+  }
+
+  std::string name_;
+  fs::path yaml_, log_;
+  std::unique_ptr<Child> child_;
+  int starts_ = 0;
+};
+
+inline std::string log_tails(const std::vector<std::unique_ptr<Host>>& hosts, size_t n = 4000) {
+  std::string s;
+  for (auto& h : hosts) s += "\n===== " + h->name() + " log tail (" + h->log().string() + "):\n" + h->log_tail(n);
+  return s;
+}
+
+}  // namespace exactly::test

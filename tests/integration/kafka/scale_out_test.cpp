@@ -1,0 +1,360 @@
+// Scale-out: one pipeline, one consumer group, several host processes, each with its own
+// state directories (same pipeline name, group, topics). While a background producer
+// writes the input, random hosts are SIGKILLed and restarted on their own state, one
+// leaves for good and a new one joins, so partitions (and the dedupe stores behind them)
+// move between hosts. Then an independent read_committed reader (tests/tools, Java, not
+// our code) checks that every distinct id left exactly once, with the payload of its
+// first occurrence (or, at least once: that no id was lost).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <cstdlib>
+#include <random>
+
+#include "hosts.hpp"
+#include "kafka_env.hpp"
+#include "test_util.hpp"
+
+using namespace exactly::test;
+
+namespace {
+
+enum class Fault { KillRestart, Join, Leave };
+
+struct Scenario {
+  std::string tag;
+  std::string delivery;  // exactly_once | at_least_once
+  long long records = 0;
+  long long rate = 0;    // records per second of the background producer
+  int initial_hosts = 3;
+  int kill_restarts = 10;
+  int joins = 1, leaves = 1;
+  // Where joins and leaves fall, as fractions of the production time (kills: anywhere).
+  double join_from = 0.5, join_to = 0.7;
+  double leave_from = 0.3, leave_to = 0.5;
+  uint32_t seed = 1;
+  std::chrono::seconds catch_up_limit{300};
+};
+
+struct Outcome {
+  std::string in, out, group;
+  fs::path dir, producer_log;
+  long long produced = -1;
+  long long committed = -1;
+  double catch_up_s = -1;
+  int faults = 0;
+  std::vector<std::unique_ptr<Host>> hosts;
+};
+
+uint32_t seed_or_env(uint32_t dflt) {
+  const char* s = std::getenv("EXACTLY_SCALE_SEED");
+  return s && *s ? static_cast<uint32_t>(std::stoul(s)) : dflt;
+}
+
+// Identical for every host but for the state directories under `state`.
+std::string host_yaml(const Outcome& o, const std::string& delivery, const fs::path& state) {
+  std::string b = kafka_bootstrap();
+  return "pipelines:\n"
+         "  - name: scale\n"
+         "    delivery: " + delivery + "\n"
+         "    commit: { interval: 300ms, max.records: 20000 }\n"
+         "    restart: { backoff.initial: 200ms, backoff.max: 2s }\n"
+         "    source:\n      plugin: kafka\n      config:\n"
+         "        bootstrap.servers: " + b + "\n        group.id: " + o.group + "\n"
+         "        topics: [" + o.in + "]\n"
+         "        rdkafka: { session.timeout.ms: 6000 }\n"
+         "    transforms:\n      - plugin: dedupe\n        config:\n"
+         "          id.json: /messageId\n"
+         "          state.dir: " + (state / "dedupe").string() + "\n"
+         "    sink:\n      plugin: kafka\n      config:\n"
+         "        bootstrap.servers: " + b + "\n        topic: " + o.out + "\n"
+         "        partitioning: input\n        state.dir: " + (state / "sink").string() + "\n";
+}
+
+// Runs the scenario up to the point where the survivors are stopped with SIGTERM.
+Outcome run_scale_out(const Scenario& sc) {
+  Outcome o;
+  o.in = unique_name(sc.tag + "-in");
+  o.out = unique_name(sc.tag + "-out");
+  o.group = unique_name(sc.tag + "-g");
+  o.dir = temp_dir(sc.tag);
+  kafka_tool("create-topic --topic " + o.in + " --partitions 4");
+  kafka_tool("create-topic --topic " + o.out + " --partitions 4");
+
+  std::mt19937 rng(sc.seed);
+  const auto t0 = Clock::now();
+  auto say = [&](const std::string& m) {
+    std::printf("[%7.1fs] %s\n", seconds_since(t0), m.c_str());
+    std::fflush(stdout);
+  };
+  say(sc.tag + ": seed " + std::to_string(sc.seed) + ", " + std::to_string(sc.records) +
+      " records at " + std::to_string(sc.rate) + "/s, dir " + o.dir.string());
+
+  std::vector<Host*> live;  // hosts that are part of the run (up, or down between kill and restart)
+  auto add_host = [&]() -> Host& {
+    std::string name = "host-" + std::to_string(o.hosts.size());
+    fs::path yaml = o.dir / (name + ".yaml");
+    write_file(yaml, host_yaml(o, sc.delivery, o.dir / name));
+    o.hosts.push_back(std::make_unique<Host>(name, yaml, o.dir / (name + ".log")));
+    live.push_back(o.hosts.back().get());
+    return *o.hosts.back();
+  };
+
+  // The background producer: the referee's own `produce`, paced, concurrent with the hosts.
+  o.producer_log = o.dir / "producer.log";
+  Child producer({tools_dir() + "/kafka-tool.sh", "produce", "--topic", o.in, "--count",
+                  std::to_string(sc.records), "--partitions", "4", "--keyed", "--dup-ratio", "0.12",
+                  "--dup-variant", "--size", "150", "--seed", std::to_string(sc.seed), "--rate",
+                  std::to_string(sc.rate), "--bootstrap", kafka_bootstrap()},
+                 o.producer_log);
+  say("producer started (pid " + std::to_string(producer.pid()) + ")");
+  for (int i = 0; i < sc.initial_hosts; ++i) add_host().start();
+  say(std::to_string(sc.initial_hosts) + " host(s) started");
+
+  bool producer_done = false;
+  int producer_code = -1;
+  std::map<Host*, int> self_exits;
+  // Sleeps until `until`, noticing the producer's end and hosts that died on their own
+  // (a failure: restarted up to 5 times so the run still says something).
+  auto watch = [&](Clock::time_point until) {
+    do {
+      if (!producer_done && producer.exited(&producer_code)) {
+        producer_done = true;
+        say("producer finished with exit code " + std::to_string(producer_code));
+      }
+      for (Host* h : live) {
+        int code = 0;
+        if (!h->exited_by_itself(&code)) continue;
+        ADD_FAILURE() << h->name() << " exited by itself with " << code << " at "
+                      << seconds_since(t0) << " s:\n" << h->log_tail(3000);
+        say(h->name() + " EXITED BY ITSELF with " + std::to_string(code));
+        if (++self_exits[h] <= 5) h->start();
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    } while (Clock::now() < until);
+  };
+
+  // The fault plan: kills anywhere in the production time, joins and leaves in windows.
+  struct Event {
+    double slot;
+    Fault kind;
+  };
+  std::vector<Event> plan;
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  for (int i = 0; i < sc.kill_restarts; ++i) plan.push_back({unit(rng), Fault::KillRestart});
+  for (int i = 0; i < sc.joins; ++i)
+    plan.push_back({sc.join_from + unit(rng) * (sc.join_to - sc.join_from), Fault::Join});
+  for (int i = 0; i < sc.leaves; ++i)
+    plan.push_back({sc.leave_from + unit(rng) * (sc.leave_to - sc.leave_from), Fault::Leave});
+  std::sort(plan.begin(), plan.end(), [](const Event& a, const Event& b) { return a.slot < b.slot; });
+  const double production_s = double(sc.records) / double(sc.rate);
+  std::uniform_int_distribution<int> restart_delay_ms(200, 3000);
+
+  auto last = t0 - std::chrono::seconds(10);
+  int leaves_done = 0;
+  for (const Event& e : plan) {
+    auto at = t0 + std::chrono::milliseconds(
+                       static_cast<long long>((2.0 + e.slot * std::max(1.0, production_s - 4.0)) * 1000));
+    watch(std::max(at, last + std::chrono::seconds(1)));  // at least 1 s between faults
+    last = Clock::now();
+    if (e.kind == Fault::Join) {
+      Host& h = add_host();
+      h.start();
+      say("JOIN " + h.name() + " (new state dir), " + std::to_string(live.size()) + " host(s)");
+    } else {
+      std::uniform_int_distribution<size_t> pick(0, live.size() - 1);
+      Host* h = live[pick(rng)];
+      if (e.kind == Fault::Leave && live.size() < 2) {
+        say("leave skipped: only " + h->name() + " is left");
+        continue;
+      }
+      // Leaves alternate SIGKILL (crash, never back) and SIGTERM (orderly scale-down).
+      int sig = e.kind == Fault::Leave && leaves_done % 2 == 1 ? SIGTERM : SIGKILL;
+      std::string pid = std::to_string(h->pid());
+      int code = h->stop(sig);
+      EXPECT_EQ(code, sig == SIGKILL ? -SIGKILL : 0) << h->name() << " ended differently than told";
+      if (e.kind == Fault::Leave) {
+        ++leaves_done;
+        live.erase(std::find(live.begin(), live.end(), h));
+        say(std::string("LEAVE ") + h->name() + " (pid " + pid + ", " + strsignal(sig) +
+            ", never restarted), " + std::to_string(live.size()) + " host(s)");
+      } else {
+        int delay = restart_delay_ms(rng);
+        say("SIGKILL " + h->name() + " (pid " + pid + "), restart in " + std::to_string(delay) + " ms");
+        watch(Clock::now() + std::chrono::milliseconds(delay));
+        h->start();
+      }
+    }
+    ++o.faults;
+  }
+  say("fault plan done: " + std::to_string(o.faults) + " faults");
+
+  auto producer_deadline = Clock::now() + std::chrono::seconds(static_cast<long long>(production_s * 2 + 120));
+  while (!producer_done && Clock::now() < producer_deadline) watch(Clock::now() + std::chrono::seconds(1));
+  if (!producer_done) {
+    ADD_FAILURE() << "the producer did not finish in time:\n" << tail_of(read_file(o.producer_log), 3000);
+    producer.kill(SIGKILL);
+    producer_code = producer.wait();
+  }
+  EXPECT_EQ(producer_code, 0) << tail_of(read_file(o.producer_log), 3000);
+  for (const auto& line : lines_of(read_file(o.producer_log)))
+    if (line.find("\"produced\":") != std::string::npos) o.produced = json_number(line, "produced");
+  EXPECT_EQ(o.produced, sc.records) << tail_of(read_file(o.producer_log), 3000);
+  const long long target = o.produced > 0 ? o.produced : sc.records;
+
+  // Catching up: from "producer done and last fault done" to "the group's committed
+  // offsets cover the whole input".
+  const auto quiet = Clock::now();
+  say("waiting (at most " + std::to_string(sc.catch_up_limit.count()) + " s) for the group to commit " +
+      std::to_string(target) + " input records");
+  auto next_report = quiet + std::chrono::seconds(15);
+  while (true) {
+    o.committed = committed_total(o.group, o.in);
+    if (o.committed >= target || Clock::now() > quiet + sc.catch_up_limit) break;
+    if (Clock::now() >= next_report) {
+      say("committed " + std::to_string(o.committed) + " of " + std::to_string(target));
+      next_report += std::chrono::seconds(15);
+    }
+    watch(Clock::now() + std::chrono::seconds(2));
+  }
+  if (o.committed >= target) {
+    o.catch_up_s = seconds_since(quiet);
+    say("caught up " + std::to_string(o.catch_up_s) + " s after the producer and the last fault");
+  } else {
+    say("did NOT catch up: committed " + std::to_string(o.committed) + " of " + std::to_string(target));
+  }
+  EXPECT_GE(o.committed, target) << "the group never caught up within " << sc.catch_up_limit.count() << " s";
+
+  for (Host* h : live) h->signal(SIGTERM);
+  for (Host* h : live) {
+    int code = h->reap();
+    EXPECT_EQ(code, 0) << h->name() << " did not stop cleanly on SIGTERM";
+  }
+  std::string starts;
+  for (auto& h : o.hosts) starts += " " + h->name() + "x" + std::to_string(h->starts());
+  say("survivors stopped; starts:" + starts);
+  return o;
+}
+
+// True when, in an `end-offsets` answer, every partition's "lso" equals its "end".
+bool all_stable(const std::string& json) {
+  size_t p = 0;
+  int partitions = 0;
+  while ((p = json.find("\"end\":", p)) != std::string::npos) {
+    size_t q = json.find("\"lso\":", p);
+    if (q == std::string::npos) return false;
+    if (std::stoll(json.substr(p + 6)) != std::stoll(json.substr(q + 6))) return false;
+    ++partitions;
+    p = q;
+  }
+  return partitions > 0;
+}
+
+// The number after "key" in the reader's answer, or -1 (reported) when it has none.
+long long answer(const RunResult& v, const std::string& key) {
+  if (v.out.find("\"" + key + "\":") == std::string::npos) {
+    ADD_FAILURE() << "the reader gave no " << key << ": " << v.out << v.err;
+    return -1;
+  }
+  return json_number(v.out, key);
+}
+
+// Waits (bounded) until every output partition's last stable offset equals its end
+// offset. A host that left by SIGKILL never comes back to fence its transactional.id, so
+// its open transaction pins the output's last stable offset until the broker aborts it
+// (the sink's transaction.timeout, 60 s); a read_committed reader started before that
+// would not see what the other hosts committed behind it.
+void wait_output_settled(const Outcome& o) {
+  const auto t0 = Clock::now();
+  std::string last;
+  while (seconds_since(t0) < 150) {
+    auto r = kafka_tool("end-offsets --topic " + o.out, false);
+    last = r.out + r.err;
+    if (r.exit_code == 0 && all_stable(r.out)) {
+      std::printf("output settled (last stable offset = end on every partition) after %.1f s\n",
+                  seconds_since(t0));
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+  }
+  ADD_FAILURE() << "an open transaction still pins the output after 150 s: " << last;
+}
+
+// Nothing left hanging: fresh markers on every output partition become visible. (After
+// the reader: the markers are records of the output topic.)
+void expect_markers_visible(const Outcome& o) {
+  auto m = kafka_tool("marker-check --topic " + o.out + " --timeout-s 20", false);
+  std::printf("marker-check: %s", m.out.c_str());
+  EXPECT_EQ(m.exit_code, 0) << m.out << m.err;
+}
+
+void print_logs_on_failure(const Outcome& o) {
+  if (!::testing::Test::HasFailure()) return;
+  std::printf("%s\n===== producer log tail:\n%s\n", log_tails(o.hosts).c_str(),
+              tail_of(read_file(o.producer_log), 1500).c_str());
+}
+
+TEST(ScaleOut, DedupeExactlyOnceAcrossHostsKillsJoinsAndLeaves) {
+  Scenario sc;
+  sc.tag = "scale-eos";
+  sc.delivery = "exactly_once";
+  sc.seed = seed_or_env(2024);
+  if (heavy()) {
+    // 1 -> 3 -> 1 hosts, 30 kills in between, over ~4.5 minutes of production.
+    sc.records = 2000000;
+    sc.rate = 7500;
+    sc.initial_hosts = 1;
+    sc.kill_restarts = 30;
+    sc.joins = 2, sc.join_from = 0.05, sc.join_to = 0.3;
+    sc.leaves = 2, sc.leave_from = 0.65, sc.leave_to = 0.9;
+    sc.catch_up_limit = std::chrono::seconds(600);
+  } else {
+    sc.records = 200000;
+    sc.rate = 2800;  // ~70 s of production
+    sc.initial_hosts = 3;
+    sc.kill_restarts = 10;
+  }
+  Outcome o = run_scale_out(sc);
+  wait_output_settled(o);
+
+  auto v = kafka_tool("verify --input-topic " + o.in + " --output-topic " + o.out +
+                          " --mode dedupe --expect-input " + std::to_string(sc.records),
+                      false);
+  std::printf("independent reader: %s%s", v.out.c_str(), tail_of(v.err, 3000).c_str());
+  EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
+  EXPECT_EQ(answer(v, "missing"), 0);
+  EXPECT_EQ(answer(v, "duplicated"), 0);
+  EXPECT_EQ(answer(v, "wrong_payload"), 0);
+  EXPECT_EQ(answer(v, "extra"), 0);
+  EXPECT_LT(answer(v, "distinct_ids"), answer(v, "input"));
+  expect_markers_visible(o);
+  if (o.catch_up_s >= 0) std::printf("catch-up time: %.1f s\n", o.catch_up_s);
+  print_logs_on_failure(o);
+}
+
+TEST(ScaleOut, AtLeastOnceLosesNoIdAcrossHosts) {
+  Scenario sc;
+  sc.tag = "scale-alo";
+  sc.delivery = "at_least_once";
+  sc.seed = seed_or_env(77);
+  sc.records = 60000;
+  sc.rate = 2000;  // ~30 s of production
+  sc.initial_hosts = 3;
+  sc.kill_restarts = 3;  // + one leave + one join
+  Outcome o = run_scale_out(sc);
+  wait_output_settled(o);
+
+  auto v = kafka_tool("verify --allow-duplicates --input-topic " + o.in + " --output-topic " + o.out +
+                          " --mode dedupe --expect-input " + std::to_string(sc.records),
+                      false);
+  std::printf("independent reader: %s%s", v.out.c_str(), tail_of(v.err, 3000).c_str());
+  EXPECT_EQ(answer(v, "missing"), 0);
+  EXPECT_EQ(answer(v, "extra"), 0);
+  EXPECT_EQ(answer(v, "input"), sc.records);
+  expect_markers_visible(o);
+  if (o.catch_up_s >= 0) std::printf("catch-up time: %.1f s\n", o.catch_up_s);
+  print_logs_on_failure(o);
+}
+
+}  // namespace
