@@ -298,6 +298,7 @@ if [[ $failover -eq 1 ]]; then
   vparts=$(owned_partitions "$work/$victim/log.txt" | paste -sd,)
   log "steady; $victim owns partitions $vparts (incl. 0): SIGKILL it"
   fo_rc=0
+  disown "$vpid"   # its SIGKILL is the point: no "Killed" job notice
   bench_java failover --bootstrap "$B" --group "$group" --input "$in" --output "$out" \
     --partitions "$vparts" --kill-pid "$vpid" --timeout-s 300 >"$work/failover.json" || fo_rc=$?
   [[ -s "$work/failover.json" ]] || die "failover watcher failed"
