@@ -102,6 +102,65 @@ inline uint64_t seq_from_key(std::string_view k) {
   return s;
 }
 
+// A chunk's value: varint time (ms), then — until its claims are folded into the claims
+// column family — a byte of fingerprint length and the claims (see above). The same
+// bytes are the changelog's chunk records.
+inline void begin_chunk(std::string& chunk, int64_t ms, uint32_t fp_bytes) {
+  char buf[10];
+  chunk.append(buf, static_cast<size_t>(put_varint(buf, static_cast<uint64_t>(ms < 0 ? 0 : ms)) - buf));
+  chunk.push_back(static_cast<char>(fp_bytes));
+}
+inline void append_chunk_claim(std::string& chunk, std::string_view key, uint64_t seq,
+                               int64_t offset, uint64_t fp, uint32_t fp_bytes) {
+  char buf[10];
+  chunk.append(buf, static_cast<size_t>(put_varint(buf, key.size()) - buf));
+  chunk.append(key.data(), key.size());
+  chunk.append(buf, static_cast<size_t>(put_varint(buf, zigzag(offset - static_cast<int64_t>(seq))) - buf));
+  for (uint32_t i = 0; i < fp_bytes; ++i) chunk.push_back(static_cast<char>(fp >> (8 * i)));
+}
+
+struct ChunkView {
+  int64_t ms = -1;
+  size_t time_len = 0;    // bytes of the time prefix (a folded chunk is only that)
+  bool folded = true;     // no claims follow
+  uint32_t fp_bytes = 0;
+  const char* claims = nullptr;
+  const char* end = nullptr;
+};
+
+inline bool parse_chunk(std::string_view v, ChunkView& out) {
+  const char* p = v.data();
+  const char* end = p + v.size();
+  uint64_t ms = 0;
+  if (!get_varint(p, end, ms)) return false;
+  out.ms = static_cast<int64_t>(ms);
+  out.time_len = static_cast<size_t>(p - v.data());
+  out.folded = p >= end;
+  if (out.folded) return true;
+  out.fp_bytes = static_cast<uint8_t>(*p++);
+  out.claims = p;
+  out.end = end;
+  return true;
+}
+
+// Calls fn(seq, key, offset, fingerprint) for each claim; false if the chunk is cut short.
+template <typename Fn>
+inline bool for_each_chunk_claim(const ChunkView& c, uint64_t first_seq, Fn&& fn) {
+  const char* p = c.claims;
+  for (uint64_t seq = first_seq; p != nullptr && p < c.end; ++seq) {
+    uint64_t klen = 0, delta = 0;
+    if (!get_varint(p, c.end, klen) || static_cast<uint64_t>(c.end - p) < klen) return false;
+    std::string_view key(p, klen);
+    p += klen;
+    if (!get_varint(p, c.end, delta) || static_cast<uint64_t>(c.end - p) < c.fp_bytes) return false;
+    uint64_t fp = 0;
+    for (uint32_t i = 0; i < c.fp_bytes; ++i) fp |= uint64_t(static_cast<uint8_t>(p[i])) << (8 * i);
+    p += c.fp_bytes;
+    fn(seq, key, static_cast<int64_t>(seq) + unzigzag(delta), fp);
+  }
+  return true;
+}
+
 // Store bookkeeping, under the empty key of the "seq" column family (sorts before every
 // chunk, so chunk scans never meet it). Written in every round's WriteBatch, and (all
 // but `indexed` and `changelog`, which are local) as the meta record of the changelog.

@@ -93,6 +93,16 @@ Status DedupeTransform::open_store(const std::string& dir, bool wipe,
   return PartitionStore::open(dir, settings_.tuning, cache_, out);
 }
 
+int64_t DedupeTransform::covered_by(const StoreMeta& m) {
+  // The source position the store's last round read up to (records dropped upstream
+  // included), or for stores written before positions, its highest claim + 1.
+  return m.position >= 0 ? m.position : m.high_water + 1;
+}
+
+bool DedupeTransform::is_behind(const StoreMeta& m, int64_t start_offset) const {
+  return start_offset > 0 && start_offset > covered_by(m) + settings_.store_behind_tolerance;
+}
+
 Status DedupeTransform::behind(Part& part, const std::string& what) {
   std::string msg = "dedupe: partition " + describe(part.partition) + ": " + what;
   switch (settings_.on_store_behind) {
@@ -106,7 +116,7 @@ Status DedupeTransform::behind(Part& part, const std::string& what) {
   return Status::ok();
 }
 
-Status DedupeTransform::read_changelog(Part& part, const sdk::StateInfo& info, int64_t from) {
+Status DedupeTransform::read_changelog(Part& part, int64_t from) {
   PartitionStore& store = *part.store;
   const std::string& name = part.partition.name;
   Status failure;
@@ -132,7 +142,9 @@ Status DedupeTransform::read_changelog(Part& part, const sdk::StateInfo& info, i
   Status st = host_.state_read(changelog_topic_, part.partition, from, fn);
   if (!failure.is_ok()) return failure;
   if (!st) return st;
-  return store.finish_restore(std::max(info.end, last + 1));
+  // Only as far as records were actually read: `info.end` may be the high watermark,
+  // past a previous owner's transaction that is still completing and will commit.
+  return store.finish_restore(std::max(from, last + 1));
 }
 
 Status DedupeTransform::restore(Part& part) {
@@ -144,6 +156,15 @@ Status DedupeTransform::restore(Part& part) {
   const StoreMeta& m = part.store->durable();
   const bool local_empty = m.fresh && m.next_seq == 0;
   int64_t from = m.changelog;
+  // Right after this host's own commit the committed end may lag the position it
+  // recorded for a moment (transaction markers are written after the commit returns):
+  // only a store still ahead after that is ahead of a re-created changelog.
+  const auto settle = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (from > info.end && std::chrono::steady_clock::now() < settle) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    st = host_.state_open(changelog_topic_, p, info);
+    if (!st) return st;
+  }
   bool wipe = false;
   if (from > info.end) {
     host_.warn("dedupe: store " + dir + " has applied changelog " + changelog_topic_ +
@@ -163,7 +184,7 @@ Status DedupeTransform::restore(Part& part) {
     if (!st) return st;
     from = -1;
   }
-  if (from < 0) from = info.start > 0 && !info.created ? 0 : info.start;
+  if (from < 0) from = 0;  // an empty store needs the changelog from its very start
   if (from < info.start) {
     return behind(part, "changelog " + changelog_topic_ + " starts at position " +
                             std::to_string(info.start) + ", but the store needs it from " +
@@ -182,7 +203,7 @@ Status DedupeTransform::restore(Part& part) {
                  changelog_topic_ + " positions " + std::to_string(from) + ".." +
                  std::to_string(info.end));
     host_.gauge("dedupe_restore_remaining", static_cast<double>(info.end - from), part.labels.c_str());
-    st = read_changelog(part, info, from);
+    st = read_changelog(part, from);
     if (!st) return st;
   } else {
     st = part.store->finish_restore(info.end);
@@ -192,14 +213,13 @@ Status DedupeTransform::restore(Part& part) {
   // previous owner's last transaction may still be writing its markers, so give the
   // changelog a moment to reach the committed offset before calling it behind.
   const auto deadline = t0 + std::chrono::milliseconds(settings_.changelog_catch_up_ms);
-  while (p.start_offset >= 0 && part.store->durable().position >= 0 &&
-         part.store->durable().position < p.start_offset &&
+  while (is_behind(part.store->durable(), p.start_offset) &&
          std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     st = host_.state_open(changelog_topic_, p, info);
     if (!st) return st;
     if (info.end > part.store->durable().changelog) {
-      st = read_changelog(part, info, part.store->durable().changelog);
+      st = read_changelog(part, part.store->durable().changelog);
       if (!st) return st;
     }
   }
@@ -214,8 +234,8 @@ Status DedupeTransform::restore(Part& part) {
                " claims in " + std::to_string(secs) + " s");
   }
   const StoreMeta& now = part.store->durable();
-  if (p.start_offset > 0) {
-    if (now.position >= 0 && now.position < p.start_offset)
+  if (is_behind(now, p.start_offset)) {
+    if (now.position >= 0)
       return behind(part, "changelog " + changelog_topic_ + " covers the input up to offset " +
                               std::to_string(now.position) + ", but the group resumes at " +
                               std::to_string(p.start_offset) + " (waited " +
@@ -224,8 +244,7 @@ Status DedupeTransform::restore(Part& part) {
                               "it was truncated or re-created. Later duplicates of ids in the "
                               "missing range would pass; set on.store.behind: ignore to accept "
                               "that.");
-    if (now.position < 0 && now.high_water + 1 + settings_.store_behind_tolerance < p.start_offset)
-      return behind(part, "changelog " + changelog_topic_ + " holds no state for this "
+    return behind(part, "changelog " + changelog_topic_ + " holds no state for this "
                               "partition, but the group resumes at offset " +
                               std::to_string(p.start_offset) +
                               ": the pipeline ran before without a changelog (or it was "
@@ -268,10 +287,8 @@ Status DedupeTransform::open_partition(const sdk::Partition& p, std::unique_ptr<
   }
 
   const StoreMeta& m = part->store->durable();
-  // Where the store's claims end: the source position its last round read up to (which
-  // counts records dropped upstream), or for older stores the highest claimed offset.
-  const int64_t covered = m.position >= 0 ? m.position : m.high_water + 1;
-  if (p.start_offset >= 0 && p.start_offset > covered + settings_.store_behind_tolerance) {
+  if (is_behind(m, p.start_offset)) {
+    const int64_t covered = covered_by(m);
     const int64_t high = m.high_water;
     std::string held = high < 0 && m.position < 0 ? "is empty (no claims)"
                                                   : "has seen the input up to offset " + std::to_string(covered - 1);

@@ -69,7 +69,9 @@ class DedupeTransform final : public sdk::Transform {
   sdk::Status open_store(const std::string& dir, bool wipe, std::unique_ptr<PartitionStore>& out);
   // Changelog mode: bring the store up to the changelog's committed end.
   sdk::Status restore(Part& part);
-  sdk::Status read_changelog(Part& part, const sdk::StateInfo& info, int64_t from);
+  sdk::Status read_changelog(Part& part, int64_t from);
+  static int64_t covered_by(const StoreMeta& m);
+  bool is_behind(const StoreMeta& m, int64_t start_offset) const;
   // A store (or changelog) behind the committed position: refuse or warn per policy.
   sdk::Status behind(Part& part, const std::string& what);
   sdk::Status write_changelog(Part& part, const PartitionStore::RoundPlan& plan);

@@ -87,13 +87,17 @@ sdk::Status PartitionStore::open(const std::string& dir, const StoreTuning& tuni
   s->sst_options_ = rocksdb::Options(make_db_options(tuning), cfs[0].options);
   s->replay_chunks();
 
-  if (s->meta_.floor < s->meta_.next_seq) {
-    std::unique_ptr<rocksdb::Iterator> it(s->db_->NewIterator(rocksdb::ReadOptions(), s->seq_));
-    it->Seek(seq_key(s->meta_.seek_hint));
-    if (it->Valid() && it->key().size() == 8) s->oldest_chunk_ms_ = read_chunk_ms(it->value());
-  }
+  s->load_oldest_chunk_ms();
   out = std::move(s);
   return sdk::Status::ok();
+}
+
+void PartitionStore::load_oldest_chunk_ms() {
+  oldest_chunk_ms_ = -1;
+  if (meta_.floor >= meta_.next_seq) return;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), seq_));
+  it->Seek(seq_key(meta_.seek_hint));
+  if (it->Valid() && it->key().size() == 8) oldest_chunk_ms_ = read_chunk_ms(it->value());
 }
 
 void PartitionStore::replay_chunks() {
@@ -103,26 +107,16 @@ void PartitionStore::replay_chunks() {
   it->Seek(seq_key(meta_.indexed));
   for (; it->Valid(); it->Next()) {
     if (it->key().size() != 8) continue;
-    const uint64_t start = seq_from_key(std::string_view(it->key().data(), 8));
-    const char* p = it->value().data();
-    const char* end = p + it->value().size();
-    uint64_t ms = 0;
-    if (!get_varint(p, end, ms) || p >= end) continue;  // folded already
-    const uint32_t fp_bytes = static_cast<uint8_t>(*p++);
-    unindexed_fp_bytes_ = std::min(unindexed_fp_bytes_, fp_bytes);
-    for (uint64_t seq = start; p < end; ++seq) {
-      uint64_t klen = 0, delta = 0;
-      if (!get_varint(p, end, klen) || static_cast<uint64_t>(end - p) < klen) break;
-      std::string_view key(p, klen);
-      p += klen;
-      if (!get_varint(p, end, delta) || static_cast<uint64_t>(end - p) < fp_bytes) break;
-      uint64_t fp = 0;
-      for (uint32_t i = 0; i < fp_bytes; ++i) fp |= uint64_t(static_cast<uint8_t>(p[i])) << (8 * i);
-      p += fp_bytes;
-      if (seq >= meta_.indexed && seq >= meta_.floor)
-        unindexed_.upsert(key, XXH3_64bits(key.data(), key.size()), seq,
-                          static_cast<int64_t>(seq) + unzigzag(delta), fp);
-    }
+    ChunkView c;
+    if (!parse_chunk(std::string_view(it->value().data(), it->value().size()), c) || c.folded)
+      continue;
+    unindexed_fp_bytes_ = std::min(unindexed_fp_bytes_, c.fp_bytes);
+    for_each_chunk_claim(c, seq_from_key(std::string_view(it->key().data(), 8)),
+                         [&](uint64_t seq, std::string_view key, int64_t offset, uint64_t fp) {
+                           if (seq >= meta_.indexed && seq >= meta_.floor)
+                             unindexed_.upsert(key, XXH3_64bits(key.data(), key.size()), seq,
+                                               offset, fp);
+                         });
   }
 }
 
@@ -326,20 +320,13 @@ PartitionStore::RoundPlan PartitionStore::plan_round(const Retention& limits, ui
   next.floor = floor;
   next.seek_hint = hint;
 
-  char buf[10];
   for (size_t c = first_kept; c < cuts.size(); ++c) {
     std::string chunk;
     chunk.reserve(16 + (cuts[c].second - cuts[c].first) * (20 + fp_bytes));
-    chunk.append(buf, static_cast<size_t>(put_varint(buf, static_cast<uint64_t>(now_ms < 0 ? 0 : now_ms)) - buf));
-    chunk.push_back(static_cast<char>(fp_bytes));
+    begin_chunk(chunk, now_ms, fp_bytes);
     for (size_t i = cuts[c].first; i < cuts[c].second; ++i) {
       const auto& cl = round_.claims()[i];
-      auto k = round_.key_of(cl);
-      chunk.append(buf, static_cast<size_t>(put_varint(buf, k.size()) - buf));
-      chunk.append(k.data(), k.size());
-      chunk.append(buf, static_cast<size_t>(
-                            put_varint(buf, zigzag(cl.offset - static_cast<int64_t>(cl.seq))) - buf));
-      for (uint32_t i2 = 0; i2 < fp_bytes; ++i2) chunk.push_back(static_cast<char>(cl.fingerprint >> (8 * i2)));
+      append_chunk_claim(chunk, round_.key_of(cl), cl.seq, cl.offset, cl.fingerprint, fp_bytes);
     }
     plan.chunks.emplace_back(starts[c], std::move(chunk));
   }
@@ -393,32 +380,20 @@ sdk::Status PartitionStore::flush_restore_batch() {
 }
 
 sdk::Status PartitionStore::restore_chunk(uint64_t first_seq, std::string_view value) {
-  const char* p = value.data();
-  const char* end = p + value.size();
-  uint64_t ms = 0;
-  if (!get_varint(p, end, ms) || p >= end)
+  ChunkView c;
+  if (!parse_chunk(value, c) || c.folded)
     return sdk::Status::fatal("dedupe: unreadable chunk in the changelog of store " + dir_);
   // Locally the chunk keeps only its time: its claims go straight to the claims table,
   // which is folded before the restore counts as done.
-  restore_wb_->Put(seq_, seq_key(first_seq), rocksdb::Slice(value.data(), static_cast<size_t>(p - value.data())));
-  const uint32_t fp_bytes = static_cast<uint8_t>(*p++);
-  if (unindexed_.empty()) unindexed_fp_bytes_ = fp_bytes;
-  unindexed_fp_bytes_ = std::min(unindexed_fp_bytes_, fp_bytes);
-  for (uint64_t seq = first_seq; p < end; ++seq) {
-    uint64_t klen = 0, delta = 0;
-    if (!get_varint(p, end, klen) || static_cast<uint64_t>(end - p) < klen)
-      return sdk::Status::fatal("dedupe: truncated chunk in the changelog of store " + dir_);
-    std::string_view key(p, klen);
-    p += klen;
-    if (!get_varint(p, end, delta) || static_cast<uint64_t>(end - p) < fp_bytes)
-      return sdk::Status::fatal("dedupe: truncated chunk in the changelog of store " + dir_);
-    uint64_t fp = 0;
-    for (uint32_t i = 0; i < fp_bytes; ++i) fp |= uint64_t(static_cast<uint8_t>(p[i])) << (8 * i);
-    p += fp_bytes;
-    unindexed_.upsert(key, XXH3_64bits(key.data(), key.size()), seq,
-                      static_cast<int64_t>(seq) + unzigzag(delta), fp);
-    ++restored_claims_;
-  }
+  restore_wb_->Put(seq_, seq_key(first_seq), rocksdb::Slice(value.data(), c.time_len));
+  if (unindexed_.empty()) unindexed_fp_bytes_ = c.fp_bytes;
+  unindexed_fp_bytes_ = std::min(unindexed_fp_bytes_, c.fp_bytes);
+  bool whole = for_each_chunk_claim(
+      c, first_seq, [&](uint64_t seq, std::string_view key, int64_t offset, uint64_t fp) {
+        unindexed_.upsert(key, XXH3_64bits(key.data(), key.size()), seq, offset, fp);
+        ++restored_claims_;
+      });
+  if (!whole) return sdk::Status::fatal("dedupe: truncated chunk in the changelog of store " + dir_);
   if (unindexed_.size() >= index_threshold_) {
     sdk::Status st = flush_restore_batch();
     if (!st) return st;
@@ -458,12 +433,7 @@ sdk::Status PartitionStore::finish_restore(int64_t changelog_position) {
   rocksdb::Status rs = db_->Put(wo, seq_, rocksdb::Slice(), meta_.encode());
   if (!rs.ok())
     return sdk::Status::fatal("dedupe: cannot write store " + dir_ + ": " + rs.ToString());
-  oldest_chunk_ms_ = -1;
-  if (meta_.floor < meta_.next_seq) {
-    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), seq_));
-    it->Seek(seq_key(meta_.seek_hint));
-    if (it->Valid() && it->key().size() == 8) oldest_chunk_ms_ = read_chunk_ms(it->value());
-  }
+  load_oldest_chunk_ms();
   drop_round();
   return sdk::Status::ok();
 }

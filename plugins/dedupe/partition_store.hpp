@@ -113,6 +113,7 @@ class PartitionStore {
   sdk::Status index_claims();
   sdk::Status flush_restore_batch();
   void replay_chunks();
+  void load_oldest_chunk_ms();
   double bytes_per_key() const;
   uint64_t int_property(rocksdb::ColumnFamilyHandle* cf, const char* name) const;
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <dlfcn.h>
+#include <cstddef>
 #include <exactly/plugin_abi.h>
 #include <exactly/sdk.hpp>
 
@@ -147,6 +148,63 @@ class FakeHost {
     };
   }
   const ex_host_api* api() const { return &api_; }
+
+  // An in-memory stand-in for a sink that keeps state changelogs (ABI 1.1), shared by
+  // every stage built on this host (two stages = two "hosts" of one cluster). Writes
+  // wait for commit_state(), as a transaction would; abort_state() drops them.
+  struct StateRecord {
+    std::string key;
+    std::optional<std::string> value;  // nullopt = tombstone
+  };
+  void enable_state() {
+    api_.state_supported = [](void*) { return int32_t{1}; };
+    api_.state_open = [](void* ctx, ex_bytes store, const ex_partition* p, ex_state_info* info,
+                         ex_error*) {
+      auto& log = static_cast<FakeHost*>(ctx)->state_log(store, *p);
+      info->start = 0;
+      info->end = static_cast<int64_t>(log.size());
+      info->created = 0;
+      return int32_t{EX_OK};
+    };
+    api_.state_read = [](void* ctx, ex_bytes store, const ex_partition* p, int64_t from,
+                         ex_state_record_fn fn, void* fn_ctx, ex_error* err) {
+      auto& log = static_cast<FakeHost*>(ctx)->state_log(store, *p);
+      for (size_t i = static_cast<size_t>(from < 0 ? 0 : from); i < log.size(); ++i) {
+        const auto& r = log[i];
+        ex_bytes v = r.value ? sdk::bytes(*r.value) : sdk::null_bytes();
+        if (fn(fn_ctx, static_cast<int64_t>(i), sdk::bytes(r.key), v) != 0) {
+          err->code = EX_ERR_FATAL;
+          return int32_t{EX_ERR_FATAL};
+        }
+      }
+      return int32_t{EX_OK};
+    };
+    api_.state_write = [](void* ctx, ex_bytes store, const ex_partition* p, ex_bytes key,
+                          ex_bytes value, ex_error*) {
+      auto* h = static_cast<FakeHost*>(ctx);
+      std::optional<std::string> v;
+      if (value.ptr != nullptr) v = std::string(sdk::view(value));
+      h->pending_state_.push_back({state_key(store, *p), {std::string(sdk::view(key)), v}});
+      return int32_t{EX_OK};
+    };
+    api_.state_position = [](void* ctx, ex_bytes store, const ex_partition* p) -> int64_t {
+      auto* h = static_cast<FakeHost*>(ctx);
+      auto it = h->state_positions_.find(state_key(store, *p));
+      return it == h->state_positions_.end() ? -1 : it->second;
+    };
+  }
+  void commit_state() {
+    for (auto& [k, r] : pending_state_) {
+      state_[k].push_back(std::move(r));
+      state_positions_[k] = static_cast<int64_t>(state_[k].size());
+    }
+    pending_state_.clear();
+  }
+  void abort_state() { pending_state_.clear(); }
+  // The committed log of `store`'s partition `number`.
+  std::vector<StateRecord>& state(const std::string& store, int32_t number) {
+    return state_[store + "#" + std::to_string(number)];
+  }
   double metric(const std::string& k) const {
     std::lock_guard<std::mutex> g(mu_);
     auto it = metrics.find(k);
@@ -158,9 +216,19 @@ class FakeHost {
   std::vector<sdk::Partition> assigned, revoked;
 
  private:
+  static std::string state_key(ex_bytes store, const ex_partition& p) {
+    return std::string(sdk::view(store)) + "#" + std::to_string(p.number);
+  }
+  std::vector<StateRecord>& state_log(ex_bytes store, const ex_partition& p) {
+    return state_[state_key(store, p)];
+  }
+
   std::string pipeline_;
   ex_host_api api_{};
   mutable std::mutex mu_;
+  std::map<std::string, std::vector<StateRecord>> state_;
+  std::vector<std::pair<std::string, StateRecord>> pending_state_;
+  std::map<std::string, int64_t> state_positions_;
 };
 
 // Fills schema defaults for keys the test did not give (the host does this too).
@@ -252,6 +320,13 @@ class TransformHarness {
     if (st) *st = status_of(rc, e);
     if (rc != EX_OK && !st) throw std::runtime_error("process failed: " + std::string(e.message));
     return out;
+  }
+  // ABI 1.1: the source positions the round read up to (start_offset per partition).
+  sdk::Status positions(const std::vector<sdk::Partition>& parts) {
+    if (vt_->struct_size < offsetof(ex_transform_vtable, positions) + sizeof(vt_->positions) ||
+        vt_->positions == nullptr)
+      return sdk::Status::ok();
+    return parts_call(parts, vt_->positions);
   }
   sdk::Status prepare_commit() { return simple(vt_->prepare_commit); }
   sdk::Status commit() { return simple(vt_->commit); }

@@ -1,0 +1,146 @@
+// The changelog through the real .so: what one stage writes in its rounds, another
+// stage with an empty state directory (another host) restores before it processes a
+// record. The harness's FakeHost plays the sink that keeps the changelog; the real
+// Kafka path is proven by tests/integration/kafka/scale_out_test.cpp.
+#include "dedupe_fixture.hpp"
+
+using namespace dedupe_test;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+namespace {
+
+constexpr const char* kTopic = "cl";
+
+class ChangelogTest : public DedupeTest {
+ protected:
+  void SetUp() override {
+    DedupeTest::SetUp();
+    host_.enable_state();
+  }
+  Pairs on(const std::string& state_dir, Pairs extra = {}) {
+    extra.emplace_back("changelog", "on");
+    extra.emplace_back("changelog.topic", kTopic);
+    extra.emplace_back("changelog.catch.up.timeout", "200");
+    extra.emplace_back("state.dir", (dir_ / state_dir).string());
+    return extra;
+  }
+  // Reads positions like the host: the round read up to `next` in partition 0.
+  void read_up_to(int64_t next) {
+    ASSERT_TRUE(stage_->positions({part(0, "events-0", next)}).is_ok());
+  }
+  std::vector<FakeHost::StateRecord>& log() { return host_.state(kTopic, 0); }
+};
+
+TEST_F(ChangelogTest, ClaimsFollowThePartitionToAnEmptyHost) {
+  auto& a = start(on("host-a"));
+  EXPECT_THAT(a.process({event("a", 0), event("b", 1), event("a", 2), event("c", 3)}).kept,
+              ElementsAre(0u, 1u, 3u));
+  read_up_to(4);
+  commit_round();
+  ASSERT_FALSE(log().empty());
+  // Nothing local was needed: host B has an empty state directory.
+  auto& b = start(on("host-b"), {part(0, "events-0", 4)});
+  EXPECT_EQ(metric("dedupe_restored_claims_total"), 3);
+  EXPECT_THAT(b.process({event("b", 4), event("d", 5), event("c", 6)}).kept, ElementsAre(1u));
+  // A replay of an owner is still an owner on the new host.
+  EXPECT_THAT(b.process({event("a", 0)}).kept, ElementsAre(0u));
+}
+
+TEST_F(ChangelogTest, AnAbortedRoundNeverReachesTheChangelogNorTheLocalStore) {
+  auto& a = start(on("host-a"));
+  a.process({event("a", 0)});
+  read_up_to(1);
+  commit_round();
+  a.process({event("x", 1)});
+  read_up_to(2);
+  ASSERT_TRUE(a.prepare_commit().is_ok());
+  host_.abort_state();  // the sink's transaction aborted
+  ASSERT_TRUE(a.abort().is_ok());
+  // Replayed on another host from the committed position, x is new there; on the
+  // same host (its local store) too: the round was never applied locally.
+  auto& b = start(on("host-b"), {part(0, "events-0", 1)});
+  EXPECT_THAT(b.process({event("x", 1), event("a", 2)}).kept, ElementsAre(0u));
+  auto& a2 = start(on("host-a"), {part(0, "events-0", 1)});
+  EXPECT_THAT(a2.process({event("x", 1), event("a", 2)}).kept, ElementsAre(0u));
+}
+
+TEST_F(ChangelogTest, EvictionWritesTombstonesAndTheRestoreKeepsOnlyTheWindow) {
+  auto& a = start(on("host-a", {{"retention.max.keys", "100"}}));
+  int64_t off = 0;
+  for (int round = 0; round < 10; ++round) {
+    std::vector<OwnedRecord> in;
+    for (int i = 0; i < 50; ++i, ++off) in.push_back(event("id-" + std::to_string(off), off));
+    a.process(in);
+    read_up_to(off);
+    commit_round();
+  }
+  size_t tombstones = 0;
+  for (const auto& r : log()) tombstones += r.value ? 0 : 1;
+  EXPECT_GE(tombstones, 7u);  // 10 chunks of 50, at most 3 of them hold the last 100 ids
+  auto& b = start(on("host-b", {{"retention.max.keys", "100"}}), {part(0, "events-0", off)});
+  EXPECT_EQ(metric("dedupe_store_keys"), 100);
+  // The newest ids are known, the evicted ones are new again.
+  EXPECT_THAT(b.process({event("id-499", off), event("id-0", off + 1)}).kept, ElementsAre(1u));
+}
+
+TEST_F(ChangelogTest, RecordsDroppedUpstreamAtTheTailAreNotABehindStore) {
+  auto& a = start(on("host-a"));
+  a.process({event("a", 0), event("b", 1)});
+  read_up_to(10);  // offsets 2..9 were read by the source and dropped by a filter
+  commit_round();
+  auto& b = start(on("host-b"), {part(0, "events-0", 10)});
+  EXPECT_THAT(b.process({event("a", 10), event("z", 11)}).kept, ElementsAre(1u));
+  // Without a changelog the same holds for the local store on a restart.
+  auto& l = start({{"changelog", "off"}, {"state.dir", (dir_ / "local").string()}});
+  l.process({event("a", 0)});
+  read_up_to(7);
+  commit_round();
+  start({{"changelog", "off"}, {"state.dir", (dir_ / "local").string()}},
+        {part(0, "events-0", 7)});
+}
+
+TEST_F(ChangelogTest, AChangelogBehindTheCommittedOffsetIsRefusedWithTheOffsets) {
+  auto& a = start(on("host-a"));
+  a.process({event("a", 0)});
+  read_up_to(1);
+  commit_round();
+  stage_.reset();
+  stage_ = std::make_unique<TransformHarness>(library(), "dedupe", config(on("host-b")), &host_);
+  auto st = stage_->assign({part(0, "events-0", 50)});
+  EXPECT_EQ(st.code(), EX_ERR_FATAL);
+  EXPECT_THAT(st.message(), HasSubstr("covers the input up to offset 1"));
+  EXPECT_THAT(st.message(), HasSubstr("resumes at 50"));
+  stage_.reset();
+  stage_ = std::make_unique<TransformHarness>(
+      library(), "dedupe", config(on("host-c", {{"on.store.behind", "ignore"}})), &host_);
+  EXPECT_TRUE(stage_->assign({part(0, "events-0", 50)}).is_ok());
+  EXPECT_EQ(host_.metric("dedupe_store_behind_total{partition=events-0}"), 1);
+}
+
+TEST_F(ChangelogTest, AStoreAheadOfARecreatedChangelogIsRebuiltFromIt) {
+  auto& a = start(on("host-a"));
+  a.process({event("a", 0), event("b", 1)});
+  read_up_to(2);
+  commit_round();
+  stage_.reset();
+  log().clear();  // the topic was deleted and created again (and the group reset)
+  host_.logs.clear();
+  auto& a2 = start(on("host-a"), {part(0, "events-0", -1)});
+  bool warned = false;
+  for (auto& [level, msg] : host_.logs) warned |= msg.find("re-created") != std::string::npos;
+  EXPECT_TRUE(warned);
+  // The store now holds what the changelog holds: nothing.
+  EXPECT_THAT(a2.process({event("a", 0), event("b", 1)}).kept, ElementsAre(0u, 1u));
+}
+
+TEST_F(ChangelogTest, ChangelogOnWithoutASinkThatKeepsOneIsAConfigError) {
+  FakeHost plain;  // state calls absent, as with a sink built for ABI 1.0
+  TransformHarness t(library(), "dedupe", config(on("host-a")), &plain);
+  ASSERT_TRUE(t.ok());
+  auto st = t.assign({part(0, "events-0")});
+  EXPECT_EQ(st.code(), EX_ERR_CONFIG);
+  EXPECT_THAT(st.message(), HasSubstr("changelog: on"));
+}
+
+}  // namespace
