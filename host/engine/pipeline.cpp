@@ -259,34 +259,37 @@ int32_t state_error(ex_error* err, const Outcome& o) {
 }
 }  // namespace
 
-int32_t Pipeline::cb_state_supported(void* ctx) {
+// The sink of the running instance, or nullptr (then the call fails as FATAL).
+Sink* Pipeline::state_sink(void* ctx) {
   Instance* in = owner_of(ctx)->current_;
-  return in != nullptr && in->sink && in->sink->has_state() ? 1 : 0;
+  return in != nullptr ? in->sink.get() : nullptr;
+}
+namespace {
+const Outcome kNoSink = Outcome::make(EX_ERR_FATAL, "no sink to keep state");
+}
+
+int32_t Pipeline::cb_state_supported(void* ctx) {
+  Sink* s = state_sink(ctx);
+  return s != nullptr && s->has_state() ? 1 : 0;
 }
 int32_t Pipeline::cb_state_open(void* ctx, ex_bytes store, const ex_partition* part,
                                 ex_state_info* info, ex_error* err) {
-  Instance* in = owner_of(ctx)->current_;
-  if (in == nullptr || !in->sink)
-    return state_error(err, Outcome::make(EX_ERR_FATAL, "no sink to keep state"));
-  return state_error(err, in->sink->state_open(store, part, info));
+  Sink* s = state_sink(ctx);
+  return state_error(err, s ? s->state_open(store, part, info) : kNoSink);
 }
 int32_t Pipeline::cb_state_read(void* ctx, ex_bytes store, const ex_partition* part, int64_t from,
                                 ex_state_record_fn fn, void* fn_ctx, ex_error* err) {
-  Instance* in = owner_of(ctx)->current_;
-  if (in == nullptr || !in->sink)
-    return state_error(err, Outcome::make(EX_ERR_FATAL, "no sink to keep state"));
-  return state_error(err, in->sink->state_read(store, part, from, fn, fn_ctx));
+  Sink* s = state_sink(ctx);
+  return state_error(err, s ? s->state_read(store, part, from, fn, fn_ctx) : kNoSink);
 }
 int32_t Pipeline::cb_state_write(void* ctx, ex_bytes store, const ex_partition* part, ex_bytes key,
                                  ex_bytes value, ex_error* err) {
-  Instance* in = owner_of(ctx)->current_;
-  if (in == nullptr || !in->sink)
-    return state_error(err, Outcome::make(EX_ERR_FATAL, "no sink to keep state"));
-  return state_error(err, in->sink->state_write(store, part, key, value));
+  Sink* s = state_sink(ctx);
+  return state_error(err, s ? s->state_write(store, part, key, value) : kNoSink);
 }
 int64_t Pipeline::cb_state_position(void* ctx, ex_bytes store, const ex_partition* part) {
-  Instance* in = owner_of(ctx)->current_;
-  return in != nullptr && in->sink ? in->sink->state_position(store, part) : -1;
+  Sink* s = state_sink(ctx);
+  return s ? s->state_position(store, part) : -1;
 }
 
 // ---------------------------------------------------------------- record path
@@ -345,10 +348,16 @@ Outcome Pipeline::process_batch(Instance& in, const ex_batch* batch) {
   in.arena.reset();
   in.dlq_pending.clear();
   stats_.records_in += batch->count;
+  // Records of one partition come in runs: one map lookup per run, not per record.
+  int64_t* pos = nullptr;
+  int32_t pos_of = 0;
   for (size_t i = 0; i < batch->count; ++i) {
     const ex_record& r = at(batch, i);
-    int64_t& pos = in.round_positions[r.partition];
-    pos = std::max(pos, r.offset + 1);
+    if (pos == nullptr || r.partition != pos_of) {
+      pos_of = r.partition;
+      pos = &in.round_positions.try_emplace(pos_of, -1).first->second;
+    }
+    *pos = std::max(*pos, r.offset + 1);
   }
   metrics::global().add("records_in_total", labels(), static_cast<double>(batch->count));
 

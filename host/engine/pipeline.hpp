@@ -80,6 +80,7 @@ class Pipeline {
   static void cb_metric(void* ctx, int32_t kind, const char* name, const char* labels, double v);
   static int32_t cb_assigned(void* ctx, const ex_partition* p, size_t n, ex_error* err);
   static int32_t cb_revoked(void* ctx, const ex_partition* p, size_t n, ex_error* err);
+  static Sink* state_sink(void* ctx);
   static int32_t cb_state_supported(void* ctx);
   static int32_t cb_state_open(void* ctx, ex_bytes store, const ex_partition* part,
                                ex_state_info* info, ex_error* err);

@@ -49,7 +49,7 @@ const ex_config_field kFields[] = {
           "fail", kBehind),
     field("store.behind.tolerance", EX_CFG_INT,
           "offsets the committed position may run ahead of the store before it counts as "
-          "behind (records dropped upstream, transaction markers of the input topic)",
+          "behind (only needed for stores written before source positions were recorded)",
           "0"),
     field("retention.max.keys", EX_CFG_INT,
           "keep at most this many ids per partition, evicting the oldest first; 0 = unbounded",
