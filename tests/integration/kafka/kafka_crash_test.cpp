@@ -3,6 +3,7 @@
 // reader (tests/tools, Java, not our code) compares output with input.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <random>
 
 #include "kafka_env.hpp"
@@ -53,20 +54,37 @@ long long committed_total(const Topics& s) {
   return json_number(r.out, "total");
 }
 
+// The input, produced by the referee while the host runs (paced so that it outlasts
+// the kills: a host killed after its input is complete proves nothing).
+std::unique_ptr<Child> produce_live(const Topics& s, long long n, long long rate,
+                                    const std::string& extra) {
+  std::vector<std::string> argv = {tools_dir() + "/kafka-tool.sh", "produce", "--topic", s.in,
+                                   "--count", std::to_string(n), "--partitions", "4",
+                                   "--rate", std::to_string(rate), "--bootstrap", kafka_bootstrap()};
+  for (const auto& a : lines_of(extra)) argv.push_back(a);
+  return std::make_unique<Child>(argv, s.dir / "producer.log");
+}
+
 // Starts the host on `config`, kills it with SIGKILL after a random delay, `kills`
-// times; then runs it until the group has committed the whole input and stops it
-// with SIGTERM. Returns the log.
-std::string run_with_kills(const Topics& s, const fs::path& config, int kills, uint32_t seed) {
+// times, each while `producer` is still producing; then runs it until the group has
+// committed the whole input and stops it with SIGTERM. Returns the log.
+std::string run_with_kills(const Topics& s, const fs::path& config, int kills, uint32_t seed,
+                           Child* producer = nullptr) {
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int> delay_ms(1500, 5000);
   fs::path log = s.dir / "host.log";
   for (int k = 0; k < kills; ++k) {
     Child c({exactly_bin(), "run", "--no-watch", config.string()}, log);
     std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms(rng)));
+    int code = 0;
+    if (producer != nullptr)
+      EXPECT_FALSE(producer->exited(&code)) << "kill " << k + 1 << " came after the input was complete";
     c.kill(SIGKILL);
     EXPECT_EQ(c.wait(), -SIGKILL) << "the host exited before it could be killed";
     write_file(s.dir / "progress", std::to_string(committed_total(s)));
   }
+  if (producer != nullptr)
+    EXPECT_EQ(producer->wait(), 0) << read_file(s.dir / "producer.log");
   Child c({exactly_bin(), "run", "--no-watch", config.string()}, log);
   auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(10);
   while (committed_total(s) < s.input_total && std::chrono::steady_clock::now() < deadline)
@@ -81,11 +99,11 @@ TEST(KafkaCrash, ExactlyOnceCopySurvivesRepeatedSigkill) {
   const long long n = heavy() ? 1000000 : 200000;
   const int kills = heavy() ? 20 : 10;
   Topics s = make_topics("eos", 4);
-  kafka_tool("produce --topic " + s.in + " --count " + std::to_string(n) +
-             " --partitions 4 --size 150 --seed 11");
   s.input_total = n;
   write_file(s.dir / "p.yaml", pipeline_yaml(s, "exactly_once", "crash-eos"));
-  std::string log = run_with_kills(s, s.dir / "p.yaml", kills, 1234);
+  // Kills take at most 5 s each: the input keeps arriving for longer than that.
+  auto producer = produce_live(s, n, n / (kills * 5 + 15), "--size\n150\n--seed\n11");
+  std::string log = run_with_kills(s, s.dir / "p.yaml", kills, 1234, producer.get());
   auto v = kafka_tool("verify --input-topic " + s.in + " --output-topic " + s.out + " --mode copy",
                       false);
   std::printf("independent reader: %s", v.out.c_str());
@@ -103,10 +121,10 @@ TEST(KafkaCrash, ExactlyOnceCopySurvivesRepeatedSigkill) {
 TEST(KafkaCrash, AtLeastOnceLosesNothingAcrossSigkill) {
   const long long n = 60000;
   Topics s = make_topics("alo", 4);
-  kafka_tool("produce --topic " + s.in + " --count " + std::to_string(n) + " --partitions 4 --seed 5");
   s.input_total = n;
   write_file(s.dir / "p.yaml", pipeline_yaml(s, "at_least_once", "crash-alo"));
-  run_with_kills(s, s.dir / "p.yaml", 3, 99);
+  auto producer = produce_live(s, n, n / (3 * 5 + 15), "--seed\n5");
+  run_with_kills(s, s.dir / "p.yaml", 3, 99, producer.get());
   auto v = kafka_tool("verify --allow-duplicates --input-topic " + s.in + " --output-topic " +
                           s.out + " --mode copy",
                       false);
@@ -119,15 +137,15 @@ TEST(KafkaCrash, DedupeEmitsEveryIdExactlyOnceAcrossSigkill) {
   const long long n = heavy() ? 1000000 : 200000;
   const int kills = heavy() ? 20 : 10;
   Topics s = make_topics("dedupe", 4);
-  // Keyed by id so duplicates share a partition; 12% of records repeat an earlier id.
-  kafka_tool("produce --keyed --topic " + s.in + " --count " + std::to_string(n) +
-             " --partitions 4 --size 150 --dup-ratio 0.12 --seed 21");
   s.input_total = n;
   std::string dedupe = "    transforms:\n      - plugin: dedupe\n        config:\n"
                        "          id.json: /messageId\n"
                        "          state.dir: " + (s.dir / "dedupe").string() + "\n";
   write_file(s.dir / "p.yaml", pipeline_yaml(s, "exactly_once", "crash-dedupe", dedupe));
-  std::string log = run_with_kills(s, s.dir / "p.yaml", kills, 4321);
+  // Keyed by id so duplicates share a partition; 12% of records repeat an earlier id.
+  auto producer = produce_live(s, n, n / (kills * 5 + 15),
+                               "--keyed\n--size\n150\n--dup-ratio\n0.12\n--seed\n21");
+  std::string log = run_with_kills(s, s.dir / "p.yaml", kills, 4321, producer.get());
   auto v = kafka_tool("verify --input-topic " + s.in + " --output-topic " + s.out + " --mode dedupe",
                       false);
   std::printf("independent reader: %s", v.out.c_str());
