@@ -222,8 +222,15 @@ int32_t Pipeline::cb_revoked(void* ctx, const ex_partition* parts, size_t n, ex_
   if (in == nullptr) return EX_OK;
   std::string scope = "pipeline:" + p->spec_.name;
   // Commit what was read so far before the partitions go: the next owner resumes
-  // exactly where this round ends.
-  if (in->round_records > 0) {
+  // exactly where this round ends. Unless they are lost: then another member may own
+  // them already, and this round must not commit anything of theirs.
+  const bool lost = std::any_of(parts, parts + n, [](const ex_partition& x) {
+    return x.start_offset == EX_PARTITION_LOST;
+  });
+  if (lost && in->round_records > 0) {
+    p->abort_round(*in, "partitions were lost (the group moved on without this member); the "
+                        "new owner replays the round");
+  } else if (in->round_records > 0) {
     Outcome o = p->commit_round(*in);
     if (!o.ok()) {
       log::warn(scope, "commit before revocation failed ({}); the next owner replays the round",

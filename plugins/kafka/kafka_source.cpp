@@ -298,7 +298,8 @@ void KafkaSource::on_assign(rd_kafka_topic_partition_list_t* parts) {
 
 void KafkaSource::on_revoke(rd_kafka_topic_partition_list_t* parts) {
   if (!closing_) {
-    if (rd_kafka_assignment_lost(rk_))
+    const bool lost = rd_kafka_assignment_lost(rk_) != 0;
+    if (lost)
       host_.warn("kafka source: partitions were lost (session timed out); their round "
                  "cannot commit and will be replayed by the new owner");
     std::vector<sdk::Partition> host_parts;
@@ -308,7 +309,7 @@ void KafkaSource::on_revoke(rd_kafka_topic_partition_list_t* parts) {
       const PartState& p = parts_[static_cast<size_t>(it->second)];
       if (!p.assigned) continue;
       host_parts.push_back(sdk::Partition{p.id, p.name, p.topic, p.number,
-                                          p.next >= 0 ? p.next : -1});
+                                          lost ? EX_PARTITION_LOST : p.next >= 0 ? p.next : -1});
     }
     // The host commits the running round inside this call, while the partitions are
     // still ours (checkpoint() still reports them).

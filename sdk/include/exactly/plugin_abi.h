@@ -116,6 +116,9 @@ typedef struct ex_partition {
   int64_t start_offset;
 } ex_partition;
 
+/* start_offset of a revoked partition the source no longer owned (1.1). */
+#define EX_PARTITION_LOST (-2)
+
 /* Source positions as the source encodes them. `format` tells a sink that stores
  * positions atomically with its output whether it understands them (e.g. "kafka.v1"). */
 typedef struct ex_checkpoint {
@@ -209,7 +212,10 @@ typedef struct ex_host_api {
   void (*metric)(void* ctx, int32_t kind, const char* name, const char* labels,
                  double value);
   /* Sources call these from inside poll() when their partition set changes. The host
-   * commits the running round before a revocation returns, then tells every stage. */
+   * commits the running round before a revocation returns, then tells every stage.
+   * In a revocation, start_offset is the partition's position, or EX_PARTITION_LOST
+   * (1.1) when the source lost it (e.g. its group session expired): another member may
+   * own it already, so the host aborts the running round instead of committing it. */
   int32_t (*partitions_assigned)(void* ctx, const ex_partition* parts, size_t n,
                                  ex_error* err);
   int32_t (*partitions_revoked)(void* ctx, const ex_partition* parts, size_t n,

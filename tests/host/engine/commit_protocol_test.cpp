@@ -54,6 +54,23 @@ TEST(CommitProtocol, AbortRewindAndRebuildLoseAndDuplicateNothing) {
   EXPECT_NE(r.out.find("restarts:"), std::string::npos) << r.out;
 }
 
+TEST(CommitProtocol, ALostPartitionAbortsTheRoundInsteadOfCommittingIt) {
+  auto dir = temp_dir("commit");
+  const int n = 3000;
+  // Rounds end at 512 records (max.records); the partition is lost at 704, mid-round.
+  std::string yaml = pipeline_yaml(dir / "out.txt", n, "");
+  yaml.replace(yaml.find("batch.size: 64"), 14, "batch.size: 64, lose.at: 700");
+  write_file(dir / "p.yaml", yaml);
+  auto r = run(exactly_bin() + " run " + (dir / "p.yaml").string(), dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Output o = parse_output(dir / "out.txt");
+  ASSERT_EQ(o.values.size(), static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) ASSERT_EQ(o.values[i], i) << "at index " << i;
+  // Nothing was committed at the moment of the loss: no round ends at 704.
+  EXPECT_EQ(read_file(dir / "out.txt").find("#pos 704\n"), std::string::npos);
+  EXPECT_NE(r.err.find("partitions were lost"), std::string::npos) << r.err;
+}
+
 TEST(CommitProtocol, ResumesFromPositionsStoredByTheSink) {
   auto dir = temp_dir("commit");
   write_file(dir / "p.yaml", pipeline_yaml(dir / "out.txt", 3000, ""));
