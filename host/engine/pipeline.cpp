@@ -502,7 +502,15 @@ Outcome Pipeline::commit_round(Instance& in) {
   uint32_t flags = 0;
   o = in.sink->commit(&positions, &flags);
   if (!o.ok()) return Outcome{o.code, in.sink->id() + " commit: " + o.message, o.key};
-  if ((flags & EX_SINK_STORED_POSITIONS) == 0) {
+  if ((flags & EX_SINK_STORED_POSITIONS) != 0 && (flags & EX_SINK_POSITIONS_IN_SOURCE) == 0) {
+    // The sink keeps the positions with its output; the source's own store follows, so
+    // that whoever resumes a partition from it (another host of the group, or this one
+    // after a rebalance) does not start over. Best effort: the sink's copy is the truth.
+    o = in.source->commit(&positions);
+    if (!o.ok())
+      log::warn("pipeline:" + spec_.name, "source could not mirror the positions the sink stored ({})",
+                o.message);
+  } else if ((flags & EX_SINK_STORED_POSITIONS) == 0) {
     if (spec_.delivery == config::Delivery::exactly_once)
       return Outcome::make(
           EX_ERR_CONFIG,

@@ -34,6 +34,7 @@ class KafkaSink final : public sdk::Sink, public ClientContext {
   sdk::Status prepare_commit() override;
   sdk::Status commit(const sdk::Checkpoint* positions, bool& stored_positions) override;
   sdk::Status abort() override;
+  bool positions_in_source() const override { return eos_; }
   sdk::Status revoke(const std::vector<sdk::Partition>& parts) override;
 
   sdk::Status state_open(const std::string& store, const sdk::Partition& part,

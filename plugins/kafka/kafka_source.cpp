@@ -272,11 +272,11 @@ void KafkaSource::on_assign(rd_kafka_topic_partition_list_t* parts) {
     int64_t start = (tp.err == RD_KAFKA_RESP_ERR_NO_ERROR && tp.offset >= 0)
                         ? tp.offset
                         : RD_KAFKA_OFFSET_INVALID;
+    // Positions a sink stored with its output (open(resume)) win over older group
+    // offsets; group offsets ahead of them are another member's later progress (the
+    // host mirrors every sink-stored round into the group), so the later one wins.
     auto r = resume_.find({p.topic, p.number});
-    if (r != resume_.end()) {
-      start = r->second;
-      resume_.erase(r);
-    }
+    if (r != resume_.end()) start = std::max<int64_t>(start, r->second);
     tp.err = RD_KAFKA_RESP_ERR_NO_ERROR;
     tp.offset = start;  // INVALID: librdkafka falls back to auto.offset.reset
     p.assigned = true;

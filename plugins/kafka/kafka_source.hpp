@@ -85,7 +85,8 @@ class KafkaSource final : public sdk::Source, public ClientContext {
   std::map<std::pair<std::string, int32_t>, int32_t> ids_;
   // Fast path from a message's topic handle to partition ids (index = partition).
   std::unordered_map<const rd_kafka_topic_t*, std::vector<int32_t>> rkt_ids_;
-  // Positions a sink stored with its output; win over group offsets on first assignment.
+  // Positions a sink stored with its output: a partition starts at the later of these and
+  // the group's offsets (see on_assign).
   std::map<std::pair<std::string, int32_t>, int64_t> resume_;
 
   // The batch last handed out: its messages own the bytes the records point into.

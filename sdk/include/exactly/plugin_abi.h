@@ -319,6 +319,11 @@ typedef struct ex_transform_vtable {
 
 /* Flags a sink reports from commit(). */
 #define EX_SINK_STORED_POSITIONS 1u /* positions are now durable with the output */
+/* 1.1, with STORED_POSITIONS: they were stored where the source keeps its own (the
+ * kafka sink's transaction writes the group's offsets). Without it, the host also
+ * hands them to the source's commit(), so that the source's own store (e.g. a consumer
+ * group that other hosts resume from) follows the sink's. */
+#define EX_SINK_POSITIONS_IN_SOURCE 2u
 
 typedef struct ex_sink_vtable {
   uint32_t struct_size;

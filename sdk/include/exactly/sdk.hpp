@@ -418,6 +418,9 @@ class Sink {
   virtual Status prepare_commit() { return Status::ok(); }
   // Set stored_positions when `positions` became durable atomically with the output.
   virtual Status commit(const Checkpoint* positions, bool& stored_positions) = 0;
+  // True when the positions this sink stores land in the source's own store (the kafka
+  // sink writes the consumer group's offsets in its transaction): EX_SINK_POSITIONS_IN_SOURCE.
+  virtual bool positions_in_source() const { return false; }
   virtual Status abort() { return Status::ok(); }
   virtual Status reconfigure(const Config&) { return Status::unsupported(); }
   // State changelogs for the pipeline's transforms (see ex_state_info). A sink that
@@ -637,6 +640,7 @@ struct SinkAdapter {
       bool stored = false;
       Status st = box(s).impl->commit(pc, stored);
       *flags = stored ? EX_SINK_STORED_POSITIONS : 0u;
+      if (stored && box(s).impl->positions_in_source()) *flags |= EX_SINK_POSITIONS_IN_SOURCE;
       return st;
     });
   }

@@ -2,7 +2,7 @@
 # Kafka benchmarks, in one invocation against one real broker (KRaft, Kafka 3.9.1).
 #
 #   tests/bench/kafka/run_bench.sh [--records 2000000] [--repeats 3]
-#       [--cases a,b,c,d,e,ct,et] [--size 150] [--dup-ratio 0.006] [--partitions 4]
+#       [--cases a,b,c,c0,d,e,ct,et] [--size 150] [--dup-ratio 0.006] [--partitions 4]
 #       [--commit-interval-ms 1000] [--commit-max-records 1000000]
 #       [--prefetch 1000000] [--streams-threads 1] [--streams-caching false]
 #       [--workdir DIR] [--keep]
@@ -13,19 +13,26 @@
 #   a  raw copy: plain librdkafka consume -> produce, idempotent, no transactions (the limit)
 #   b  exactly, at_least_once, kafka -> dedupe -> kafka
 #   c  exactly, exactly_once,  kafka -> dedupe -> kafka
+#      b and c run the dedupe stage with its defaults, so with the changelog ON
+#      (changelog: auto + a kafka sink: each round's claims also go to a compacted
+#      changelog topic, in the round's transaction for c), as Kafka Streams (d) keeps one.
+#      Each run gets its own changelog topic (changelog.topic: bench-changelog-CASE-REP-TAG).
+#   c0 (b0): c (b) with `changelog: off` on the dedupe stage: local RocksDB only, the
+#      setup measured before the changelog existed; c0/c is the changelog's cost
 #   d  Kafka Streams 3.9.1, exactly_once_v2, RocksDB KeyValueStore dedupe
 #   e  exactly, exactly_once,  kafka -> kafka (plain copy)
-#   ct, et (any exactly case + "t"): the same with the kafka source's consumer prefetch
+#   ct, et, c0t (any exactly case + "t"): the same with the kafka source's consumer prefetch
 #      raised (rdkafka: {queued.min.messages: PREFETCH}); see docs/benchmarks.md: with
 #      librdkafka 2.0.2's default (100000 per partition) a partition whose queue filled
 #      up is fetched again only ~1 s later, which caps the source. The raw copy (a)
 #      always uses PREFETCH: it is the tuned limit.
 # Time: from process start until the group's committed offsets cover the input (b-e;
 # bench_run_until_committed), until every record was delivered (a). Every output is then
-# checked by tests/tools/kafka-tool.sh verify (copy for a, e; dedupe for b, c, d; b may
+# checked by tests/tools/kafka-tool.sh verify (copy for a, e; dedupe for b, c, c0, d; b may
 # show duplicates, nothing else). Prints a table of medians and the ratios c/d, c/a,
-# e/a (and ct/d, ct/a, et/a); everything (logs, YAML, JSON, metrics scrapes) stays in
-# the work dir, which is printed. Results and analysis: docs/benchmarks.md.
+# e/a (and ct/d, ct/a, et/a; c0/c = changelog off vs on, c0/d, c0/a); everything (logs,
+# YAML, JSON, metrics scrapes) stays in the work dir, which is printed. Results and
+# analysis: docs/benchmarks.md.
 #
 # Broker: $EXACTLY_KAFKA_BOOTSTRAP if set, else one started (and stopped) here.
 # BUILD_DIR (default build-bench): a Release build of its own, never build/.
@@ -39,7 +46,7 @@ cache="${EXACTLY_CACHE:-$HOME/.cache/exactly}"
 tool="$root/tests/tools/kafka-tool.sh"
 broker_sh="$root/tests/tools/kafka-broker.sh"
 
-records=2000000 repeats=3 cases="a,b,c,d,e,ct,et" size=150 dup=0.006 partitions=4
+records=2000000 repeats=3 cases="a,b,c,c0,d,e,ct,et" size=150 dup=0.006 partitions=4
 interval_ms=1000 max_records=1000000 streams_threads=1 streams_caching=false prefetch=1000000
 work="" keep=0 seed=7
 while [[ $# -gt 0 ]]; do
@@ -138,9 +145,11 @@ total_end=$("$tool" end-offsets --bootstrap "$B" --topic "$in" | jq .total_end)
 # ---------------------------------------------------------------- contenders
 metrics_port=$((19500 + RANDOM % 400))
 
-write_yaml() {  # case delivery with_dedupe dir group out tuned
-  local c="$1" delivery="$2" dedupe="$3" d="$4" group="$5" out="$6" tuned="$7" extra=""
+write_yaml() {  # case delivery with_dedupe dir group out tuned changelog_off changelog_topic
+  local c="$1" delivery="$2" dedupe="$3" d="$4" group="$5" out="$6" tuned="$7" nocl="$8" cl="$9" extra=""
+  local changelog="changelog.topic: $cl"  # the default changelog: auto, a topic per run
   [[ "$tuned" == 1 ]] && extra=", rdkafka: { queued.min.messages: $prefetch }"
+  [[ "$nocl" == 1 ]] && changelog="changelog: off"
   {
     echo "metrics: { listen: 127.0.0.1:$metrics_port }"
     echo "pipelines:"
@@ -151,7 +160,7 @@ write_yaml() {  # case delivery with_dedupe dir group out tuned
     if [[ "$dedupe" == 1 ]]; then
       echo "    transforms:"
       echo "      - plugin: dedupe"
-      echo "        config: { id: { json: /messageId }, state.dir: \"$d/dedupe\" }"
+      echo "        config: { id: { json: /messageId }, state.dir: \"$d/dedupe\", $changelog }"
     fi
     echo "    sink: { plugin: kafka, config: { bootstrap.servers: \"$B\", topic: $out, partitioning: input, state.dir: \"$d/sink\" } }"
   } >"$d/pipeline.yaml"
@@ -163,8 +172,15 @@ printf 'case\trep\trecords_per_s\tseconds\tcpu_s\tpeak_rss_mb\tbroker_cpu_s\tfir
 run_case() {  # case rep
   local c="$1" rep="$2"
   local d="$work/$c-$rep" out="bench-out-$c-$rep-$tag" group="bench-$c-$rep-$tag"
-  local base="$c" tuned=0
-  if [[ ${#c} -eq 2 && ${c:1} == t ]]; then base="${c:0:1}" tuned=1; fi
+  local base="${c:0:1}" tuned=0 nocl=0 cl="bench-changelog-$c-$rep-$tag"
+  case "${c:1}" in
+    "") ;;
+    t) tuned=1 ;;
+    0) nocl=1 ;;
+    0t) nocl=1 tuned=1 ;;
+    *) die "unknown case $c" ;;
+  esac
+  [[ $nocl == 0 || $base == b || $base == c ]] || die "case $c: only b and c have a dedupe changelog to turn off"
   mkdir -p "$d"
   "$tool" create-topic --bootstrap "$B" --topic "$out" --partitions "$partitions" >/dev/null
   sleep 2  # let the broker settle after the previous verify / topic deletion
@@ -188,7 +204,7 @@ run_case() {  # case rep
       local delivery=exactly_once dedupe=1
       [[ $base == b ]] && delivery=at_least_once
       [[ $base == e ]] && dedupe=0
-      write_yaml "$c" "$delivery" "$dedupe" "$d" "$group" "$out" "$tuned"
+      write_yaml "$c" "$delivery" "$dedupe" "$d" "$group" "$out" "$tuned" "$nocl" "$cl"
       json=$("$build/bench_run_until_committed" --bootstrap "$B" --group "$group" --topic "$in" \
                --target "$records" --broker-pid "$broker_pid" --log "$d/log.txt" \
                --on-done "curl -s http://127.0.0.1:$metrics_port/metrics > '$d/metrics.txt'" \
@@ -206,8 +222,19 @@ run_case() {  # case rep
       ;;
     *) die "unknown case $c" ;;
   esac
+  [[ $rc -eq 0 ]] || { echo "$json" >"$d/result.json"; tail -n 20 "$d/log.txt" >&2; die "case $c run $rep failed: $json"; }
+  if [[ ( $base == b || $base == c ) && $nocl == 0 ]]; then
+    # The changelog this run wrote: offsets (records + transaction markers) and, with a
+    # broker of our own, bytes of log segments.
+    local cl_end cl_bytes=-1
+    cl_end=$("$tool" end-offsets --bootstrap "$B" --topic "$cl" 2>/dev/null | jq .total_end) || cl_end=-1
+    if [[ -n "$broker_dir" ]]; then
+      cl_bytes=$(cat "$broker_dir"/node-*/data/"$cl"-*/*.log 2>/dev/null | wc -c) || true
+    fi
+    json=$(jq -c --argjson e "${cl_end:--1}" --argjson by "$cl_bytes" \
+      '. + {changelog_end_offsets: $e, changelog_bytes: $by}' <<<"$json")
+  fi
   echo "$json" >"$d/result.json"
-  [[ $rc -eq 0 ]] || { tail -n 20 "$d/log.txt" >&2; die "case $c run $rep failed: $json"; }
 
   local mode=copy vrc=0 v
   [[ $base == b || $base == c || $base == d ]] && mode=dedupe
@@ -226,13 +253,15 @@ run_case() {  # case rep
       head -n 20 "$d/verify.err" >&2
     fi
   fi
-  log "  $(jq -c '{records_per_s, seconds, cpu_s, peak_rss_kb, broker_cpu_s}' <<<"$json") verify=$verdict"
+  log "  $(jq -c '{records_per_s, seconds, cpu_s, peak_rss_kb, broker_cpu_s, changelog_end_offsets, changelog_bytes} | with_entries(select(.value != null))' <<<"$json") verify=$verdict"
   jq -r --arg c "$c" --arg r "$rep" --arg v "$verdict" --arg vj "$v" --arg l "$load1" \
     '[$c, $r, .records_per_s, .seconds, .cpu_s, ((.peak_rss_kb / 1024) | floor), .broker_cpu_s,
       .first_commit_s, .steady_records_per_s, $l, $v, $vj] | @tsv' <<<"$json" >>"$results"
   if [[ $keep -eq 0 ]]; then
     "$tool" delete-topic --bootstrap "$B" --topic "$out" >/dev/null 2>&1 || true
     [[ $base == d ]] && "$tool" delete-topic --bootstrap "$B" --topic "$group-dedupe-ids-changelog" >/dev/null 2>&1 || true
+    [[ ( $base == b || $base == c ) && $nocl == 0 ]] &&
+      { "$tool" delete-topic --bootstrap "$B" --topic "$cl" >/dev/null 2>&1 || true; }
     rm -rf "$d/dedupe" "$d/state"
   fi
 }
@@ -252,12 +281,13 @@ summary="$work/summary.md"
   for c in "${case_list[@]}"; do
     case "${c:0:1}" in
       a) what="raw librdkafka copy (no txn)" ;;
-      b) what="exactly at_least_once + dedupe" ;;
-      c) what="exactly exactly_once + dedupe" ;;
+      b) what="exactly at_least_once + dedupe (changelog on)" ;;
+      c) what="exactly exactly_once + dedupe (changelog on)" ;;
       d) what="Kafka Streams EOS v2 + RocksDB dedupe" ;;
       e) what="exactly exactly_once copy" ;;
     esac
-    [[ ${#c} -eq 2 ]] && what="$what, source prefetch $prefetch"
+    [[ ${c:1} == 0* ]] && what="${what/changelog on/changelog off}"
+    [[ ${c:1} == *t ]] && what="$what, source prefetch $prefetch"
     awk -F'\t' -v c="$c" -v what="$what" '
       function median(arr, n,   i, j, t) {
         for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (arr[j] < arr[i]) { t = arr[i]; arr[i] = arr[j]; arr[j] = t }
@@ -282,6 +312,9 @@ summary="$work/summary.md"
       if (("ct" in med) && ("d" in med)) printf "ct/d = %.2f (target >= 3)\n", med["ct"] / med["d"]
       if (("ct" in med) && ("a" in med)) printf "ct/a = %.2f (target >= 0.6)\n", med["ct"] / med["a"]
       if (("et" in med) && ("a" in med)) printf "et/a = %.2f\n", med["et"] / med["a"]
+      if (("c0" in med) && ("c" in med)) printf "c0/c = %.2f (changelog off vs on)\n", med["c0"] / med["c"]
+      if (("c0" in med) && ("d" in med)) printf "c0/d = %.2f\n", med["c0"] / med["d"]
+      if (("c0" in med) && ("a" in med)) printf "c0/a = %.2f\n", med["c0"] / med["a"]
     }' "$results"
 } >"$summary"
 cat "$summary"

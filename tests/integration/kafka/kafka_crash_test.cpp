@@ -5,6 +5,8 @@
 
 #include <memory>
 #include <random>
+#include <regex>
+#include <set>
 
 #include "kafka_env.hpp"
 #include "test_util.hpp"
@@ -186,6 +188,73 @@ TEST(KafkaCrash, ZombieWritesNeverBecomeVisible) {
                             << read_file(s.dir / "a.log").substr(0, 6000);
   EXPECT_EQ(json_number(v.out, "duplicated"), 0);
   EXPECT_EQ(json_number(v.out, "missing"), 0);
+}
+
+// kafka -> file, exactly_once: the file sink stores the positions with its output, the
+// group never sees them unless the host mirrors them. A member that joins and leaves
+// again must not make the first one start its partitions over (before the fix: the
+// first member re-read every moved partition from the beginning).
+TEST(KafkaRebalance, FileSinkKeepsEveryRecordOnceAcrossAMemberJoiningAndLeaving) {
+  const long long n = 50000;
+  Topics s = make_topics("file-rebal", 4);
+  s.input_total = n;
+  auto yaml = [&](const std::string& host) {
+    return "pipelines:\n"
+           "  - name: tofile\n"
+           "    delivery: exactly_once\n"
+           "    commit: { interval: 300ms }\n"
+           "    source:\n      plugin: kafka\n      config:\n"
+           "        bootstrap.servers: " + kafka_bootstrap() + "\n        group.id: " + s.group +
+           "\n        topics: [" + s.in + "]\n"
+           "        rdkafka: { session.timeout.ms: 6000 }\n"
+           "    sink: { plugin: file, config: { path: " + (s.dir / (host + ".out")).string() + " } }\n";
+  };
+  write_file(s.dir / "a.yaml", yaml("a"));
+  write_file(s.dir / "b.yaml", yaml("b"));
+  auto producer = produce_live(s, n, 5000, "--seed\n31");  // ~10 s of input
+  Child a({exactly_bin(), "run", "--no-watch", (s.dir / "a.yaml").string()}, s.dir / "a.log");
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  Child b({exactly_bin(), "run", "--no-watch", (s.dir / "b.yaml").string()}, s.dir / "b.log");
+  std::this_thread::sleep_for(std::chrono::seconds(4));
+  int code = 0;
+  EXPECT_FALSE(producer->exited(&code)) << "the member left after the input was complete";
+  b.kill(SIGTERM);  // leaves the group: its partitions go back to `a`
+  EXPECT_EQ(b.wait(), 0);
+  EXPECT_EQ(producer->wait(), 0) << read_file(s.dir / "producer.log");
+  // Done when both files together hold the input (or stop growing).
+  auto count_lines = [&] {
+    size_t lines = 0;
+    for (const char* h : {"a.out", "b.out"}) lines += lines_of(read_file(s.dir / h)).size();
+    return lines;
+  };
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+  size_t last = 0;
+  auto quiet_since = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    size_t now = count_lines();
+    if (now != last) quiet_since = std::chrono::steady_clock::now();
+    last = now;
+    if (now >= static_cast<size_t>(n) &&
+        std::chrono::steady_clock::now() - quiet_since > std::chrono::seconds(5))
+      break;
+  }
+  a.kill(SIGTERM);
+  EXPECT_EQ(a.wait(), 0);
+  std::map<std::string, int> seen;
+  std::regex id("\"messageId\":\"([^\"]+)\"");
+  for (const char* h : {"a.out", "b.out"})
+    for (const auto& line : lines_of(read_file(s.dir / h))) {
+      std::smatch m;
+      if (std::regex_search(line, m, id)) ++seen[m[1]];
+    }
+  long long dup = 0;
+  for (auto& [k, c] : seen) dup += c > 1 ? c - 1 : 0;
+  std::printf("file sinks: %zu distinct ids, %lld repeated, a=%zu b=%zu lines\n", seen.size(), dup,
+              lines_of(read_file(s.dir / "a.out")).size(), lines_of(read_file(s.dir / "b.out")).size());
+  EXPECT_EQ(static_cast<long long>(seen.size()), n) << read_file(s.dir / "a.log").substr(0, 4000);
+  EXPECT_EQ(dup, 0);
+  EXPECT_GT(lines_of(read_file(s.dir / "b.out")).size(), 0u) << "the second member never took part";
 }
 
 }  // namespace
