@@ -1,13 +1,14 @@
 #include "kafka_source.hpp"
 
 #include "embedded_cluster.hpp"
+#include "txn_instance_id.hpp"
 
 #include <algorithm>
 #include <initializer_list>
 
 namespace exactly::kafka {
 
-const ex_config_field kSourceFields[8] = {
+const ex_config_field kSourceFields[10] = {
     sdk::required("bootstrap.servers", EX_CFG_STRING,
                   "Kafka brokers (host:port,...), or `embedded` for the in-process demo cluster"),
     sdk::required("group.id", EX_CFG_STRING, "Consumer group; committed offsets live here"),
@@ -23,6 +24,15 @@ const ex_config_field kSourceFields[8] = {
     sdk::field("stop.when.idle", EX_CFG_DURATION,
                "End of input once no record arrived for this long (batch jobs, demos); 0 = never",
                "0"),
+    sdk::field("static.membership", EX_CFG_BOOL,
+               "Join with a group.instance.id kept in state.dir (one per host, the same YAML "
+               "everywhere): a host that restarts within session.timeout.ms gets its partitions "
+               "back without a rebalance",
+               "false"),
+    sdk::field("state.dir", EX_CFG_STRING,
+               "Where static.membership keeps this host's instance id (the kafka sink's state.dir "
+               "gives the same id)",
+               "./state"),
 };
 
 namespace {
@@ -107,6 +117,15 @@ KafkaSource::KafkaSource(sdk::Host host, const sdk::Config& cfg) : ClientContext
   b.set("partition.assignment.strategy", "range", "rdkafka.partition.assignment.strategy");
   b.set("enable.partition.eof", "false", "rdkafka.enable.partition.eof");
   b.apply_user(user);
+  if (cfg.get_bool("static.membership", false)) {
+    if (user.count("group.instance.id") != 0)
+      throw sdk::ConfigError("static.membership",
+                             "set either static.membership or rdkafka.group.instance.id, not both");
+    const std::string pipeline = host_.pipeline();
+    b.set("group.instance.id",
+          default_transactional_id(pipeline, txn_instance_id(cfg.get_string("state.dir", "./state"), pipeline)),
+          "static.membership");
+  }
   b.set("bootstrap.servers", connect_, "bootstrap.servers");
   b.set("group.id", group_, "group.id");
   b.set("isolation.level", "read_committed", "rdkafka.isolation.level");

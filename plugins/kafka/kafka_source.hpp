@@ -18,7 +18,7 @@
 
 namespace exactly::kafka {
 
-extern const ex_config_field kSourceFields[8];
+extern const ex_config_field kSourceFields[10];
 
 class KafkaSource final : public sdk::Source, public ClientContext {
  public:

@@ -257,4 +257,69 @@ TEST(KafkaRebalance, FileSinkKeepsEveryRecordOnceAcrossAMemberJoiningAndLeaving)
   EXPECT_GT(lines_of(read_file(s.dir / "b.out")).size(), 0u) << "the second member never took part";
 }
 
+// Static membership (eager assignor + group.instance.id from the state dir, the same
+// YAML on both hosts): a host killed and restarted within session.timeout.ms gets its
+// partitions back and the other host is never rebalanced. Output stays exactly once.
+TEST(KafkaRebalance, StaticMemberRestartMovesNoPartition) {
+  const long long n = 40000;
+  Topics s = make_topics("static", 4);
+  s.input_total = n;
+  auto yaml = [&](const std::string& host) {
+    std::string y = pipeline_yaml(s, "exactly_once", "unused", "", host);
+    // No hand-set group.instance.id: static.membership derives one per state dir.
+    y.replace(y.find("rdkafka: { session.timeout.ms: 6000, group.instance.id: unused }"),
+              std::string("rdkafka: { session.timeout.ms: 6000, group.instance.id: unused }").size(),
+              "rdkafka: { session.timeout.ms: 15000 }\n        static.membership: true\n"
+              "        state.dir: " + (s.dir / host).string());
+    return y;
+  };
+  write_file(s.dir / "a.yaml", yaml("state-a"));
+  write_file(s.dir / "b.yaml", yaml("state-b"));
+  auto producer = produce_live(s, n, 2000, "--seed\n41");  // ~20 s of input
+  auto count = [&](const std::string& log, const std::string& what) {
+    size_t c = 0;
+    for (const auto& l : lines_of(read_file(s.dir / log))) c += l.find(what) != std::string::npos;
+    return c;
+  };
+  auto a = std::make_unique<Child>(
+      std::vector<std::string>{exactly_bin(), "run", "--no-watch", (s.dir / "a.yaml").string()},
+      s.dir / "a.log");
+  Child b({exactly_bin(), "run", "--no-watch", (s.dir / "b.yaml").string()}, s.dir / "b.log");
+  // Settled: both own partitions.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while ((count("a.log", "] assigned ") == 0 || count("b.log", "] assigned ") == 0 ||
+          count("a.log", "] assigned ") + count("b.log", "] assigned ") -
+                  count("a.log", "] revoked ") - count("b.log", "] revoked ") != 4) &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  const size_t b_revoked = count("b.log", "] revoked ");
+  const size_t a_assigned = count("a.log", "] assigned ");
+  ASSERT_GT(a_assigned, 0u);
+  int code = 0;
+  ASSERT_FALSE(producer->exited(&code)) << "the input ended before the restart";
+  a->kill(SIGKILL);
+  EXPECT_EQ(a->wait(), -SIGKILL);
+  a = std::make_unique<Child>(
+      std::vector<std::string>{exactly_bin(), "run", "--no-watch", (s.dir / "a.yaml").string()},
+      s.dir / "a.log");
+  EXPECT_EQ(producer->wait(), 0) << read_file(s.dir / "producer.log");
+  deadline = std::chrono::steady_clock::now() + std::chrono::minutes(3);
+  while (committed_total(s) < n && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  // The restarted host got its partitions back; the other one never gave any up.
+  EXPECT_EQ(count("a.log", "] assigned "), 2 * a_assigned) << read_file(s.dir / "a.log").substr(0, 3000);
+  EXPECT_EQ(count("b.log", "] revoked "), b_revoked) << "the restart rebalanced the other host";
+  a->kill(SIGTERM);
+  b.kill(SIGTERM);
+  a->wait();
+  b.wait();
+  EXPECT_GE(committed_total(s), n);
+  auto v = kafka_tool("verify --input-topic " + s.in + " --output-topic " + s.out + " --mode copy",
+                      false);
+  std::printf("independent reader: %s", v.out.c_str());
+  EXPECT_EQ(json_number(v.out, "missing"), 0);
+  EXPECT_EQ(json_number(v.out, "duplicated"), 0);
+}
+
 }  // namespace
