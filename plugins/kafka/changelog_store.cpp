@@ -20,14 +20,21 @@ struct EventDeleter {
 };
 using EventPtr = std::unique_ptr<rd_kafka_event_t, EventDeleter>;
 
-// Waits for the admin result of `type` on `q`.
-EventPtr wait_result(rd_kafka_queue_t* q, rd_kafka_event_type_t type, int64_t timeout_ms) {
+// Waits for the admin result of `type` on `q`; a timeout or a request-level error is
+// retriable (the cluster may be busy), and says what was being done.
+sdk::Status admin_result(rd_kafka_queue_t* q, rd_kafka_event_type_t type, int64_t timeout_ms,
+                         const std::string& what, EventPtr& out) {
   const int64_t deadline = now_ms() + timeout_ms;
   while (now_ms() < deadline) {
     EventPtr ev(rd_kafka_queue_poll(q, 200));
-    if (ev && rd_kafka_event_type(ev.get()) == type) return ev;
+    if (!ev || rd_kafka_event_type(ev.get()) != type) continue;
+    if (rd_kafka_event_error(ev.get()) != RD_KAFKA_RESP_ERR_NO_ERROR)
+      return sdk::Status::retriable("kafka sink: " + what + ": " +
+                                    rd_kafka_event_error_string(ev.get()));
+    out = std::move(ev);
+    return sdk::Status::ok();
   }
-  return nullptr;
+  return sdk::Status::retriable("kafka sink: " + what + " timed out");
 }
 
 // Segments roll at this size so compaction (which never touches the active segment)
@@ -95,11 +102,10 @@ sdk::Status ChangelogStore::create_topic(const std::string& topic, int partition
   QueuePtr q(rd_kafka_queue_new(producer_));
   rd_kafka_CreateTopics(producer_, &nt, 1, nullptr, q.get());
   rd_kafka_NewTopic_destroy(nt);
-  EventPtr ev = wait_result(q.get(), RD_KAFKA_EVENT_CREATETOPICS_RESULT, timeout_ms_);
-  if (!ev) return sdk::Status::retriable("kafka sink: creating changelog " + topic + " timed out");
-  if (rd_kafka_event_error(ev.get()) != RD_KAFKA_RESP_ERR_NO_ERROR)
-    return sdk::Status::retriable("kafka sink: creating changelog " + topic + ": " +
-                                  rd_kafka_event_error_string(ev.get()));
+  EventPtr ev;
+  sdk::Status st = admin_result(q.get(), RD_KAFKA_EVENT_CREATETOPICS_RESULT, timeout_ms_,
+                                "creating changelog " + topic, ev);
+  if (!st) return st;
   size_t n = 0;
   const rd_kafka_topic_result_t** res =
       rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev.get()), &n);
@@ -122,11 +128,10 @@ sdk::Status ChangelogStore::check_policy(const std::string& topic) {
   QueuePtr q(rd_kafka_queue_new(producer_));
   rd_kafka_DescribeConfigs(producer_, &r, 1, nullptr, q.get());
   rd_kafka_ConfigResource_destroy(r);
-  EventPtr ev = wait_result(q.get(), RD_KAFKA_EVENT_DESCRIBECONFIGS_RESULT, timeout_ms_);
-  if (!ev) return sdk::Status::retriable("kafka sink: describing changelog " + topic + " timed out");
-  if (rd_kafka_event_error(ev.get()) != RD_KAFKA_RESP_ERR_NO_ERROR)
-    return sdk::Status::retriable("kafka sink: describing changelog " + topic + ": " +
-                                  rd_kafka_event_error_string(ev.get()));
+  EventPtr ev;
+  sdk::Status st = admin_result(q.get(), RD_KAFKA_EVENT_DESCRIBECONFIGS_RESULT, timeout_ms_,
+                                "describing changelog " + topic, ev);
+  if (!st) return st;
   size_t n = 0;
   const rd_kafka_ConfigResource_t** res =
       rd_kafka_DescribeConfigs_result_resources(rd_kafka_event_DescribeConfigs_result(ev.get()), &n);
