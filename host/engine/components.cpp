@@ -115,6 +115,9 @@ Outcome Transform::reconfigure(const config::ComponentSpec& spec) {
 Outcome Transform::positions(const std::vector<ex_partition>& p) {
   CALL(positions, p.data(), p.size());
 }
+Outcome Transform::standby(const std::vector<ex_partition>& p) {
+  CALL(standby, p.data(), p.size());
+}
 
 Sink::~Sink() {
   if (self_) vt().destroy(self_);

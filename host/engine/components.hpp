@@ -90,6 +90,8 @@ class Transform : public Component {
   Outcome abort();
   Outcome reconfigure(const config::ComponentSpec& spec);
   Outcome positions(const std::vector<ex_partition>& p);
+  bool has_standby() const { return vt().standby != nullptr; }
+  Outcome standby(const std::vector<ex_partition>& p);
 
  private:
   const ex_transform_vtable& vt() const { return spec_.component->transform; }

@@ -1,5 +1,7 @@
 #include "engine/pipeline.hpp"
 
+#include "engine/standby_set.hpp"
+
 #include "util/log.hpp"
 
 #include <fmt/format.h>
@@ -52,6 +54,8 @@ struct Pipeline::Instance {
   std::vector<ex_record> dlq_pending;
   std::optional<std::string> policy_stop;
   std::optional<Outcome> callback_failure;
+  StandbySet standby;  // partitions the source wants kept warm here (ABI 1.2)
+  int64_t standby_failures = 0;
 
   ex_checkpoint last() const {
     return ex_checkpoint{sizeof(ex_checkpoint), bv(last_format), bv(last_data)};
@@ -158,6 +162,7 @@ std::unique_ptr<HostBinding> Pipeline::binding(const std::string& component_id) 
   b->api.state_read = &Pipeline::cb_state_read;
   b->api.state_write = &Pipeline::cb_state_write;
   b->api.state_position = &Pipeline::cb_state_position;
+  b->api.standby = &Pipeline::cb_standby;
   return b;
 }
 
@@ -297,6 +302,32 @@ int32_t Pipeline::cb_state_write(void* ctx, ex_bytes store, const ex_partition* 
 int64_t Pipeline::cb_state_position(void* ctx, ex_bytes store, const ex_partition* part) {
   Sink* s = state_sink(ctx);
   return s ? s->state_position(store, part) : -1;
+}
+
+int32_t Pipeline::cb_standby(void* ctx, const ex_partition* parts, size_t n, ex_error*) {
+  auto* p = owner_of(ctx);
+  Instance* in = p->current_;
+  if (in == nullptr) return EX_OK;
+  in->standby.replace(parts, n);
+  return EX_OK;
+}
+
+// Hands the standby set to the stages that keep warm copies: when it changed, and once a
+// tick, so they catch up between rounds. A failure costs only restore time later.
+void Pipeline::tick_standby(Instance& in) {
+  auto now = StandbySet::Clock::now();
+  if (!in.standby.due(now)) return;
+  const auto& parts = in.standby.without([&](int32_t id) { return partitions_.count(id) != 0; });
+  std::vector<ex_partition> copy(parts.begin(), parts.end());
+  for (auto& t : in.transforms) {
+    if (!t->has_standby()) continue;
+    Outcome o = t->standby(copy);
+    if (!o.ok() && in.standby_failures++ % 30 == 0)
+      log::warn("pipeline:" + spec_.name, "{} could not keep its standby copies warm ({}); "
+                "a partition moving here restores in full", t->id(), o.message);
+  }
+  in.standby.called(now);
+  metrics::global().set("standby_partitions", labels(), static_cast<double>(copy.size()));
 }
 
 // ---------------------------------------------------------------- record path
@@ -727,6 +758,7 @@ Pipeline::RunResult Pipeline::run_instance() {
         break;
       }
       retriable_polls = 0;
+      tick_standby(in);
       if (b.count > 0) {
         in.round_records += b.count;
         o = process_batch(in, &b);

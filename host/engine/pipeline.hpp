@@ -69,6 +69,7 @@ class Pipeline {
   Outcome process_batch(Instance& in, const ex_batch* batch);
   Outcome commit_round(Instance& in);
   void abort_round(Instance& in, const std::string& why);
+  void tick_standby(Instance& in);
   std::string origin(const ex_record& r) const;
   void apply_reconfigure(Instance& in);
   void fail(const std::string& msg);
@@ -89,6 +90,7 @@ class Pipeline {
   static int32_t cb_state_write(void* ctx, ex_bytes store, const ex_partition* part, ex_bytes key,
                                 ex_bytes value, ex_error* err);
   static int64_t cb_state_position(void* ctx, ex_bytes store, const ex_partition* part);
+  static int32_t cb_standby(void* ctx, const ex_partition* p, size_t n, ex_error* err);
   std::unique_ptr<HostBinding> binding(const std::string& component_id);
 
   config::PipelineSpec spec_;

@@ -60,6 +60,9 @@ Settings Settings::parse(const sdk::Config& c) {
   s.changelog_catch_up_ms = c.get_duration_ms("changelog.catch.up.timeout", 30000);
   if (s.changelog_catch_up_ms < 0)
     throw ConfigError("changelog.catch.up.timeout", "must not be negative");
+  s.standby_budget_ms = c.get_duration_ms("standby.budget", 200);
+  if (s.standby_budget_ms < 0 || s.standby_budget_ms > 1000)
+    throw ConfigError("standby.budget", "must be between 0 and 1s (it is time per second)");
 
   std::string conflict = c.get_string("on.conflict", "duplicate");
   if (conflict == "duplicate") s.on_conflict = ConflictPolicy::duplicate;

@@ -22,6 +22,7 @@ struct Settings {
   ChangelogMode changelog = ChangelogMode::auto_;
   std::string changelog_topic;  // empty: derived from the pipeline and stage
   int64_t changelog_catch_up_ms = 30000;
+  int64_t standby_budget_ms = 200;  // per second of pipeline time
   ConflictPolicy on_conflict = ConflictPolicy::duplicate;
   BehindPolicy on_store_behind = BehindPolicy::fail;
   int64_t store_behind_tolerance = 0;

@@ -76,6 +76,7 @@ DedupeTransform::~DedupeTransform() {
   // Unwritten claims die with the instance: the source replays them from the last
   // commit and they are claimed again.
   parts_.clear();
+  warm_.clear();
 }
 
 Status DedupeTransform::open_store(const std::string& dir, bool wipe,
@@ -116,10 +117,12 @@ Status DedupeTransform::behind(Part& part, const std::string& what) {
   return Status::ok();
 }
 
-Status DedupeTransform::read_changelog(Part& part, int64_t from) {
-  PartitionStore& store = *part.store;
-  const std::string& name = part.partition.name;
+Status DedupeTransform::read_changelog(PartitionStore& store, const sdk::Partition& p,
+                                       int64_t from, Clock::time_point deadline) {
+  const std::string& name = p.name;
+  const bool bounded = deadline != Clock::time_point::max();
   Status failure;
+  bool out_of_time = false;
   int64_t last = from - 1;
   sdk::StateRecordFn fn = [&](int64_t pos, ex_bytes k, ex_bytes v) {
     last = pos;
@@ -137,11 +140,16 @@ Status DedupeTransform::read_changelog(Part& part, int64_t from) {
       failure = st;
       return false;
     }
+    // A round ends with its meta record: stopping there leaves a consistent store.
+    if (bounded && key.kind == ChangelogKind::meta && Clock::now() >= deadline) {
+      out_of_time = true;
+      return false;
+    }
     return true;
   };
-  Status st = host_.state_read(changelog_topic_, part.partition, from, fn);
+  Status st = host_.state_read(changelog_topic_, p, from, fn);
   if (!failure.is_ok()) return failure;
-  if (!st) return st;
+  if (!st && !out_of_time) return st;
   // Only as far as records were actually read: `info.end` may be the high watermark,
   // past a previous owner's transaction that is still completing and will commit.
   return store.finish_restore(std::max(from, last + 1));
@@ -203,7 +211,7 @@ Status DedupeTransform::restore(Part& part) {
                  changelog_topic_ + " positions " + std::to_string(from) + ".." +
                  std::to_string(info.end));
     host_.gauge("dedupe_restore_remaining", static_cast<double>(info.end - from), part.labels.c_str());
-    st = read_changelog(part, from);
+    st = read_changelog(*part.store, p, from);
     if (!st) return st;
   } else {
     st = part.store->finish_restore(info.end);
@@ -219,7 +227,7 @@ Status DedupeTransform::restore(Part& part) {
     st = host_.state_open(changelog_topic_, p, info);
     if (!st) return st;
     if (info.end > part.store->durable().changelog) {
-      st = read_changelog(part, part.store->durable().changelog);
+      st = read_changelog(*part.store, p, part.store->durable().changelog);
       if (!st) return st;
     }
   }
@@ -255,24 +263,39 @@ Status DedupeTransform::restore(Part& part) {
   return Status::ok();
 }
 
-Status DedupeTransform::open_partition(const sdk::Partition& p, std::unique_ptr<Part>& out) {
+std::string DedupeTransform::store_dir(const sdk::Partition& p) const {
+  return (std::filesystem::path(settings_.state_dir) / store_dir_name(p.name)).string();
+}
+
+Status DedupeTransform::decide_changelog() {
+  if (changelog_decided_) return Status::ok();
+  changelog_decided_ = true;
+  use_changelog_ = settings_.changelog != ChangelogMode::off && host_.state_supported();
+  if (settings_.changelog == ChangelogMode::on && !use_changelog_)
+    return Status::config("changelog", "dedupe: changelog: on, but the pipeline's sink keeps "
+                                       "no state changelogs (use the kafka sink, or changelog: off)");
+  return Status::ok();
+}
+
+Status DedupeTransform::open_partition(const sdk::Partition& p, std::unique_ptr<Part>& out,
+                                       std::unique_ptr<PartitionStore> warm) {
   if (p.name.empty())
     return Status::fatal("dedupe: partition id " + std::to_string(p.id) +
                          " has no name; stores are kept by partition name");
-  std::filesystem::path dir = std::filesystem::path(settings_.state_dir) / store_dir_name(p.name);
+  std::filesystem::path dir = store_dir(p);
   auto part = std::make_unique<Part>();
   part->partition = p;
   part->labels = "partition=" + p.name;
-  Status st = open_store(dir.string(), false, part->store);
-  if (!st) return st;
-
-  if (!changelog_decided_) {
-    changelog_decided_ = true;
-    use_changelog_ = settings_.changelog != ChangelogMode::off && host_.state_supported();
-    if (settings_.changelog == ChangelogMode::on && !use_changelog_)
-      return Status::config("changelog", "dedupe: changelog: on, but the pipeline's sink keeps "
-                                         "no state changelogs (use the kafka sink, or changelog: off)");
+  Status st;
+  if (warm) {
+    part->store = std::move(warm);
+  } else {
+    st = open_store(dir.string(), false, part->store);
+    if (!st) return st;
   }
+
+  st = decide_changelog();
+  if (!st) return st;
   if (use_changelog_) {
     st = restore(*part);
     if (st.code() == EX_ERR_UNSUPPORTED && settings_.changelog == ChangelogMode::auto_) {
@@ -315,10 +338,13 @@ Status DedupeTransform::assign(const std::vector<sdk::Partition>& parts) {
       if (it->second->partition.name == p.name) continue;
       parts_.erase(it);
     }
+    std::unique_ptr<PartitionStore> warm = take_warm(p);
+    const bool was_warm = warm != nullptr;
     std::unique_ptr<Part> part;
-    Status st = open_partition(p, part);
+    Status st = open_partition(p, part, std::move(warm));
     if (!st) return st;
-    host_.info("dedupe: opened store " + part->store->dir() + " for partition " + describe(p));
+    host_.info("dedupe: opened store " + part->store->dir() + " for partition " + describe(p) +
+               (was_warm ? " (from its standby copy)" : ""));
     report(*part, now_ms());
     parts_[p.id] = std::move(part);
   }

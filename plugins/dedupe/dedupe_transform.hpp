@@ -8,6 +8,8 @@
 #include <rocksdb/cache.h>
 #include <rocksdb/slice.h>
 
+#include <chrono>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,6 +40,9 @@ class DedupeTransform final : public sdk::Transform {
   sdk::Status abort() override;
   sdk::Status reconfigure(const sdk::Config& config) override;
   sdk::Status positions(const std::vector<sdk::Partition>& parts) override;
+  // Standby copies (standby_copies.cpp): keep these partitions' stores current from the
+  // changelog without owning them, so that taking one over restores only the tail.
+  sdk::Status standby(const std::vector<sdk::Partition>& parts) override;
 
  private:
   struct Counts {
@@ -65,11 +70,30 @@ class DedupeTransform final : public sdk::Transform {
     int32_t reject = -1;  // index into reasons_, -1 = has an id
   };
 
-  sdk::Status open_partition(const sdk::Partition& p, std::unique_ptr<Part>& out);
+  // A warm copy of a partition this instance does not own.
+  struct Warm {
+    sdk::Partition partition;
+    std::string labels;
+    std::unique_ptr<PartitionStore> store;
+    bool refused = false;  // the changelog cannot serve it (reported once)
+  };
+  using Clock = std::chrono::steady_clock;
+
+  sdk::Status decide_changelog();
+  // `warm`: a standby copy of the partition to continue from instead of opening its store.
+  sdk::Status open_partition(const sdk::Partition& p, std::unique_ptr<Part>& out,
+                             std::unique_ptr<PartitionStore> warm);
+  std::string store_dir(const sdk::Partition& p) const;
+  sdk::Status catch_up(Warm& w, Clock::time_point deadline);
+  // The standby copy of `p`, if there is one (it stops being a standby).
+  std::unique_ptr<PartitionStore> take_warm(const sdk::Partition& p);
   sdk::Status open_store(const std::string& dir, bool wipe, std::unique_ptr<PartitionStore>& out);
   // Changelog mode: bring the store up to the changelog's committed end.
   sdk::Status restore(Part& part);
-  sdk::Status read_changelog(Part& part, int64_t from);
+  // Applies the changelog of `p` from `from` to its committed end; with a deadline,
+  // stops at the first round boundary (a meta record) after it.
+  sdk::Status read_changelog(PartitionStore& store, const sdk::Partition& p, int64_t from,
+                             Clock::time_point deadline = Clock::time_point::max());
   static int64_t covered_by(const StoreMeta& m);
   bool is_behind(const StoreMeta& m, int64_t start_offset) const;
   // A store (or changelog) behind the committed position: refuse or warn per policy.
@@ -88,6 +112,8 @@ class DedupeTransform final : public sdk::Transform {
   IdExtractor ids_;
   std::shared_ptr<rocksdb::Cache> cache_;
   std::unordered_map<int32_t, std::unique_ptr<Part>> parts_;
+  std::map<int32_t, Warm> warm_;
+  int32_t warm_next_ = 0;  // where the next catch-up starts (round-robin under the budget)
 
   std::vector<Item> items_;
   std::string keys_;

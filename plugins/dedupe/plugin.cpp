@@ -38,6 +38,11 @@ const ex_config_field kFields[] = {
           "how long a restore waits for the changelog to reach the group's committed offset "
           "(a previous owner's last transaction still completing) before it counts as behind",
           "30000"),
+    field("standby.budget", EX_CFG_DURATION,
+          "most time per second the pipeline thread spends bringing standby copies up to date "
+          "(partitions the kafka source's standby.replicas asks this host to keep warm); 0 = "
+          "keep no standby copies",
+          "200"),
     field("on.conflict", EX_CFG_STRING,
           "same id, different content: duplicate = drop and count, reject = record error, "
           "stop = fail the pipeline",

@@ -8,7 +8,7 @@
 
 namespace exactly::kafka {
 
-const ex_config_field kSourceFields[10] = {
+const ex_config_field kSourceFields[11] = {
     sdk::required("bootstrap.servers", EX_CFG_STRING,
                   "Kafka brokers (host:port,...), or `embedded` for the in-process demo cluster"),
     sdk::required("group.id", EX_CFG_STRING, "Consumer group; committed offsets live here"),
@@ -29,6 +29,12 @@ const ex_config_field kSourceFields[10] = {
                "everywhere): a host that restarts within session.timeout.ms gets its partitions "
                "back without a rebalance",
                "false"),
+    sdk::field("standby.replicas", EX_CFG_INT,
+               "Keep warm copies of partitions this host does not own (stateful stages, e.g. "
+               "dedupe with a changelog, tail their changelogs): those it would be assigned if "
+               "any N other hosts left the group, so that a failover restores only a tail; "
+               "0 = none",
+               "0"),
     sdk::field("state.dir", EX_CFG_STRING,
                "Where static.membership keeps this host's instance id (the kafka sink's state.dir "
                "gives the same id)",
@@ -101,6 +107,16 @@ KafkaSource::KafkaSource(sdk::Host host, const sdk::Config& cfg) : ClientContext
   if (open_timeout_ms_ < 0) throw sdk::ConfigError("open.timeout", "must not be negative");
   auto user = cfg.get_map("rdkafka");
   reject_forced(user);
+  int64_t replicas = cfg.get_int("standby.replicas", 0);
+  if (replicas < 0 || replicas > 16) throw sdk::ConfigError("standby.replicas", "must be between 0 and 16");
+  standby_replicas_ = static_cast<int>(replicas);
+  if (standby_replicas_ > 0) {
+    auto s = user.find("partition.assignment.strategy");
+    if (s != user.end() && s->second != "range")
+      throw sdk::ConfigError("rdkafka.partition.assignment.strategy",
+                             "standby.replicas places warm copies where the range assignor will "
+                             "move partitions; it needs partition.assignment.strategy range");
+  }
 
   ConfBuilder b;
   connect_ = servers_;
@@ -142,6 +158,7 @@ KafkaSource::KafkaSource(sdk::Host host, const sdk::Config& cfg) : ClientContext
 
 KafkaSource::~KafkaSource() {
   close_consumer();
+  if (admin_q_ != nullptr) rd_kafka_queue_destroy(admin_q_);
   rd_kafka_destroy_flags(rk_, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
 }
 
@@ -310,6 +327,10 @@ void KafkaSource::on_assign(rd_kafka_topic_partition_list_t* parts) {
     pending_ = sdk::Status::fatal(std::string("kafka source: assign failed: ") +
                                   rd_kafka_err2str(err));
   if (paused_ && list->cnt > 0) rd_kafka_pause_partitions(rk_, list.get());
+  if (standby_replicas_ > 0) {
+    describe_due_ms_ = now_ms() + 200;
+    describe_retries_ = 0;
+  }
   host_.gauge("kafka_source_assigned_partitions",
               static_cast<double>(std::count_if(parts_.begin(), parts_.end(),
                                                 [](const PartState& p) { return p.assigned; })));
@@ -374,6 +395,7 @@ sdk::Status KafkaSource::poll(int timeout_ms, std::vector<ex_record>& out, bool&
   if (!opened_) return sdk::Status::fatal("kafka source: poll before open");
   if (fatal()) return sdk::Status::fatal("kafka source: " + fatal_reason(rk_));
   if (!pending_) return std::exchange(pending_, sdk::Status::ok());
+  if (standby_replicas_ > 0) standby_step();
 
   int64_t wait = timeout_ms < 0 ? poll_timeout_ms_ : std::min<int64_t>(timeout_ms, poll_timeout_ms_);
   const int64_t deadline = now_ms() + wait;

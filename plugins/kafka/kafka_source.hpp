@@ -18,7 +18,7 @@
 
 namespace exactly::kafka {
 
-extern const ex_config_field kSourceFields[10];
+extern const ex_config_field kSourceFields[11];
 
 class KafkaSource final : public sdk::Source, public ClientContext {
  public:
@@ -60,6 +60,10 @@ class KafkaSource final : public sdk::Source, public ClientContext {
   sdk::Status handle_message_error(rd_kafka_message_t* m);
   sdk::Status seek_all(const std::vector<std::pair<PartState*, int64_t>>& targets);
   void close_consumer();
+  // Standby replicas (kafka_source_standby.cpp): describe the group after each
+  // assignment and tell the host which partitions to keep warm.
+  void standby_step();
+  void on_group_description(rd_kafka_event_t* ev);
 
   // settings
   std::string servers_;  // as given ("embedded" or a list)
@@ -88,6 +92,14 @@ class KafkaSource final : public sdk::Source, public ClientContext {
   // Positions a sink stored with its output: a partition starts at the later of these and
   // the group's offsets (see on_assign).
   std::map<std::pair<std::string, int32_t>, int64_t> resume_;
+
+  int standby_replicas_ = 0;
+  rd_kafka_queue_t* admin_q_ = nullptr;  // DescribeConsumerGroups results
+  bool describing_ = false;
+  int64_t describe_due_ms_ = -1;  // -1: nothing scheduled
+  int describe_retries_ = 0;
+  std::string standby_why_;  // last reason the model did not apply (logged on change)
+  std::vector<std::pair<std::string, int32_t>> standby_;  // last set given to the host
 
   // The batch last handed out: its messages own the bytes the records point into.
   std::vector<rd_kafka_message_t*> msgs_;

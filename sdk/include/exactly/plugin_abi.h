@@ -28,7 +28,7 @@ extern "C" {
 /* Major: incompatible change. Minor: append-only growth of structs. The host refuses a
  * plugin whose major differs or whose minor is newer than its own. */
 #define EX_ABI_VERSION_MAJOR 1u
-#define EX_ABI_VERSION_MINOR 1u
+#define EX_ABI_VERSION_MINOR 2u
 #define EX_ABI_VERSION ((EX_ABI_VERSION_MAJOR << 16) | EX_ABI_VERSION_MINOR)
 
 /* The one symbol a plugin library exports. */
@@ -237,6 +237,12 @@ typedef struct ex_host_api {
   int32_t (*state_write)(void* ctx, ex_bytes store, const ex_partition* part, ex_bytes key,
                          ex_bytes value, ex_error* err);
   int64_t (*state_position)(void* ctx, ex_bytes store, const ex_partition* part);
+  /* ---- 1.2: standby replicas (check struct_size first). ----
+   * Sources call this from inside poll() with every partition this instance should keep
+   * a warm copy of without owning it (e.g. the ones its group would give it if another
+   * member left); it replaces the previous set. The host hands the set to the stages
+   * (ex_transform_vtable.standby), leaving out partitions assigned here. */
+  int32_t (*standby)(void* ctx, const ex_partition* parts, size_t n, ex_error* err);
 } ex_host_api;
 
 /* ---------------------------------------------------------------- emitters */
@@ -315,6 +321,13 @@ typedef struct ex_transform_vtable {
    * records this round; start_offset is the source position just after the last record
    * read from it (records dropped upstream of this stage included). */
   int32_t (*positions)(void* self, const ex_partition* parts, size_t n, ex_error* err);
+  /* 1.2, may be NULL. The partitions to keep warm copies of (never ones assigned to this
+   * instance; start_offset is -1). Called between rounds on the pipeline thread when the
+   * set changes and at least once a second with the same set, so that a stage can bring
+   * its copies up to date a slice at a time: each call delays the round, keep it short.
+   * An error is logged and the pipeline goes on (a standby only saves restore time). A
+   * partition later assigned here arrives through assign() as usual. */
+  int32_t (*standby)(void* self, const ex_partition* parts, size_t n, ex_error* err);
 } ex_transform_vtable;
 
 /* Flags a sink reports from commit(). */

@@ -286,6 +286,13 @@ class Host {
   Status revoked(const std::vector<Partition>& parts) const {
     return notify(parts, api_ ? api_->partitions_revoked : nullptr);
   }
+  // Sources (ABI 1.2): the partitions this instance should keep warm copies of without
+  // owning them; replaces the previous set. A no-op on an older host.
+  Status standby(const std::vector<Partition>& parts) const {
+    bool has = api_ != nullptr &&
+               api_->struct_size >= offsetof(ex_host_api, standby) + sizeof(api_->standby);
+    return notify(parts, has ? api_->standby : nullptr);
+  }
 
   // State changelogs (ABI 1.1; false / unsupported on an older host or a sink without).
   bool state_supported() const {
@@ -402,6 +409,9 @@ class Transform {
   // Before prepare_commit: the source position after the last record read this round,
   // per partition that gave records (in start_offset).
   virtual Status positions(const std::vector<Partition>&) { return Status::ok(); }
+  // ABI 1.2: partitions to keep warm copies of without owning them (a standby). Called
+  // between rounds when the set changes and at least once a second; keep each call short.
+  virtual Status standby(const std::vector<Partition>&) { return Status::ok(); }
 };
 
 class Sink {
@@ -581,10 +591,14 @@ struct TransformAdapter {
   static int32_t positions(void* s, const ex_partition* p, size_t n, ex_error* err) {
     return guard(err, [&] { return self(s)->positions(partitions_from(p, n)); });
   }
+  static int32_t standby(void* s, const ex_partition* p, size_t n, ex_error* err) {
+    return guard(err, [&] { return self(s)->standby(partitions_from(p, n)); });
+  }
   static const ex_transform_vtable* vtable() {
     static const ex_transform_vtable vt = {
         sizeof(ex_transform_vtable), &detail::create<Transform, T>, &detail::destroy<Transform>,
-        &assign, &revoke, &process, &prepare_commit, &commit, &abort, &reconfigure, &positions};
+        &assign, &revoke, &process, &prepare_commit, &commit, &abort, &reconfigure, &positions,
+        &standby};
     return &vt;
   }
 };

@@ -144,3 +144,49 @@ TEST_F(ChangelogTest, ChangelogOnWithoutASinkThatKeepsOneIsAConfigError) {
 }
 
 }  // namespace
+
+// A standby (ABI 1.2) tails the owner's changelog; when the owner dies and the partition
+// is assigned here, nothing is left to restore and every claimed id is known.
+TEST_F(ChangelogTest, AStandbyCopyTakesOverWithNothingLeftToRestore) {
+  auto& a = start(on("host-a"));
+  int64_t off = 0;
+  auto round = [&](int n) {
+    std::vector<OwnedRecord> in;
+    for (int i = 0; i < n; ++i, ++off) in.push_back(event("id-" + std::to_string(off), off));
+    a.process(in);
+    read_up_to(off);
+    commit_round();
+  };
+  round(300);
+  TransformHarness b(library(), "dedupe", config(on("host-b")), &host_);
+  ASSERT_TRUE(b.ok()) << b.create_status().message();
+  ASSERT_TRUE(b.standby({part(0, "events-0")}).is_ok());
+  EXPECT_EQ(metric("dedupe_standby_lag"), 0);
+  EXPECT_EQ(host_.metric("dedupe_standby_partitions"), 1);
+  round(200);  // the owner goes on; the next tick catches up
+  ASSERT_TRUE(b.standby({part(0, "events-0")}).is_ok());
+  EXPECT_EQ(metric("dedupe_standby_lag"), 0);
+
+  ASSERT_TRUE(b.assign({part(0, "events-0", off)}).is_ok());
+  EXPECT_EQ(metric("dedupe_restored_claims_total"), 0);
+  bool from_standby = false;
+  for (const auto& [level, line] : host_.logs)
+    from_standby |= line.find("from its standby copy") != std::string::npos;
+  EXPECT_TRUE(from_standby);
+  EXPECT_THAT(b.process({event("id-0", off), event("id-499", off + 1), event("new", off + 2)}).kept,
+              ElementsAre(2u));
+}
+
+TEST_F(ChangelogTest, WithoutABudgetThereIsNoStandbyAndTheTakeoverRestoresInFull) {
+  auto& a = start(on("host-a"));
+  std::vector<OwnedRecord> in;
+  for (int i = 0; i < 100; ++i) in.push_back(event("id-" + std::to_string(i), i));
+  a.process(in);
+  read_up_to(100);
+  commit_round();
+  TransformHarness b(library(), "dedupe", config(on("host-b", {{"standby.budget", "0"}})), &host_);
+  ASSERT_TRUE(b.ok()) << b.create_status().message();
+  ASSERT_TRUE(b.standby({part(0, "events-0")}).is_ok());
+  ASSERT_TRUE(b.assign({part(0, "events-0", 100)}).is_ok());
+  EXPECT_EQ(metric("dedupe_restored_claims_total"), 100);
+}

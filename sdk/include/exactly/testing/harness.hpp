@@ -146,6 +146,12 @@ class FakeHost {
       for (auto& x : sdk::partitions_from(p, n)) h->revoked.push_back(x);
       return int32_t{EX_OK};
     };
+    api_.standby = [](void* ctx, const ex_partition* p, size_t n, ex_error*) {
+      auto* h = static_cast<FakeHost*>(ctx);
+      h->standby = sdk::partitions_from(p, n);
+      ++h->standby_calls;
+      return int32_t{EX_OK};
+    };
   }
   const ex_host_api* api() const { return &api_; }
 
@@ -214,6 +220,8 @@ class FakeHost {
   std::vector<std::pair<int32_t, std::string>> logs;
   std::map<std::string, double> metrics;
   std::vector<sdk::Partition> assigned, revoked;
+  std::vector<sdk::Partition> standby;  // the last set a source reported (ABI 1.2)
+  int standby_calls = 0;
 
  private:
   static std::string state_key(ex_bytes store, const ex_partition& p) {
@@ -327,6 +335,13 @@ class TransformHarness {
         vt_->positions == nullptr)
       return sdk::Status::ok();
     return parts_call(parts, vt_->positions);
+  }
+  // ABI 1.2: the partitions to keep warm copies of (the host calls this between rounds).
+  sdk::Status standby(const std::vector<sdk::Partition>& parts) {
+    if (vt_->struct_size < offsetof(ex_transform_vtable, standby) + sizeof(vt_->standby) ||
+        vt_->standby == nullptr)
+      return sdk::Status::ok();
+    return parts_call(parts, vt_->standby);
   }
   sdk::Status prepare_commit() { return simple(vt_->prepare_commit); }
   sdk::Status commit() { return simple(vt_->commit); }

@@ -1,0 +1,111 @@
+// standby.replicas: after every assignment the source describes its consumer group (an
+// admin request answered on its own queue, never blocking poll) and tells the host which
+// partitions to keep warm: the ones this member would get if any N others left
+// (standby_planner.hpp). Re-described every 30 s, and sooner while the group settles.
+#include "kafka_source.hpp"
+
+#include "standby_planner.hpp"
+
+namespace exactly::kafka {
+
+namespace {
+constexpr int64_t kRefreshMs = 30000;
+constexpr int64_t kRetryMs = 1000;
+constexpr int kSettleRetries = 10;
+}  // namespace
+
+void KafkaSource::standby_step() {
+  if (admin_q_ == nullptr) admin_q_ = rd_kafka_queue_new(rk_);
+  if (describing_) {
+    rd_kafka_event_t* ev = rd_kafka_queue_poll(admin_q_, 0);
+    if (ev == nullptr) return;
+    describing_ = false;
+    on_group_description(ev);
+    rd_kafka_event_destroy(ev);
+    return;
+  }
+  if (describe_due_ms_ < 0 || now_ms() < describe_due_ms_) return;
+  const char* groups[] = {group_.c_str()};
+  rd_kafka_AdminOptions_t* opts = rd_kafka_AdminOptions_new(rk_, RD_KAFKA_ADMIN_OP_DESCRIBECONSUMERGROUPS);
+  char err[256];
+  rd_kafka_AdminOptions_set_request_timeout(opts, 10000, err, sizeof(err));
+  rd_kafka_DescribeConsumerGroups(rk_, groups, 1, opts, admin_q_);
+  rd_kafka_AdminOptions_destroy(opts);
+  describing_ = true;
+  describe_due_ms_ = -1;
+}
+
+void KafkaSource::on_group_description(rd_kafka_event_t* ev) {
+  auto retry = [&](const std::string& why) {
+    // While the group settles (members still joining) the description lags; try again.
+    if (describe_retries_++ < kSettleRetries) {
+      describe_due_ms_ = now_ms() + kRetryMs;
+      return true;
+    }
+    if (why != standby_why_) host_.warn("kafka source: standby replicas: " + why);
+    standby_why_ = why;
+    describe_due_ms_ = now_ms() + kRefreshMs;
+    return false;
+  };
+  const auto* result = rd_kafka_event_DescribeConsumerGroups_result(ev);
+  size_t n = 0;
+  const rd_kafka_ConsumerGroupDescription_t** groups =
+      result ? rd_kafka_DescribeConsumerGroups_result_groups(result, &n) : nullptr;
+  if (rd_kafka_event_error(ev) != RD_KAFKA_RESP_ERR_NO_ERROR || n != 1) {
+    retry(std::string("cannot describe group ") + group_ + ": " +
+          (rd_kafka_event_error(ev) ? rd_kafka_event_error_string(ev) : "no answer"));
+    return;
+  }
+  const auto* g = groups[0];
+  if (const rd_kafka_error_t* e = rd_kafka_ConsumerGroupDescription_error(g)) {
+    retry("cannot describe group " + group_ + ": " + rd_kafka_error_string(e));
+    return;
+  }
+  if (rd_kafka_ConsumerGroupDescription_state(g) != RD_KAFKA_CONSUMER_GROUP_STATE_STABLE) {
+    retry("group " + group_ + " is not stable");
+    return;
+  }
+  std::vector<GroupMember> members;
+  for (size_t i = 0; i < rd_kafka_ConsumerGroupDescription_member_count(g); ++i) {
+    const auto* m = rd_kafka_ConsumerGroupDescription_member(g, i);
+    GroupMember gm;
+    const char* id = rd_kafka_MemberDescription_consumer_id(m);
+    const char* inst = rd_kafka_MemberDescription_group_instance_id(m);
+    gm.member_id = id ? id : "";
+    gm.instance_id = inst ? inst : "";
+    const auto* a = rd_kafka_MemberDescription_assignment(m);
+    const auto* list = a ? rd_kafka_MemberAssignment_partitions(a) : nullptr;
+    for (int j = 0; list && j < list->cnt; ++j)
+      gm.owned.emplace_back(list->elems[j].topic, list->elems[j].partition);
+    members.push_back(std::move(gm));
+  }
+  char* self = rd_kafka_memberid(rk_);
+  std::string self_id = self ? self : "";
+  if (self) rd_kafka_mem_free(rk_, self);
+
+  StandbyPlan plan = plan_standbys(members, self_id, standby_replicas_);
+  if (!plan.modelled && retry(plan.why)) return;
+  if (plan.modelled) {
+    standby_why_.clear();
+    describe_due_ms_ = now_ms() + kRefreshMs;
+  }
+  describe_retries_ = 0;
+  if (plan.warm == standby_) return;
+  standby_ = plan.warm;
+  std::vector<sdk::Partition> parts;
+  std::string names;
+  for (const auto& [topic, number] : standby_) {
+    int32_t id = id_for(topic, number);
+    const PartState& p = parts_[static_cast<size_t>(id)];
+    parts.push_back(sdk::Partition{id, p.name, p.topic, p.number, -1});
+    names += (names.empty() ? "" : ", ") + p.name;
+  }
+  host_.info("kafka source: standby for " + std::to_string(members.size()) + " member(s), " +
+             std::to_string(standby_replicas_) + " replica(s): " + (names.empty() ? "none" : names) +
+             (plan.modelled ? "" : " (every partition not owned here: " + plan.why + ")"));
+  host_.gauge("kafka_source_standby_partitions", static_cast<double>(parts.size()));
+  sdk::Status st = host_.standby(parts);
+  if (!st) host_.warn("kafka source: the host refused the standby set: " + st.message());
+}
+
+}  // namespace exactly::kafka
