@@ -4,7 +4,9 @@
 // leaves for good and a new one joins, so partitions (and the dedupe stores behind them)
 // move between hosts. Then an independent read_committed reader (tests/tools, Java, not
 // our code) checks that every distinct id left exactly once, with the payload of its
-// first occurrence (or, at least once: that no id was lost).
+// first occurrence (or, at least once: that no id was lost). The exactly-once run keeps
+// standby copies (standby.replicas: 1), so warm stores are handed over, dropped and
+// re-opened with every move.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,6 +15,7 @@
 #include <random>
 
 #include "hosts.hpp"
+#include "output_checks.hpp"
 #include "kafka_env.hpp"
 #include "test_util.hpp"
 
@@ -34,6 +37,7 @@ struct Scenario {
   double join_from = 0.5, join_to = 0.7;
   double leave_from = 0.3, leave_to = 0.5;
   uint32_t seed = 1;
+  int standby_replicas = 0;  // kafka source standby.replicas on every host
   std::chrono::seconds catch_up_limit{300};
 };
 
@@ -54,16 +58,17 @@ uint32_t seed_or_env(uint32_t dflt) {
 }
 
 // Identical for every host but for the state directories under `state`.
-std::string host_yaml(const Outcome& o, const std::string& delivery, const fs::path& state) {
+std::string host_yaml(const Outcome& o, const Scenario& sc, const fs::path& state) {
   std::string b = kafka_bootstrap();
   return "pipelines:\n"
          "  - name: scale\n"
-         "    delivery: " + delivery + "\n"
+         "    delivery: " + sc.delivery + "\n"
          "    commit: { interval: 300ms, max.records: 20000 }\n"
          "    restart: { backoff.initial: 200ms, backoff.max: 2s }\n"
          "    source:\n      plugin: kafka\n      config:\n"
          "        bootstrap.servers: " + b + "\n        group.id: " + o.group + "\n"
          "        topics: [" + o.in + "]\n"
+         "        standby.replicas: " + std::to_string(sc.standby_replicas) + "\n"
          "        rdkafka: { session.timeout.ms: 6000 }\n"
          "    transforms:\n      - plugin: dedupe\n        config:\n"
          "          id.json: /messageId\n"
@@ -96,7 +101,7 @@ Outcome run_scale_out(const Scenario& sc) {
   auto add_host = [&]() -> Host& {
     std::string name = "host-" + std::to_string(o.hosts.size());
     fs::path yaml = o.dir / (name + ".yaml");
-    write_file(yaml, host_yaml(o, sc.delivery, o.dir / name));
+    write_file(yaml, host_yaml(o, sc, o.dir / name));
     o.hosts.push_back(std::make_unique<Host>(name, yaml, o.dir / (name + ".log")));
     live.push_back(o.hosts.back().get());
     return *o.hosts.back();
@@ -245,58 +250,6 @@ Outcome run_scale_out(const Scenario& sc) {
   return o;
 }
 
-// True when, in an `end-offsets` answer, every partition's "lso" equals its "end".
-bool all_stable(const std::string& json) {
-  size_t p = 0;
-  int partitions = 0;
-  while ((p = json.find("\"end\":", p)) != std::string::npos) {
-    size_t q = json.find("\"lso\":", p);
-    if (q == std::string::npos) return false;
-    if (std::stoll(json.substr(p + 6)) != std::stoll(json.substr(q + 6))) return false;
-    ++partitions;
-    p = q;
-  }
-  return partitions > 0;
-}
-
-// The number after "key" in the reader's answer, or -1 (reported) when it has none.
-long long answer(const RunResult& v, const std::string& key) {
-  if (v.out.find("\"" + key + "\":") == std::string::npos) {
-    ADD_FAILURE() << "the reader gave no " << key << ": " << v.out << v.err;
-    return -1;
-  }
-  return json_number(v.out, key);
-}
-
-// Waits (bounded) until every output partition's last stable offset equals its end
-// offset. A host that left by SIGKILL never comes back to fence its transactional.id, so
-// its open transaction pins the output's last stable offset until the broker aborts it
-// (the sink's transaction.timeout, 60 s); a read_committed reader started before that
-// would not see what the other hosts committed behind it.
-void wait_output_settled(const Outcome& o) {
-  const auto t0 = Clock::now();
-  std::string last;
-  while (seconds_since(t0) < 150) {
-    auto r = kafka_tool("end-offsets --topic " + o.out, false);
-    last = r.out + r.err;
-    if (r.exit_code == 0 && all_stable(r.out)) {
-      std::printf("output settled (last stable offset = end on every partition) after %.1f s\n",
-                  seconds_since(t0));
-      return;
-    }
-    std::this_thread::sleep_for(std::chrono::seconds(2));
-  }
-  ADD_FAILURE() << "an open transaction still pins the output after 150 s: " << last;
-}
-
-// Nothing left hanging: fresh markers on every output partition become visible. (After
-// the reader: the markers are records of the output topic.)
-void expect_markers_visible(const Outcome& o) {
-  auto m = kafka_tool("marker-check --topic " + o.out + " --timeout-s 20", false);
-  std::printf("marker-check: %s", m.out.c_str());
-  EXPECT_EQ(m.exit_code, 0) << m.out << m.err;
-}
-
 void print_logs_on_failure(const Outcome& o) {
   if (!::testing::Test::HasFailure()) return;
   std::printf("%s\n===== producer log tail:\n%s\n", log_tails(o.hosts).c_str(),
@@ -308,6 +261,8 @@ TEST(ScaleOut, DedupeExactlyOnceAcrossHostsKillsJoinsAndLeaves) {
   sc.tag = "scale-eos";
   sc.delivery = "exactly_once";
   sc.seed = seed_or_env(2024);
+  // Warm copies move with every kill, join and leave: handed over, dropped, re-opened.
+  sc.standby_replicas = 1;
   if (heavy()) {
     // 1 -> 3 -> 1 hosts, 30 kills in between, over ~4.5 minutes of production.
     sc.records = 2000000;
@@ -324,7 +279,7 @@ TEST(ScaleOut, DedupeExactlyOnceAcrossHostsKillsJoinsAndLeaves) {
     sc.kill_restarts = 10;
   }
   Outcome o = run_scale_out(sc);
-  wait_output_settled(o);
+  wait_output_settled(o.out);
 
   auto v = kafka_tool("verify --input-topic " + o.in + " --output-topic " + o.out +
                           " --mode dedupe --expect-input " + std::to_string(sc.records),
@@ -336,7 +291,7 @@ TEST(ScaleOut, DedupeExactlyOnceAcrossHostsKillsJoinsAndLeaves) {
   EXPECT_EQ(answer(v, "wrong_payload"), 0);
   EXPECT_EQ(answer(v, "extra"), 0);
   EXPECT_LT(answer(v, "distinct_ids"), answer(v, "input"));
-  expect_markers_visible(o);
+  expect_markers_visible(o.out);
   if (o.catch_up_s >= 0) std::printf("catch-up time: %.1f s\n", o.catch_up_s);
   print_logs_on_failure(o);
 }
@@ -351,7 +306,7 @@ TEST(ScaleOut, AtLeastOnceLosesNoIdAcrossHosts) {
   sc.initial_hosts = 3;
   sc.kill_restarts = 3;  // + one leave + one join
   Outcome o = run_scale_out(sc);
-  wait_output_settled(o);
+  wait_output_settled(o.out);
 
   auto v = kafka_tool("verify --allow-duplicates --input-topic " + o.in + " --output-topic " + o.out +
                           " --mode dedupe --expect-input " + std::to_string(sc.records),
@@ -360,7 +315,7 @@ TEST(ScaleOut, AtLeastOnceLosesNoIdAcrossHosts) {
   EXPECT_EQ(answer(v, "missing"), 0);
   EXPECT_EQ(answer(v, "extra"), 0);
   EXPECT_EQ(answer(v, "input"), sc.records);
-  expect_markers_visible(o);
+  expect_markers_visible(o.out);
   if (o.catch_up_s >= 0) std::printf("catch-up time: %.1f s\n", o.catch_up_s);
   print_logs_on_failure(o);
 }

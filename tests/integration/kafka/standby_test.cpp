@@ -1,0 +1,133 @@
+// Standby replicas against a real broker: two `exactly run` processes (own state dirs,
+// one consumer group) with `standby.replicas: 1` keep warm copies of each other's dedupe
+// stores by tailing the changelog. One is SIGKILLed while input arrives; the survivor
+// takes its partitions over from the warm copies (restoring only a tail, not the
+// partition), and an independent read_committed reader finds every id exactly once.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <regex>
+
+#include "hosts.hpp"
+#include "kafka_env.hpp"
+#include "output_checks.hpp"
+#include "test_util.hpp"
+
+using namespace exactly::test;
+
+namespace {
+
+std::string standby_yaml(const std::string& in, const std::string& out, const std::string& group,
+                         const fs::path& state) {
+  std::string b = kafka_bootstrap();
+  return "pipelines:\n"
+         "  - name: standby\n"
+         "    delivery: exactly_once\n"
+         "    commit: { interval: 300ms }\n"
+         "    restart: { backoff.initial: 200ms, backoff.max: 2s }\n"
+         "    source:\n      plugin: kafka\n      config:\n"
+         "        bootstrap.servers: " + b + "\n        group.id: " + group + "\n"
+         "        topics: [" + in + "]\n"
+         "        standby.replicas: 1\n"
+         "        rdkafka: { session.timeout.ms: 6000 }\n"
+         "    transforms:\n      - plugin: dedupe\n        config:\n"
+         "          id.json: /messageId\n"
+         "          state.dir: " + (state / "dedupe").string() + "\n"
+         "    sink:\n      plugin: kafka\n      config:\n"
+         "        bootstrap.servers: " + b + "\n        topic: " + out + "\n"
+         "        partitioning: input\n        state.dir: " + (state / "sink").string() + "\n";
+}
+
+int count_of(const std::string& text, const std::string& needle) {
+  int n = 0;
+  for (size_t p = text.find(needle); p != std::string::npos; p = text.find(needle, p + 1)) ++n;
+  return n;
+}
+
+bool wait_for(const std::function<bool()>& cond, std::chrono::seconds limit) {
+  auto deadline = Clock::now() + limit;
+  while (Clock::now() < deadline) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return cond();
+}
+
+TEST(Standby, ASurvivorTakesOverFromItsWarmCopiesWhileInputArrives) {
+  const std::string in = unique_name("sb-in"), out = unique_name("sb-out"), group = unique_name("sb-g");
+  const fs::path dir = temp_dir("standby");
+  kafka_tool("create-topic --topic " + in + " --partitions 4");
+  kafka_tool("create-topic --topic " + out + " --partitions 4");
+  const long long records = 80000, rate = 2000;  // ~40 s of input
+  Child producer({tools_dir() + "/kafka-tool.sh", "produce", "--topic", in, "--count",
+                  std::to_string(records), "--partitions", "4", "--keyed", "--dup-ratio", "0.12",
+                  "--dup-variant", "--size", "150", "--seed", "5", "--rate", std::to_string(rate),
+                  "--bootstrap", kafka_bootstrap()},
+                 dir / "producer.log");
+  std::vector<std::unique_ptr<Host>> hosts;
+  for (int i = 0; i < 2; ++i) {
+    std::string name = "host-" + std::to_string(i);
+    write_file(dir / (name + ".yaml"), standby_yaml(in, out, group, dir / name));
+    hosts.push_back(std::make_unique<Host>(name, dir / (name + ".yaml"), dir / (name + ".log")));
+    hosts.back()->start();
+  }
+  // Both members in the group, each keeping the other's two partitions warm.
+  bool warm = wait_for([&] {
+    for (auto& h : hosts)
+      if (count_of(read_file(h->log()), "dedupe: keeping a standby copy of partition") < 2) return false;
+    return true;
+  }, std::chrono::seconds(60));
+  ASSERT_TRUE(warm) << "no standby copies were set up" << log_tails(hosts);
+  std::this_thread::sleep_for(std::chrono::seconds(8));  // the owners go on claiming
+
+  // Who owns which partition now: the last "assigned" lines of each log.
+  Host& victim = *hosts[0];
+  Host& survivor = *hosts[1];
+  std::smatch m;
+  std::regex standby_line("kafka source: standby for 2 member\\(s\\), 1 replica\\(s\\): ([^\\n]*)");
+  std::string slog = read_file(survivor.log());
+  std::string warm_set;
+  for (auto it = std::sregex_iterator(slog.begin(), slog.end(), standby_line); it != std::sregex_iterator(); ++it)
+    warm_set = (*it)[1];
+  ASSERT_FALSE(warm_set.empty()) << survivor.log_tail();
+  ASSERT_EQ(victim.stop(SIGKILL), -SIGKILL);
+  std::printf("killed %s while input arrives; %s keeps warm: %s\n", victim.name().c_str(),
+              survivor.name().c_str(), warm_set.c_str());
+  const size_t before = read_file(survivor.log()).size();
+
+  // The survivor takes both of the victim's partitions from its standby copies.
+  bool taken = wait_for([&] {
+    return count_of(read_file(survivor.log()).substr(before), "(from its standby copy)") >= 2;
+  }, std::chrono::seconds(60));
+  std::string after = read_file(survivor.log()).substr(before);
+  EXPECT_TRUE(taken) << "the survivor did not take over from its warm copies:\n" << tail_of(after, 6000);
+  // What it still had to restore is a tail: the claims per partition at the kill were
+  // >= 3,500 (8 s + set-up at 2,000/s over 4 partitions, 88% new ids).
+  std::regex restored("restored partition '([^']+)' \\(id [0-9]+\\): ([0-9]+) claims");
+  for (auto it = std::sregex_iterator(after.begin(), after.end(), restored); it != std::sregex_iterator(); ++it) {
+    long long claims = std::stoll((*it)[2]);
+    std::printf("takeover restore of %s: %lld claims\n", std::string((*it)[1]).c_str(), claims);
+    EXPECT_LT(claims, 1500) << "a warm partition was restored (almost) in full: " << (*it)[0];
+  }
+
+  int code = -1;
+  EXPECT_TRUE(wait_for([&] { return producer.exited(&code); }, std::chrono::seconds(180)));
+  EXPECT_EQ(code, 0) << tail_of(read_file(dir / "producer.log"), 2000);
+  bool caught_up = wait_for([&] { return committed_total(group, in) >= records; }, std::chrono::seconds(180));
+  EXPECT_TRUE(caught_up) << "committed " << committed_total(group, in) << " of " << records << log_tails(hosts);
+  EXPECT_EQ(survivor.stop(SIGTERM), 0);
+  wait_output_settled(out);
+  auto v = kafka_tool("verify --input-topic " + in + " --output-topic " + out +
+                          " --mode dedupe --expect-input " + std::to_string(records),
+                      false);
+  std::printf("independent reader: %s%s", v.out.c_str(), tail_of(v.err, 3000).c_str());
+  EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
+  EXPECT_EQ(answer(v, "missing"), 0);
+  EXPECT_EQ(answer(v, "duplicated"), 0);
+  EXPECT_EQ(answer(v, "wrong_payload"), 0);
+  EXPECT_EQ(answer(v, "extra"), 0);
+  expect_markers_visible(out);
+  if (::testing::Test::HasFailure()) std::printf("%s\n", log_tails(hosts, 6000).c_str());
+}
+
+}  // namespace
