@@ -31,7 +31,11 @@ const ex_config_field kSinkFields[10] = {
     sdk::field("state.dir", EX_CFG_STRING, "Where the sink keeps its instance id", "./state"),
     sdk::field("rdkafka", EX_CFG_MAP, "Any librdkafka producer property, passed through"),
     sdk::field("transaction.timeout", EX_CFG_DURATION,
-               "Broker-side transaction timeout (transaction.timeout.ms)", "60000"),
+               "Broker-side transaction timeout (transaction.timeout.ms). A host that dies "
+               "leaves its open transaction pinning read_committed readers of its output "
+               "partitions until the broker aborts it after this long; a round (write to "
+               "commit) must finish within it. 10s as in Kafka Streams",
+               "10000"),
     sdk::field("open.timeout", EX_CFG_DURATION,
                "How long open() waits for the cluster (and init_transactions) before failing",
                "30000"),
@@ -78,7 +82,7 @@ KafkaSink::KafkaSink(sdk::Host host, const sdk::Config& cfg)
   if (delivery == "exactly_once") eos_ = true;
   else if (delivery != "at_least_once")
     throw sdk::ConfigError("delivery", "expected exactly_once or at_least_once, got '" + delivery + "'");
-  txn_timeout_ms_ = cfg.get_duration_ms("transaction.timeout", 60000);
+  txn_timeout_ms_ = cfg.get_duration_ms("transaction.timeout", 10000);
   if (txn_timeout_ms_ < 1000) throw sdk::ConfigError("transaction.timeout", "must be at least 1s");
   open_timeout_ms_ = cfg.get_duration_ms("open.timeout", 30000);
   if (open_timeout_ms_ < 0) throw sdk::ConfigError("open.timeout", "must not be negative");

@@ -19,13 +19,16 @@
 # Changelog bytes per id = sum of the changelog partitions' *.log segment files in the
 # broker's log dir / N (also printed: key+value bytes / N as the reader saw them).
 #
-# Phase 2, failover (skip with --no-failover): a paced producer (--rate, new ids) feeds
-# the same input; host A2 (fresh state dir, rdkafka client.id host-a) starts alone and
-# restores all 4 partitions, then host B2 (fresh, client.id host-b) joins and restores
-# the 2 the range assignor gives it. Once both commit steadily the host owning partition
-# 0 is SIGKILLed (by ChangelogBench.java failover, which stamps the kill). The survivor
-# has never held the victim's partitions, so it restores them in full (N/4 claims each
-# plus what arrived since). Failover time, per victim partition, from the kill until:
+# Phase 2, failover (skip with --no-failover), once per value of --standby (default
+# "0 1", the kafka source's standby.replicas): a paced producer (--rate, new ids) feeds
+# the same input; host A<n> (fresh state dir) starts alone and restores all 4
+# partitions, then host B<n> (fresh) joins and restores the 2 the range assignor gives
+# it. With standbys, the run then waits until both hosts' dedupe_standby_lag gauges
+# (from /metrics) are below 20 changelog positions. Once both commit steadily the host
+# owning partition 0 is SIGKILLed (by ChangelogBench.java failover, which stamps the
+# kill). Without a standby the survivor has never held the victim's partitions, so it
+# restores them in full (N/4 claims each plus what arrived since); with one it takes
+# them over from its warm copies. Between runs the survivor is stopped with SIGTERM. Failover time, per victim partition, from the kill until:
 #   committed - the group's committed offset moves past its value at the kill (the
 #               survivor's first transaction with those partitions committed), and
 #   visible   - a read_committed reader of the output sees a record written after the
@@ -37,7 +40,7 @@
 #
 # Options: --claims N (10000000) --size B (40) --prefetch N (1000000; source
 # queued.min.messages, 0 = librdkafka default) --rate R (20000 records/s in phase 2)
-# --session-timeout-ms (6000) --heartbeat-ms (2000) --txn-timeout-ms (60000, the sink's
+# --standby "0 1" --session-timeout-ms (6000) --heartbeat-ms (2000) --txn-timeout-ms (10000, the sink's
 # transaction.timeout) --workdir DIR --keep (keep stores and broker data) --no-failover
 # --no-verify.
 # Binaries: BUILD_DIR (default build/) must hold exactly and plugins/ (build first with
@@ -54,8 +57,8 @@ broker_sh="$root/tests/tools/kafka-broker.sh"
 # shellcheck source=../../tools/kafka-common.sh
 source "$root/tests/tools/kafka-common.sh"
 
-claims=10000000 size=40 prefetch=1000000 rate=20000 session_ms=6000 hb_ms=2000 txn_ms=60000
-work="" keep=0 failover=1 verify=1 partitions=4
+claims=10000000 size=40 prefetch=1000000 rate=20000 session_ms=6000 hb_ms=2000 txn_ms=10000
+work="" keep=0 failover=1 verify=1 partitions=4 standbys="0 1"
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --claims) claims="$2"; shift 2 ;;
@@ -69,6 +72,7 @@ while [[ $# -gt 0 ]]; do
     --keep) keep=1; shift ;;
     --no-failover) failover=0; shift ;;
     --no-verify) verify=0; shift ;;
+    --standby) standbys="$2"; shift 2 ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "run_restore_bench.sh: unknown option $1" >&2; exit 2 ;;
   esac
@@ -125,10 +129,11 @@ in="rb-in-$tag" out="rb-out-$tag" group="rb-$tag"
 "$tool" create-topic --bootstrap "$B" --topic "$out" --partitions "$partitions" >/dev/null
 metrics_port=$((19600 + RANDOM % 300))
 
-write_yaml() {  # name client-id idle(0|1) -> $work/name/pipeline.yaml
+write_yaml() {  # name client-id idle(0|1) [standby.replicas] -> $work/name/pipeline.yaml
   local name="$1" client="$2" idle="$3" d="$work/$1" extra=""
   mkdir -p "$d"
   [[ $idle -eq 1 ]] && extra="stop.when.idle: 5s, "
+  [[ ${4:-0} -gt 0 ]] && extra="${extra}standby.replicas: $4, "
   local rk="session.timeout.ms: $session_ms, heartbeat.interval.ms: $hb_ms, client.id: $client"
   [[ $prefetch -gt 0 ]] && rk="$rk, queued.min.messages: $prefetch"
   metrics_port=$((metrics_port + 1))
@@ -271,64 +276,96 @@ if [[ $failover -eq 1 ]]; then
     done
     die "$name did not restore its partitions within $2 s"
   }
-  write_yaml host-a2 host-a 0
-  write_yaml host-b2 host-b 0
-  ta2=$(now_ms)
-  start_host host-a2; pa2=$started
-  wait_restored host-a2 $((claims / 20000 + 600))
-  a2_restored=$(restored_lines "$work/host-a2/log.txt" | awk '{ c += $3; s += $4 } END { printf "%d claims in %.2f s", c, s }')
-  a2_restored="$a2_restored; wall $(secs "$ta2" "$(now_ms)") s from start"
-  log "host A2 (alone, fresh dir) restored $a2_restored"
-  start_host host-b2; pb2=$started
-  wait_restored host-b2 $((claims / 20000 + 600))
-  b2_restored=$(restored_lines "$work/host-b2/log.txt" | awk '{ c += $3; s += $4; p = p " " $2 } END { printf "%d claims in %.2f s (%s )", c, s, p }')
-  log "host B2 joined and restored $b2_restored"
+  # One failover measurement: fresh hosts A<n> (alone, then) B<n> with standby.replicas sb.
+  failover_run() {  # n sb last(0|1)
+    local n="$1" sb="$2" last="$3"
+    write_yaml "host-a$n" "host-a$n" 0 "$sb"
+    write_yaml "host-b$n" "host-b$n" 0 "$sb"
+    ta2=$(now_ms)
+    start_host "host-a$n"; pa2=$started
+    wait_restored "host-a$n" $((claims / 20000 + 600))
+    a2_restored=$(restored_lines "$work/host-a$n/log.txt" | awk '{ c += $3; s += $4 } END { printf "%d claims in %.2f s", c, s }')
+    a2_restored="$a2_restored; wall $(secs "$ta2" "$(now_ms)") s from start"
+    log "host A$n (alone, fresh dir) restored $a2_restored"
+    start_host "host-b$n"; pb2=$started
+    wait_restored "host-b$n" $((claims / 20000 + 600))
+    b2_restored=$(restored_lines "$work/host-b$n/log.txt" | awk '{ c += $3; s += $4; p = p " " $2 } END { printf "%d claims in %.2f s (%s )", c, s, p }')
+    log "host B$n joined and restored $b2_restored"
 
-  # Steady: every partition's committed offset moves, both hosts hold partitions.
-  deadline=$((SECONDS + 120))
-  while :; do
-    c1=$(committed_json | jq -c .offsets); sleep 3; c2=$(committed_json | jq -c .offsets)
-    moved=$(jq -n --argjson a "$c1" --argjson b "$c2" '[range(0; ($a | length)) | tostring | select($b[.] > $a[.])] | length')
-    oa=$(owned_partitions "$work/host-a2/log.txt" | wc -l); ob=$(owned_partitions "$work/host-b2/log.txt" | wc -l)
-    [[ $moved -eq $partitions && $oa -gt 0 && $ob -gt 0 ]] && break
-    ((SECONDS < deadline)) || die "not steady after 120 s: $moved of $partitions partitions committing, A2 owns $oa, B2 owns $ob"
+    # Steady: every partition's committed offset moves, both hosts hold partitions.
+    deadline=$((SECONDS + 120))
+    while :; do
+      c1=$(committed_json | jq -c .offsets); sleep 3; c2=$(committed_json | jq -c .offsets)
+      moved=$(jq -n --argjson a "$c1" --argjson b "$c2" '[range(0; ($a | length)) | tostring | select($b[.] > $a[.])] | length')
+      oa=$(owned_partitions "$work/host-a$n/log.txt" | wc -l); ob=$(owned_partitions "$work/host-b$n/log.txt" | wc -l)
+      [[ $moved -eq $partitions && $oa -gt 0 && $ob -gt 0 ]] && break
+      ((SECONDS < deadline)) || die "not steady after 120 s: $moved of $partitions partitions committing, A$n owns $oa, B$n owns $ob"
+    done
+    if owned_partitions "$work/host-a$n/log.txt" | grep -qx 0; then victim="host-a$n" survivor="host-b$n" vpid=$pa2
+    else victim="host-b$n" survivor="host-a$n" vpid=$pb2; fi
+    if [[ $sb -gt 0 ]]; then
+      # Both hosts keep the other's partitions warm and have caught up before the kill.
+      deadline=$((SECONDS + claims / 50000 + 300))
+      while :; do
+        warm_ok=1
+        for h in "host-a$n" "host-b$n"; do
+          curl -s "http://127.0.0.1:$(cat "$work/$h/metrics.port")/metrics" >"$work/$h/metrics-standby.txt" 2>/dev/null || true
+          awk '/^exactly_dedupe_standby_partitions/ { p = $NF } /^exactly_dedupe_standby_lag/ { if ($NF > m) m = $NF } END { exit !(p > 0 && m < 20) }' \
+            "$work/$h/metrics-standby.txt" || warm_ok=0
+        done
+        [[ $warm_ok -eq 1 ]] && break
+        ((SECONDS < deadline)) || die "standby copies not warm within the deadline (see $work/host-*$n/metrics-standby.txt)"
+        sleep 1
+      done
+      log "standby copies warm on both hosts: $(grep -h '^exactly_dedupe_standby_lag' "$work/host-a$n/metrics-standby.txt" "$work/host-b$n/metrics-standby.txt" | awk '{ printf "%s ", $NF }')"
+    fi
+    vparts=$(owned_partitions "$work/$victim/log.txt" | paste -sd,)
+    log "steady; $victim owns partitions $vparts (incl. 0): SIGKILL it"
+    fo_rc=0
+    disown "$vpid"   # its SIGKILL is the point: no "Killed" job notice
+    bench_java failover --bootstrap "$B" --group "$group" --input "$in" --output "$out" \
+      --partitions "$vparts" --kill-pid "$vpid" --timeout-s 300 >"$work/failover.json" || fo_rc=$?
+    [[ -s "$work/failover.json" ]] || die "failover watcher failed"
+    kill_ms=$(jq .kill_epoch_ms "$work/failover.json")
+    wait_exit "$vpid" 10
+    log "failover: $(jq -c '{committed_advanced_s, output_visible_s}' "$work/failover.json")"
+    [[ $fo_rc -eq 0 ]] || log "WARNING: some partitions did not fail over within 300 s: $(cat "$work/failover.json")"
+
+    # The survivor's side: when it was handed the victim's partitions, what it restored.
+    slog="$work/$survivor/log.txt"
+    s_assign_ms=""
+    while read -r ts rest; do
+      t=$(date -d "$ts" +%s%3N)
+      if ((t >= kill_ms)); then s_assign_ms=$t; break; fi
+    done < <(grep -E "\] assigned $in-0 " "$slog" || true)
+    restored_lines "$slog" | awk -v k="$kill_ms" '$1 >= k' >"$work/$survivor/restored-after-kill.txt"
+    s_restore=$(awk '{ c += $3; s += $4; if ($1 > l) l = $1 } END { printf "%.0f %.2f %.0f", c, s, l }' "$work/$survivor/restored-after-kill.txt")
+    read -r s_claims s_secs s_last <<<"$s_restore"
+    s_assign_s=$([[ -n "$s_assign_ms" ]] && secs "$kill_ms" "$s_assign_ms" || echo "?")
+    s_restored_s=$([[ $s_last -gt 0 ]] && secs "$kill_ms" "$s_last" || echo "?")
+    fo_commit=$(jq .committed_advanced_s "$work/failover.json")
+    fo_visible=$(jq .output_visible_s "$work/failover.json")
+    fo_detail=(
+      "standby.replicas $sb, while producing $rate records/s: A$n (alone, fresh dir) restored $a2_restored; B$n (joining, fresh dir) restored $b2_restored"
+      "victim $victim (partitions $vparts), survivor $survivor; session.timeout.ms $session_ms, heartbeat.interval.ms $hb_ms, sink transaction.timeout ${txn_ms} ms"
+      "survivor assigned $in-0 at +$s_assign_s s; restored the victim's partitions ($s_claims claims, $s_secs s of restore) by +$s_restored_s s"
+      "per partition: $(jq -c '[.partitions[] | {p: .partition, committed_s: .committed_advanced_s, visible_s: .output_visible_s}]' "$work/failover.json")"
+    )
+    for l in "${fo_detail[@]}"; do log "  $l"; done
+    fo_rows+=("| **failover, standby.replicas $sb: kill -> committed offsets move** (max over victim partitions) | **$fo_commit s** (survivor restored $s_claims claims of the victim's partitions, $s_secs s) |")
+    fo_rows+=("| failover, standby.replicas $sb: kill -> output visible to read_committed (max) | $fo_visible s |")
+    if [[ $last -eq 0 ]]; then
+      spid=$(cat "$work/$survivor/pid")
+      kill -TERM "$spid" 2>/dev/null || true
+      wait_exit "$spid" 60
+      log "stopped $survivor (rc $exit_rc) before the next failover run"
+    fi
+  }
+  fo_rows=()
+  runs=($standbys)
+  for i in "${!runs[@]}"; do
+    failover_run "$((i + 2))" "${runs[$i]}" "$([[ $i -eq $((${#runs[@]} - 1)) ]] && echo 1 || echo 0)"
   done
-  if owned_partitions "$work/host-a2/log.txt" | grep -qx 0; then victim=host-a2 survivor=host-b2 vpid=$pa2
-  else victim=host-b2 survivor=host-a2 vpid=$pb2; fi
-  vparts=$(owned_partitions "$work/$victim/log.txt" | paste -sd,)
-  log "steady; $victim owns partitions $vparts (incl. 0): SIGKILL it"
-  fo_rc=0
-  disown "$vpid"   # its SIGKILL is the point: no "Killed" job notice
-  bench_java failover --bootstrap "$B" --group "$group" --input "$in" --output "$out" \
-    --partitions "$vparts" --kill-pid "$vpid" --timeout-s 300 >"$work/failover.json" || fo_rc=$?
-  [[ -s "$work/failover.json" ]] || die "failover watcher failed"
-  kill_ms=$(jq .kill_epoch_ms "$work/failover.json")
-  wait_exit "$vpid" 10
-  log "failover: $(jq -c '{committed_advanced_s, output_visible_s}' "$work/failover.json")"
-  [[ $fo_rc -eq 0 ]] || log "WARNING: some partitions did not fail over within 300 s: $(cat "$work/failover.json")"
-
-  # The survivor's side: when it was handed the victim's partitions, what it restored.
-  slog="$work/$survivor/log.txt"
-  s_assign_ms=""
-  while read -r ts rest; do
-    t=$(date -d "$ts" +%s%3N)
-    if ((t >= kill_ms)); then s_assign_ms=$t; break; fi
-  done < <(grep -E "\] assigned $in-0 " "$slog" || true)
-  restored_lines "$slog" | awk -v k="$kill_ms" '$1 >= k' >"$work/$survivor/restored-after-kill.txt"
-  s_restore=$(awk '{ c += $3; s += $4; if ($1 > l) l = $1 } END { printf "%.0f %.2f %.0f", c, s, l }' "$work/$survivor/restored-after-kill.txt")
-  read -r s_claims s_secs s_last <<<"$s_restore"
-  s_assign_s=$([[ -n "$s_assign_ms" ]] && secs "$kill_ms" "$s_assign_ms" || echo "?")
-  s_restored_s=$([[ $s_last -gt 0 ]] && secs "$kill_ms" "$s_last" || echo "?")
-  fo_commit=$(jq .committed_advanced_s "$work/failover.json")
-  fo_visible=$(jq .output_visible_s "$work/failover.json")
-  fo_detail=(
-    "while producing $rate records/s: A2 (alone, fresh dir) restored $a2_restored; B2 (joining, fresh dir) restored $b2_restored"
-    "victim $victim (partitions $vparts), survivor $survivor; session.timeout.ms $session_ms, heartbeat.interval.ms $hb_ms, sink transaction.timeout ${txn_ms} ms"
-    "survivor assigned $in-0 at +$s_assign_s s; restored the victim's partitions ($s_claims claims, $s_secs s of restore) by +$s_restored_s s"
-    "per partition: $(jq -c '[.partitions[] | {p: .partition, committed_s: .committed_advanced_s, visible_s: .output_visible_s}]' "$work/failover.json")"
-  )
-  for l in "${fo_detail[@]}"; do log "  $l"; done
-
   log "stopping the producer; waiting for $survivor to drain the input"
   kill -TERM "$pp" 2>/dev/null || true
   wait_exit "$pp" 60
@@ -366,8 +403,7 @@ fi
   printf '| **restore / raw read** | **%s** |\n' "$ratio"
   printf '| **changelog bytes per id** (log segment files / ids; target <= 24) | **%s** (%s B in %s offsets; key+value as read: %s B/id) |\n' "$bytes_per_id" "$cl_bytes" "$cl_records" "$raw_kv_per_id"
   if [[ $failover -eq 1 ]]; then
-    printf '| **failover, kill -> committed offsets move** (max over victim partitions) | **%s s** |\n' "$fo_commit"
-    printf '| failover, kill -> output visible to read_committed (max) | %s s |\n' "$fo_visible"
+    for r in "${fo_rows[@]}"; do echo "$r"; done
     printf '| detection bound: session.timeout.ms | %s ms |\n' "$session_ms"
   fi
   echo

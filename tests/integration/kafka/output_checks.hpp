@@ -40,7 +40,7 @@ inline long long answer(const RunResult& v, const std::string& key) {
 // Waits (bounded) until every output partition's last stable offset equals its end
 // offset. A host that left by SIGKILL never comes back to fence its transactional.id, so
 // its open transaction pins the output's last stable offset until the broker aborts it
-// (the sink's transaction.timeout, 60 s); a read_committed reader started before that
+// (the sink's transaction.timeout, 10 s by default); a read_committed reader started before that
 // would not see what the other hosts committed behind it.
 inline void wait_output_settled(const std::string& out) {
   const auto t0 = Clock::now();
