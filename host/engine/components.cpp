@@ -93,6 +93,9 @@ Outcome Source::checkpoint(ex_checkpoint* out) {
 }
 Outcome Source::commit(const ex_checkpoint* cp) { CALL(commit, cp); }
 Outcome Source::rewind(const ex_checkpoint* cp) { CALL_REQUIRED(rewind, cp); }
+Outcome Source::pause_partitions(const std::vector<ex_partition>& p, bool paused) {
+  CALL_REQUIRED(pause_partitions, p.data(), p.size(), paused ? 1 : 0);
+}
 Outcome Source::reconfigure(const config::ComponentSpec& spec) {
   return reconfigure_with(vt(), spec, self_, &spec_);
 }

@@ -50,6 +50,8 @@ class Component {
   Component(const Component&) = delete;
   Component& operator=(const Component&) = delete;
   const config::ComponentSpec& spec() const { return spec_; }
+  // The plugin ABI minor its library was built for (what it promises).
+  uint32_t abi_minor() const { return library_ ? (library_->abi_version & 0xffffu) : 0; }
   const std::string& id() const { return binding_->component_id; }
   // A create() failure rendered with the file:line:col of the offending key.
   std::string describe_create_error(const Outcome& o) const;
@@ -72,6 +74,8 @@ class Source : public Component {
   Outcome commit(const ex_checkpoint* cp);
   Outcome rewind(const ex_checkpoint* cp);
   Outcome reconfigure(const config::ComponentSpec& spec);
+  bool can_pause_partitions() const { return vt().pause_partitions != nullptr; }
+  Outcome pause_partitions(const std::vector<ex_partition>& p, bool paused);
 
  private:
   const ex_source_vtable& vt() const { return spec_.component->source; }

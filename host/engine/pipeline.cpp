@@ -163,6 +163,8 @@ std::unique_ptr<HostBinding> Pipeline::binding(const std::string& component_id) 
   b->api.state_write = &Pipeline::cb_state_write;
   b->api.state_position = &Pipeline::cb_state_position;
   b->api.standby = &Pipeline::cb_standby;
+  b->api.hold = &Pipeline::cb_hold;
+  b->api.release = &Pipeline::cb_release;
   return b;
 }
 
@@ -255,6 +257,7 @@ int32_t Pipeline::cb_revoked(void* ctx, const ex_partition* parts, size_t n, ex_
   for (auto& x : copy) {
     log::info(scope, "revoked {}", sv(x.name));
     p->partitions_.erase(x.id);
+    p->held_.forget(x.id);
   }
   return EX_OK;
 }
@@ -310,6 +313,71 @@ int32_t Pipeline::cb_standby(void* ctx, const ex_partition* parts, size_t n, ex_
   if (in == nullptr) return EX_OK;
   in->standby.replace(parts, n);
   return EX_OK;
+}
+
+int32_t Pipeline::cb_hold(void* ctx, const ex_partition* part, ex_error* err) {
+  auto* p = owner_of(ctx);
+  Instance* in = p->current_;
+  auto refuse = [&](const std::string& why) {
+    if (err) {
+      err->code = EX_ERR_UNSUPPORTED;
+      std::snprintf(err->message, sizeof(err->message), "%s", why.c_str());
+    }
+    return int32_t{EX_ERR_UNSUPPORTED};
+  };
+  if (in == nullptr || part == nullptr) return refuse("no running pipeline");
+  if (!in->source || !in->source->can_pause_partitions())
+    return refuse("the source cannot pause single partitions");
+  Outcome probe = in->source->pause_partitions({}, true);  // n == 0: "can you?"
+  if (!probe.ok()) return refuse(probe.message);
+  // A stage holding a partition reads state from its own thread; only a sink built for
+  // 1.2 promises to allow that.
+  if (!in->sink || in->sink->abi_minor() < 2)
+    return refuse("the sink was built for an ABI older than 1.2");
+  p->held_.hold(*part);
+  log::info("pipeline:" + p->spec_.name, "{} holds back {} while it prepares it; the other "
+            "partitions go on", static_cast<HostBinding*>(ctx)->component_id, sv(part->name));
+  return EX_OK;
+}
+
+void Pipeline::cb_release(void* ctx, const ex_partition* part) {
+  if (part != nullptr) owner_of(ctx)->held_.release(part->id);
+}
+
+// After a poll: pauses asked for by holds, resumes of released partitions, and the
+// batch without records of held partitions (the source reports them at their start).
+Outcome Pipeline::apply_holds(Instance& in, ex_batch& b, std::vector<ex_record>& kept) {
+  std::string scope = "pipeline:" + spec_.name;
+  auto to_abi = [](const std::vector<HeldPartitions::Part>& parts) {
+    std::vector<ex_partition> v;
+    for (const auto& x : parts) v.push_back(x.abi());
+    return v;
+  };
+  auto pauses = held_.take_pauses();
+  if (!pauses.empty()) {
+    Outcome o = in.source->pause_partitions(to_abi(pauses), true);
+    if (!o.ok()) return Outcome{EX_ERR_FATAL, "source could not pause a held partition: " + o.message, o.key};
+  }
+  auto resumes = held_.take_resumes();
+  if (!resumes.empty()) {
+    Outcome o = in.source->pause_partitions(to_abi(resumes), false);
+    if (!o.ok()) return Outcome{EX_ERR_FATAL, "source could not resume a held partition: " + o.message, o.key};
+    for (const auto& x : resumes)
+      log::info(scope, "resumed {} at offset {}: its stages are ready", x.name, x.start);
+  }
+  if (held_.empty() || b.count == 0) return {};
+  kept.clear();
+  for (size_t i = 0; i < b.count; ++i) {
+    const ex_record& r = *reinterpret_cast<const ex_record*>(reinterpret_cast<const char*>(b.records) +
+                                                             i * b.record_size);
+    if (!held_.held(r.partition)) kept.push_back(r);
+  }
+  if (kept.size() != b.count) {
+    b.records = kept.data();
+    b.count = kept.size();
+    b.record_size = sizeof(ex_record);
+  }
+  return {};
 }
 
 // Hands the standby set to the stages that keep warm copies: when it changed, and once a
@@ -647,9 +715,11 @@ Pipeline::RunResult Pipeline::run_instance() {
   auto classify = [&](const Outcome& o) {
     return o.code == EX_ERR_CONFIG ? RunResult::failed_permanent : RunResult::failed_retry;
   };
+  held_.clear();
   auto cleanup = [&](RunResult r) {
     current_ = nullptr;
     in.teardown();
+    held_.clear();
     return r;
   };
 
@@ -732,6 +802,7 @@ Pipeline::RunResult Pipeline::run_instance() {
 
   auto interval = std::chrono::milliseconds(spec_.commit_interval_ms);
   int retriable_polls = 0;
+  std::vector<ex_record> held_kept;  // a batch without records of held partitions
   for (;;) {
     apply_reconfigure(in);
     in.round_start = Clock::now();
@@ -758,6 +829,11 @@ Pipeline::RunResult Pipeline::run_instance() {
         break;
       }
       retriable_polls = 0;
+      o = apply_holds(in, b, held_kept);
+      if (!o.ok()) {
+        err = o;
+        break;
+      }
       tick_standby(in);
       if (b.count > 0) {
         in.round_records += b.count;

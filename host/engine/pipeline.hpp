@@ -5,6 +5,7 @@
 #include "config/model.hpp"
 #include "engine/arena.hpp"
 #include "engine/components.hpp"
+#include "engine/held_partitions.hpp"
 #include "metrics/registry.hpp"
 
 #include <atomic>
@@ -70,6 +71,7 @@ class Pipeline {
   Outcome commit_round(Instance& in);
   void abort_round(Instance& in, const std::string& why);
   void tick_standby(Instance& in);
+  Outcome apply_holds(Instance& in, ex_batch& b, std::vector<ex_record>& kept);
   std::string origin(const ex_record& r) const;
   void apply_reconfigure(Instance& in);
   void fail(const std::string& msg);
@@ -91,6 +93,8 @@ class Pipeline {
                                 ex_bytes value, ex_error* err);
   static int64_t cb_state_position(void* ctx, ex_bytes store, const ex_partition* part);
   static int32_t cb_standby(void* ctx, const ex_partition* p, size_t n, ex_error* err);
+  static int32_t cb_hold(void* ctx, const ex_partition* p, ex_error* err);
+  static void cb_release(void* ctx, const ex_partition* p);
   std::unique_ptr<HostBinding> binding(const std::string& component_id);
 
   config::PipelineSpec spec_;
@@ -103,7 +107,9 @@ class Pipeline {
   Stats stats_;
   std::chrono::steady_clock::time_point started_{};
   std::atomic<int64_t> elapsed_ms_{-1};
-  Instance* current_ = nullptr;  // valid while run_instance runs (callbacks use it)
+  // Valid while run_instance runs (callbacks use it; a stage's restore thread may read it).
+  std::atomic<Instance*> current_{nullptr};
+  HeldPartitions held_;  // partitions stages hold back (ABI 1.2)
   // Partitions by id, with owned names for origins and re-issuing to stages.
   struct PartitionInfo {
     std::string name, topic;

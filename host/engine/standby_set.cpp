@@ -30,9 +30,8 @@ void StandbySet::clear() {
 }
 
 bool StandbySet::due(Clock::time_point now) const {
-  if (changed_) return true;
-  if (parts_.empty()) return !last_call_empty_;
-  return now - last_call_ >= kTick;
+  // Every tick even when empty: it is the stages' regular call between rounds.
+  return changed_ || now - last_call_ >= kTick;
 }
 
 const std::vector<ex_partition>& StandbySet::without(const std::function<bool(int32_t)>& assigned) {
@@ -48,7 +47,6 @@ const std::vector<ex_partition>& StandbySet::without(const std::function<bool(in
 void StandbySet::called(Clock::time_point now) {
   changed_ = false;
   last_call_ = now;
-  last_call_empty_ = abi_.empty();
 }
 
 }  // namespace exactly::engine

@@ -20,8 +20,7 @@ class StandbySet {
 
   void replace(const ex_partition* parts, size_t n);
   void clear();
-  // True when the stages should be called now: the set changed, or a tick passed while
-  // it is non-empty (or a previous non-empty set must be withdrawn).
+  // True when the stages should be called now: the set changed, or a tick passed.
   bool due(Clock::time_point now) const;
   // The set minus the partitions `assigned` says are owned here (by id), as ABI structs pointing into
   // this object; valid until the next replace/clear.
@@ -38,7 +37,6 @@ class StandbySet {
   std::vector<Part> parts_;
   std::vector<ex_partition> abi_;
   bool changed_ = false;
-  bool last_call_empty_ = true;
   Clock::time_point last_call_{};
 };
 

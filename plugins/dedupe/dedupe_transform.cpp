@@ -75,6 +75,7 @@ DedupeTransform::DedupeTransform(sdk::Host host, const sdk::Config& config)
 DedupeTransform::~DedupeTransform() {
   // Unwritten claims die with the instance: the source replays them from the last
   // commit and they are claimed again.
+  for (auto& [id, part] : parts_) stop_restore(*part);
   parts_.clear();
   warm_.clear();
 }
@@ -118,7 +119,8 @@ Status DedupeTransform::behind(Part& part, const std::string& what) {
 }
 
 Status DedupeTransform::read_changelog(PartitionStore& store, const sdk::Partition& p,
-                                       int64_t from, Clock::time_point deadline) {
+                                       int64_t from, Clock::time_point deadline,
+                                       const std::atomic<bool>* cancel) {
   const std::string& name = p.name;
   const bool bounded = deadline != Clock::time_point::max();
   Status failure;
@@ -140,6 +142,10 @@ Status DedupeTransform::read_changelog(PartitionStore& store, const sdk::Partiti
       failure = st;
       return false;
     }
+    if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
+      failure = Status::fatal("dedupe: restore of partition " + describe(p) + " cancelled");
+      return false;
+    }
     // A round ends with its meta record: stopping there leaves a consistent store.
     if (bounded && key.kind == ChangelogKind::meta && Clock::now() >= deadline) {
       out_of_time = true;
@@ -155,7 +161,7 @@ Status DedupeTransform::read_changelog(PartitionStore& store, const sdk::Partiti
   return store.finish_restore(std::max(from, last + 1));
 }
 
-Status DedupeTransform::restore(Part& part) {
+Status DedupeTransform::restore(Part& part, const std::atomic<bool>* cancel) {
   const sdk::Partition& p = part.partition;
   const std::string dir = part.store->dir();
   sdk::StateInfo info;
@@ -211,7 +217,7 @@ Status DedupeTransform::restore(Part& part) {
                  changelog_topic_ + " positions " + std::to_string(from) + ".." +
                  std::to_string(info.end));
     host_.gauge("dedupe_restore_remaining", static_cast<double>(info.end - from), part.labels.c_str());
-    st = read_changelog(*part.store, p, from);
+    st = read_changelog(*part.store, p, from, Clock::time_point::max(), cancel);
     if (!st) return st;
   } else {
     st = part.store->finish_restore(info.end);
@@ -223,11 +229,12 @@ Status DedupeTransform::restore(Part& part) {
   const auto deadline = t0 + std::chrono::milliseconds(settings_.changelog_catch_up_ms);
   while (is_behind(part.store->durable(), p.start_offset) &&
          std::chrono::steady_clock::now() < deadline) {
+    if (cancel != nullptr && cancel->load()) return Status::fatal("dedupe: restore cancelled");
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     st = host_.state_open(changelog_topic_, p, info);
     if (!st) return st;
     if (info.end > part.store->durable().changelog) {
-      st = read_changelog(*part.store, p, part.store->durable().changelog);
+      st = read_changelog(*part.store, p, part.store->durable().changelog, Clock::time_point::max(), cancel);
       if (!st) return st;
     }
   }
@@ -297,6 +304,13 @@ Status DedupeTransform::open_partition(const sdk::Partition& p, std::unique_ptr<
   st = decide_changelog();
   if (!st) return st;
   if (use_changelog_) {
+    // A long restore runs in its own thread while the host holds only this partition
+    // back; a short one (or a host that cannot hold) restores here.
+    if (restore_backlog(*part) > kBackgroundRestorePositions && host_.hold(p)) {
+      start_background_restore(*part);
+      out = std::move(part);
+      return Status::ok();
+    }
     st = restore(*part);
     if (st.code() == EX_ERR_UNSUPPORTED && settings_.changelog == ChangelogMode::auto_) {
       host_.info("dedupe: no changelog (" + st.message() + "); stores are local to this host");
@@ -332,10 +346,13 @@ Status DedupeTransform::open_partition(const sdk::Partition& p, std::unique_ptr<
 }
 
 Status DedupeTransform::assign(const std::vector<sdk::Partition>& parts) {
+  Status settled = settle_restores();
+  if (!settled) return settled;
   for (const auto& p : parts) {
     auto it = parts_.find(p.id);
     if (it != parts_.end()) {
       if (it->second->partition.name == p.name) continue;
+      stop_restore(*it->second);
       parts_.erase(it);
     }
     std::unique_ptr<PartitionStore> warm = take_warm(p);
@@ -344,8 +361,9 @@ Status DedupeTransform::assign(const std::vector<sdk::Partition>& parts) {
     Status st = open_partition(p, part, std::move(warm));
     if (!st) return st;
     host_.info("dedupe: opened store " + part->store->dir() + " for partition " + describe(p) +
-               (was_warm ? " (from its standby copy)" : ""));
-    report(*part, now_ms());
+               (was_warm ? " (from its standby copy)" : "") +
+               (part->restoring ? "; restoring it in the background" : ""));
+    if (!part->restoring) report(*part, now_ms());
     parts_[p.id] = std::move(part);
   }
   return Status::ok();
@@ -355,6 +373,7 @@ Status DedupeTransform::revoke(const std::vector<sdk::Partition>& parts) {
   for (const auto& p : parts) {
     auto it = parts_.find(p.id);
     if (it == parts_.end()) continue;
+    stop_restore(*it->second);
     if (!it->second->store->round().empty())
       host_.warn("dedupe: partition " + describe(p) + " revoked with " +
                  std::to_string(it->second->store->round().size()) +
@@ -367,6 +386,8 @@ Status DedupeTransform::revoke(const std::vector<sdk::Partition>& parts) {
 }
 
 Status DedupeTransform::process(const sdk::Batch& in, const sdk::Emitter& out) {
+  Status settled = settle_restores();
+  if (!settled) return settled;
   const size_t n = in.size();
   if (n == 0) return Status::ok();
   items_.resize(n);
@@ -388,6 +409,10 @@ Status DedupeTransform::process(const sdk::Batch& in, const sdk::Emitter& out) {
                              ", which is not assigned to this stage");
       last = found->second.get();
       last_id = r.partition;
+      if (last->restoring)
+        return Status::fatal("dedupe: record at offset " + std::to_string(r.offset) +
+                             " of partition " + describe(last->partition) +
+                             ", which is held back while its store restores");
     }
     it.part = last;
     it.lookup = -1;
@@ -538,7 +563,7 @@ void DedupeTransform::report(Part& p, int64_t now) {
 Status DedupeTransform::positions(const std::vector<sdk::Partition>& parts) {
   for (const auto& p : parts) {
     auto it = parts_.find(p.id);
-    if (it != parts_.end()) it->second->store->read_up_to(p.start_offset);
+    if (it != parts_.end() && !it->second->restoring) it->second->store->read_up_to(p.start_offset);
   }
   return Status::ok();
 }
@@ -561,8 +586,11 @@ Status DedupeTransform::write_changelog(Part& part, const PartitionStore::RoundP
 }
 
 Status DedupeTransform::prepare_commit() {
+  Status settled = settle_restores();
+  if (!settled) return settled;
   const int64_t now = now_ms();
   for (auto& [id, part] : parts_) {
+    if (part->restoring) continue;  // held back: no records, nothing to write
     if (changelog_on()) {
       // The changelog goes into the round's commit; the local copy follows only once
       // the round is committed, so it never holds a claim the changelog lacks.
@@ -583,7 +611,7 @@ Status DedupeTransform::commit() {
   if (!changelog_on()) return Status::ok();
   const int64_t now = now_ms();
   for (auto& [id, part] : parts_) {
-    if (!part->plan) continue;
+    if (part->restoring || !part->plan) continue;
     PartitionStore::RoundPlan plan = std::move(*part->plan);
     part->plan.reset();
     // Not synced: the changelog is the durable copy; a lost tail is restored from it.
@@ -597,6 +625,7 @@ Status DedupeTransform::commit() {
 
 Status DedupeTransform::abort() {
   for (auto& [id, part] : parts_) {
+    if (part->restoring) continue;  // its thread owns the store
     part->plan.reset();
     part->store->drop_round();
   }
@@ -604,6 +633,9 @@ Status DedupeTransform::abort() {
 }
 
 Status DedupeTransform::reconfigure(const sdk::Config& config) {
+  for (auto& [id, part] : parts_)
+    if (part->restoring)  // its thread reads the policies
+      return Status::unsupported("a partition is restoring in the background");
   Settings next = Settings::parse(config);
   std::string what;
   if (!same_store_layout(settings_, next, what)) return Status::unsupported(what);

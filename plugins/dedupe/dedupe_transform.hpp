@@ -8,11 +8,13 @@
 #include <rocksdb/cache.h>
 #include <rocksdb/slice.h>
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -61,6 +63,12 @@ class DedupeTransform final : public sdk::Transform {
     std::vector<rocksdb::PinnableSlice> values;
     std::vector<rocksdb::Status> statuses;
     Counts counts;
+    // A restore in its own thread while the host holds the partition back (ABI 1.2).
+    bool restoring = false;  // pipeline thread's view, until settle_restores() joins
+    std::thread restorer;
+    std::atomic<bool> cancel{false};
+    std::atomic<bool> restored{false};  // the thread is done; restore_result is set
+    sdk::Status restore_result;
   };
   struct Item {
     Part* part = nullptr;
@@ -89,11 +97,22 @@ class DedupeTransform final : public sdk::Transform {
   std::unique_ptr<PartitionStore> take_warm(const sdk::Partition& p);
   sdk::Status open_store(const std::string& dir, bool wipe, std::unique_ptr<PartitionStore>& out);
   // Changelog mode: bring the store up to the changelog's committed end.
-  sdk::Status restore(Part& part);
+  // `cancel` (background restores): stop early with a fatal status when it turns true.
+  sdk::Status restore(Part& part, const std::atomic<bool>* cancel = nullptr);
   // Applies the changelog of `p` from `from` to its committed end; with a deadline,
   // stops at the first round boundary (a meta record) after it.
   sdk::Status read_changelog(PartitionStore& store, const sdk::Partition& p, int64_t from,
-                             Clock::time_point deadline = Clock::time_point::max());
+                             Clock::time_point deadline = Clock::time_point::max(),
+                             const std::atomic<bool>* cancel = nullptr);
+  // Background restores (background_restore.cpp).
+  // Changelog positions between the store and the changelog's end, or -1 if unknown.
+  int64_t restore_backlog(Part& part);
+  void start_background_restore(Part& part);
+  // Joins finished background restores; the first failure is returned (pipeline thread).
+  sdk::Status settle_restores();
+  void stop_restore(Part& part);
+  // More changelog positions than this to read: restore in the background.
+  static constexpr int64_t kBackgroundRestorePositions = 64;
   static int64_t covered_by(const StoreMeta& m);
   bool is_behind(const StoreMeta& m, int64_t start_offset) const;
   // A store (or changelog) behind the committed position: refuse or warn per policy.

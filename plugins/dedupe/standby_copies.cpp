@@ -27,7 +27,11 @@ std::unique_ptr<PartitionStore> DedupeTransform::take_warm(const sdk::Partition&
 }
 
 Status DedupeTransform::standby(const std::vector<sdk::Partition>& parts) {
-  Status st = decide_changelog();
+  // Also the stage's once-a-second tick: a background restore that failed surfaces here
+  // even when no record arrives.
+  Status st = settle_restores();
+  if (!st) return st;
+  st = decide_changelog();
   if (!st) return st;
   if (!use_changelog_ || settings_.standby_budget_ms == 0) return Status::ok();
 

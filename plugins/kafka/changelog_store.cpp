@@ -52,14 +52,31 @@ ChangelogStore::ChangelogStore(sdk::Host host, rd_kafka_t* producer, std::string
       timeout_ms_(std::max<int64_t>(timeout_ms, 5000)) {}
 
 ChangelogStore::~ChangelogStore() {
-  if (reader_ != nullptr) {
-    rd_kafka_assign(reader_, nullptr);
-    rd_kafka_destroy_flags(reader_, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+  for (rd_kafka_t* r : idle_readers_) {
+    rd_kafka_assign(r, nullptr);
+    rd_kafka_destroy_flags(r, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
   }
 }
 
+ChangelogStore::Reader::~Reader() {
+  if (rk_ != nullptr) store_->give_back(rk_);
+}
+
+void ChangelogStore::give_back(rd_kafka_t* rk) {
+  std::lock_guard<std::mutex> g(mu_);
+  idle_readers_.push_back(rk);
+}
+
 rd_kafka_t* ChangelogStore::reader(std::string& error) {
-  if (reader_ != nullptr) return reader_;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    if (!idle_readers_.empty()) {
+      rd_kafka_t* rk = idle_readers_.back();
+      idle_readers_.pop_back();
+      return rk;
+    }
+  }
+  // A restore in a stage's own thread and the pipeline thread's reads each get a consumer.
   char err[512];
   rd_kafka_conf_t* c = rd_kafka_conf_new();
   auto set = [&](const char* k, const char* v) {
@@ -84,13 +101,13 @@ rd_kafka_t* ChangelogStore::reader(std::string& error) {
     rd_kafka_conf_destroy(c);
     return nullptr;
   }
-  reader_ = rd_kafka_new(RD_KAFKA_CONSUMER, c, err, sizeof err);
-  if (reader_ == nullptr) {
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, c, err, sizeof err);
+  if (rk == nullptr) {
     error = err;
     return nullptr;
   }
-  rd_kafka_poll_set_consumer(reader_);
-  return reader_;
+  rd_kafka_poll_set_consumer(rk);
+  return rk;
 }
 
 sdk::Status ChangelogStore::create_topic(const std::string& topic, int partitions) {
@@ -159,6 +176,8 @@ sdk::Status ChangelogStore::check_policy(const std::string& topic) {
 sdk::Status ChangelogStore::ensure_topic(const std::string& topic, const sdk::Partition& part,
                                          bool& created) {
   created = false;
+  // One checker at a time (a stage's restore thread may open changelogs too).
+  std::lock_guard<std::mutex> g(topics_mu_);
   auto known = partitions_.find(topic);
   if (known == partitions_.end()) {
     for (int attempt = 0;; ++attempt) {
@@ -223,7 +242,8 @@ sdk::Status ChangelogStore::open(const std::string& topic, const sdk::Partition&
   sdk::Status st = ensure_topic(topic, part, created);
   if (!st) return st;
   std::string error;
-  rd_kafka_t* rk = reader(error);
+  Reader held(this, reader(error));
+  rd_kafka_t* rk = held.get();
   if (rk == nullptr) return sdk::Status::fatal("kafka sink: changelog reader: " + error);
   int64_t lo = 0, hi = 0;
   rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR__TIMED_OUT;
@@ -245,7 +265,8 @@ sdk::Status ChangelogStore::open(const std::string& topic, const sdk::Partition&
 sdk::Status ChangelogStore::read(const std::string& topic, const sdk::Partition& part, int64_t from,
                                  const sdk::StateRecordFn& fn) {
   std::string error;
-  rd_kafka_t* rk = reader(error);
+  Reader held(this, reader(error));
+  rd_kafka_t* rk = held.get();
   if (rk == nullptr) return sdk::Status::fatal("kafka sink: changelog reader: " + error);
   TplPtr list(rd_kafka_topic_partition_list_new(1));
   rd_kafka_topic_partition_list_add(list.get(), topic.c_str(), part.number)->offset = from;

@@ -11,6 +11,8 @@
 #include <librdkafka/rdkafka.h>
 
 #include <map>
+#include <mutex>
+#include <vector>
 #include <string>
 #include <iterator>
 #include <utility>
@@ -48,13 +50,30 @@ class ChangelogStore {
   sdk::Status ensure_topic(const std::string& topic, const sdk::Partition& part, bool& created);
   sdk::Status create_topic(const std::string& topic, int partitions);
   sdk::Status check_policy(const std::string& topic);
+  // A pooled read_committed consumer, held for one open() or read(): open and read may
+  // run concurrently (ABI 1.2: a stage restoring a held partition in its own thread).
   rd_kafka_t* reader(std::string& error);
+  void give_back(rd_kafka_t* rk);
+  class Reader {
+   public:
+    Reader(ChangelogStore* s, rd_kafka_t* rk) : store_(s), rk_(rk) {}
+    ~Reader();
+    Reader(const Reader&) = delete;
+    Reader& operator=(const Reader&) = delete;
+    rd_kafka_t* get() const { return rk_; }
+
+   private:
+    ChangelogStore* store_;
+    rd_kafka_t* rk_;
+  };
 
   sdk::Host host_;
   rd_kafka_t* producer_;
   std::string connect_, display_;
   int64_t timeout_ms_;
-  rd_kafka_t* reader_ = nullptr;
+  std::mutex mu_;  // idle_readers_
+  std::vector<rd_kafka_t*> idle_readers_;
+  std::mutex topics_mu_;  // partitions_
   char marker_ = 0;
   std::map<std::string, int> partitions_;  // checked topics -> partition count
   using Key = std::pair<std::string, int32_t>;

@@ -362,6 +362,7 @@ void KafkaSource::on_revoke(rd_kafka_topic_partition_list_t* parts) {
     if (it == ids_.end()) continue;
     PartState& p = parts_[static_cast<size_t>(it->second)];
     p.assigned = false;
+    p.held = false;
     p.start = p.next = RD_KAFKA_OFFSET_INVALID;
   }
   drop_pending_of_unassigned();
@@ -415,7 +416,7 @@ sdk::Status KafkaSource::poll(int timeout_ms, std::vector<ex_record>& out, bool&
       continue;
     }
     PartState* p = state_of(m);
-    if (p == nullptr || !p->assigned) {
+    if (p == nullptr || !p->assigned || p->held) {
       rd_kafka_message_destroy(m);
       continue;
     }
@@ -603,6 +604,39 @@ sdk::Status KafkaSource::seek_all(const std::vector<std::pair<PartState*, int64_
     return sdk::Status::retriable(std::string("kafka source: cannot reposition partitions: ") +
                                   rd_kafka_err2str(err));
   if (paused_ && all->cnt > 0) rd_kafka_pause_partitions(rk_, all.get());
+  return sdk::Status::ok();
+}
+
+sdk::Status KafkaSource::pause_partitions(const std::vector<sdk::Partition>& parts, bool paused) {
+  TplPtr list(rd_kafka_topic_partition_list_new(static_cast<int>(parts.size())));
+  std::vector<std::pair<PartState*, int64_t>> targets;
+  for (const auto& x : parts) {
+    auto it = ids_.find({x.topic, x.number});
+    if (it == ids_.end()) continue;
+    PartState& p = parts_[static_cast<size_t>(it->second)];
+    if (!p.assigned) continue;
+    rd_kafka_topic_partition_list_add(list.get(), p.topic.c_str(), p.number);
+    // Nothing of it was handed out while held: it continues (and checkpoints) at the
+    // position the stage was given.
+    p.next = x.start_offset >= 0 ? x.start_offset : RD_KAFKA_OFFSET_INVALID;
+    p.held = paused;
+    if (!paused) targets.emplace_back(&p, x.start_offset >= 0 ? x.start_offset : reset_offset());
+  }
+  if (list->cnt == 0) return sdk::Status::ok();
+  if (paused) {
+    // Records of it already in a batch handed out stay valid; later ones are dropped.
+    rd_kafka_resp_err_t err = rd_kafka_pause_partitions(rk_, list.get());
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+      return sdk::Status::retriable(std::string("kafka source: pause: ") + rd_kafka_err2str(err));
+    return sdk::Status::ok();
+  }
+  sdk::Status st = seek_all(targets);
+  if (!st) return st;
+  if (!paused_) {
+    rd_kafka_resp_err_t err = rd_kafka_resume_partitions(rk_, list.get());
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+      return sdk::Status::retriable(std::string("kafka source: resume: ") + rd_kafka_err2str(err));
+  }
   return sdk::Status::ok();
 }
 

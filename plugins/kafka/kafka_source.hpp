@@ -31,6 +31,7 @@ class KafkaSource final : public sdk::Source, public ClientContext {
   sdk::Status commit(const sdk::Checkpoint& positions) override;
   sdk::Status rewind(const sdk::Checkpoint& positions) override;
   sdk::Status pause(bool paused) override;
+  sdk::Status pause_partitions(const std::vector<sdk::Partition>& parts, bool paused) override;
 
  private:
   struct PartState {
@@ -39,6 +40,7 @@ class KafkaSource final : public sdk::Source, public ClientContext {
     int32_t number = 0;
     int32_t id = 0;
     bool assigned = false;
+    bool held = false;  // paused for a stage (pause_partitions): its records are dropped
     // Position known to be committed (at assignment, after commit/rewind), or
     // RD_KAFKA_OFFSET_INVALID when the group has none yet.
     int64_t start = RD_KAFKA_OFFSET_INVALID;

@@ -243,6 +243,15 @@ typedef struct ex_host_api {
    * member left); it replaces the previous set. The host hands the set to the stages
    * (ex_transform_vtable.standby), leaving out partitions assigned here. */
   int32_t (*standby)(void* ctx, const ex_partition* parts, size_t n, ex_error* err);
+  /* 1.2: a stage holds back a partition it cannot take records of yet (its state is
+   * still being restored, say), so that only that partition waits: call `hold` from
+   * inside assign(); the host pauses the partition at the source, from the assignment's
+   * start_offset, and the other partitions keep flowing. EX_ERR_UNSUPPORTED when the
+   * source cannot pause single partitions: then finish the work before assign()
+   * returns. `release` may be called from any thread once the stage is ready; the host
+   * resumes the partition between rounds. A revocation ends a hold too. */
+  int32_t (*hold)(void* ctx, const ex_partition* part, ex_error* err);
+  void (*release)(void* ctx, const ex_partition* part);
 } ex_host_api;
 
 /* ---------------------------------------------------------------- emitters */
@@ -299,6 +308,14 @@ typedef struct ex_source_vtable {
   int32_t (*pause)(void* self, int32_t paused, ex_error* err);
   /* Apply a new config in place; NULL or EX_ERR_UNSUPPORTED means "restart me". */
   int32_t (*reconfigure)(void* self, const ex_config* config, ex_error* err);
+  /* 1.2, may be NULL. paused != 0: return no records of `parts` from the next poll on
+   * (records of them fetched but not handed out are dropped) and report their position
+   * as their start_offset (-1: none committed yet). paused == 0: continue them from
+   * start_offset. Records of them already returned by the last poll stay valid. The
+   * host calls it with n == 0 (from inside poll) to ask whether single partitions can be
+   * paused: EX_OK or EX_ERR_UNSUPPORTED. */
+  int32_t (*pause_partitions)(void* self, const ex_partition* parts, size_t n, int32_t paused,
+                              ex_error* err);
 } ex_source_vtable;
 
 typedef struct ex_transform_vtable {
@@ -323,8 +340,9 @@ typedef struct ex_transform_vtable {
   int32_t (*positions)(void* self, const ex_partition* parts, size_t n, ex_error* err);
   /* 1.2, may be NULL. The partitions to keep warm copies of (never ones assigned to this
    * instance; start_offset is -1). Called between rounds on the pipeline thread when the
-   * set changes and at least once a second with the same set, so that a stage can bring
-   * its copies up to date a slice at a time: each call delays the round, keep it short.
+   * set changes and at least once a second (also with an empty set), so that a stage can
+   * bring its copies up to date a slice at a time, or notice its own background work:
+   * each call delays the round, keep it short.
    * An error is logged and the pipeline goes on (a standby only saves restore time). A
    * partition later assigned here arrives through assign() as usual. */
   int32_t (*standby)(void* self, const ex_partition* parts, size_t n, ex_error* err);

@@ -286,6 +286,27 @@ class Host {
   Status revoked(const std::vector<Partition>& parts) const {
     return notify(parts, api_ ? api_->partitions_revoked : nullptr);
   }
+  // Stages (ABI 1.2): hold back one partition while its state is being prepared (from
+  // inside assign()); unsupported on an older host or a source that cannot pause one
+  // partition: then prepare it before assign() returns. release() may be called from
+  // any thread once ready.
+  Status hold(const Partition& part) const {
+    if (api_ == nullptr || api_->struct_size < offsetof(ex_host_api, release) + sizeof(api_->release) ||
+        api_->hold == nullptr)
+      return Status::unsupported("the host cannot hold a partition");
+    ex_partition p = part.to_abi();
+    ex_error err{};
+    err.struct_size = sizeof(err);
+    int32_t rc = api_->hold(api_->ctx, &p, &err);
+    return rc == EX_OK ? Status::ok() : Status::error(static_cast<ex_status>(rc), err.message);
+  }
+  void release(const Partition& part) const {
+    if (api_ == nullptr || api_->struct_size < offsetof(ex_host_api, release) + sizeof(api_->release) ||
+        api_->release == nullptr)
+      return;
+    ex_partition p = part.to_abi();
+    api_->release(api_->ctx, &p);
+  }
   // Sources (ABI 1.2): the partitions this instance should keep warm copies of without
   // owning them; replaces the previous set. A no-op on an older host.
   Status standby(const std::vector<Partition>& parts) const {
@@ -394,6 +415,11 @@ class Source {
   virtual Status rewind(const Checkpoint& positions) = 0;
   virtual Status pause(bool) { return Status::ok(); }
   virtual Status reconfigure(const Config&) { return Status::unsupported(); }
+  // ABI 1.2: stop (paused) or continue single partitions; see ex_source_vtable. The
+  // default makes the host answer a stage's hold() with "unsupported".
+  virtual Status pause_partitions(const std::vector<Partition>&, bool /*paused*/) {
+    return Status::unsupported("this source cannot pause single partitions");
+  }
 };
 
 class Transform {
@@ -556,10 +582,14 @@ struct SourceAdapter {
   static int32_t reconfigure(void* s, const ex_config* c, ex_error* err) {
     return guard(err, [&] { return box(s).impl->reconfigure(Config(c)); });
   }
+  static int32_t pause_partitions(void* s, const ex_partition* p, size_t n, int32_t paused,
+                                  ex_error* err) {
+    return guard(err, [&] { return box(s).impl->pause_partitions(partitions_from(p, n), paused != 0); });
+  }
   static const ex_source_vtable* vtable() {
     static const ex_source_vtable vt = {sizeof(ex_source_vtable), &create, &destroy, &open,
                                         &poll, &checkpoint, &commit, &rewind, &pause,
-                                        &reconfigure};
+                                        &reconfigure, &pause_partitions};
     return &vt;
   }
 };

@@ -190,3 +190,29 @@ TEST_F(ChangelogTest, WithoutABudgetThereIsNoStandbyAndTheTakeoverRestoresInFull
   ASSERT_TRUE(b.assign({part(0, "events-0", 100)}).is_ok());
   EXPECT_EQ(metric("dedupe_restored_claims_total"), 100);
 }
+
+// ABI 1.2: a restore longer than a few rounds runs in its own thread while the host holds
+// only that partition back; the stage releases it when the store is ready.
+TEST_F(ChangelogTest, ALongRestoreRunsInItsOwnThreadWhileThePartitionIsHeld) {
+  host_.enable_hold();
+  auto& a = start(on("host-a"));
+  int64_t off = 0;
+  for (int round = 0; round < 80; ++round) {  // 2 changelog records a round: past the threshold
+    std::vector<OwnedRecord> in;
+    for (int i = 0; i < 10; ++i, ++off) in.push_back(event("id-" + std::to_string(off), off));
+    a.process(in);
+    read_up_to(off);
+    commit_round();
+  }
+  stage_.reset();
+  EXPECT_TRUE(host_.held().empty());  // A restored nothing: no hold
+  TransformHarness b(library(), "dedupe", config(on("host-b")), &host_);
+  ASSERT_TRUE(b.ok()) << b.create_status().message();
+  ASSERT_TRUE(b.assign({part(0, "events-0", off)}).is_ok());
+  EXPECT_THAT(host_.held(), ElementsAre("events-0"));
+  ASSERT_TRUE(host_.wait_released("events-0", std::chrono::seconds(30)));
+  ASSERT_TRUE(b.standby({}).is_ok());  // the host's tick: the restore is settled
+  EXPECT_EQ(metric("dedupe_restored_claims_total"), off);
+  EXPECT_THAT(b.process({event("id-0", off), event("id-799", off + 1), event("new", off + 2)}).kept,
+              ElementsAre(2u));
+}

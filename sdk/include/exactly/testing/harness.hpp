@@ -12,6 +12,9 @@
 #include <exactly/plugin_abi.h>
 #include <exactly/sdk.hpp>
 
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -155,6 +158,36 @@ class FakeHost {
   }
   const ex_host_api* api() const { return &api_; }
 
+  // ABI 1.2 holds: a stage may hold back a partition; release() may come from any thread.
+  void enable_hold() {
+    api_.hold = [](void* ctx, const ex_partition* p, ex_error*) {
+      auto* h = static_cast<FakeHost*>(ctx);
+      std::lock_guard<std::mutex> g(h->mu_);
+      h->held_.push_back(sdk::Partition::from(*p).name);
+      return int32_t{EX_OK};
+    };
+    api_.release = [](void* ctx, const ex_partition* p) {
+      auto* h = static_cast<FakeHost*>(ctx);
+      std::lock_guard<std::mutex> g(h->mu_);
+      h->released_.push_back(sdk::Partition::from(*p).name);
+      h->cv_.notify_all();
+    };
+  }
+  std::vector<std::string> held() const {
+    std::lock_guard<std::mutex> g(mu_);
+    return held_;
+  }
+  std::vector<std::string> released() const {
+    std::lock_guard<std::mutex> g(mu_);
+    return released_;
+  }
+  bool wait_released(const std::string& name, std::chrono::milliseconds limit) {
+    std::unique_lock<std::mutex> g(mu_);
+    return cv_.wait_for(g, limit, [&] {
+      return std::find(released_.begin(), released_.end(), name) != released_.end();
+    });
+  }
+
   // An in-memory stand-in for a sink that keeps state changelogs (ABI 1.1), shared by
   // every stage built on this host (two stages = two "hosts" of one cluster). Writes
   // wait for commit_state(), as a transaction would; abort_state() drops them.
@@ -234,6 +267,8 @@ class FakeHost {
   std::string pipeline_;
   ex_host_api api_{};
   mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::string> held_, released_;
   std::map<std::string, std::vector<StateRecord>> state_;
   std::vector<std::pair<std::string, StateRecord>> pending_state_;
   std::map<std::string, int64_t> state_positions_;
@@ -422,6 +457,18 @@ class SourceHarness {
   }
   sdk::Status commit(const sdk::Checkpoint& c) { return cp_call(c, vt_->commit); }
   sdk::Status rewind(const sdk::Checkpoint& c) { return cp_call(c, vt_->rewind); }
+  // ABI 1.2: stop or continue single partitions (start_offset = where to continue).
+  sdk::Status pause_partitions(const std::vector<sdk::Partition>& parts, bool paused) {
+    if (vt_->struct_size < offsetof(ex_source_vtable, pause_partitions) + sizeof(vt_->pause_partitions) ||
+        vt_->pause_partitions == nullptr)
+      return sdk::Status::unsupported("no pause_partitions");
+    std::vector<ex_partition> abi;
+    for (auto& p : parts) abi.push_back(p.to_abi());
+    ex_error e{};
+    e.struct_size = sizeof(e);
+    int32_t rc = vt_->pause_partitions(self_, abi.data(), abi.size(), paused ? 1 : 0, &e);
+    return rc == EX_OK ? sdk::Status::ok() : sdk::Status::error(static_cast<ex_status>(rc), e.message);
+  }
 
  private:
   sdk::Status cp_call(const sdk::Checkpoint& c,
