@@ -14,7 +14,12 @@ const ex_config_field kSourceFields[11] = {
     sdk::required("group.id", EX_CFG_STRING, "Consumer group; committed offsets live here"),
     sdk::required("topics", EX_CFG_LIST, "Topics to consume (a name starting with ^ is a regex)"),
     sdk::field("rdkafka", EX_CFG_MAP,
-               "Any librdkafka consumer property, passed through (e.g. fetch.min.bytes)"),
+               "Any librdkafka consumer property, passed through (e.g. fetch.min.bytes). exactly's "
+               "defaults: auto.offset.reset=earliest, socket.nagle.disable=true, "
+               "partition.assignment.strategy=range, queued.min.messages=1000000 (librdkafka "
+               "2.0.2 stalls a partition for ~1 s each time its prefetch queue reaches that "
+               "count; memory stays bounded by queued.max.messages.kbytes, 64 MiB per "
+               "assigned partition)"),
     sdk::field("batch.size", EX_CFG_INT, "Most records returned by one poll", "10000"),
     sdk::field("poll.timeout", EX_CFG_DURATION, "Longest wait in one poll for the first record",
                "100"),
@@ -132,6 +137,12 @@ KafkaSource::KafkaSource(sdk::Host host, const sdk::Config& cfg) : ClientContext
   b.set("socket.nagle.disable", "true", "rdkafka.socket.nagle.disable");
   b.set("partition.assignment.strategy", "range", "rdkafka.partition.assignment.strategy");
   b.set("enable.partition.eof", "false", "rdkafka.enable.partition.eof");
+  // librdkafka 2.0.2 takes a partition whose local queue reached queued.min.messages off
+  // the fetch list until its broker thread next wakes up (about a second later), so the
+  // default 100000 caps a partition at ~100k records/s (docs/benchmarks.md, "The kafka
+  // source's consumer stalls once a second"). Count high enough that the byte bound,
+  // queued.max.messages.kbytes (64 MiB per assigned partition), is the one that binds.
+  b.set("queued.min.messages", "1000000", "rdkafka.queued.min.messages");
   b.apply_user(user);
   if (cfg.get_bool("static.membership", false)) {
     if (user.count("group.instance.id") != 0)
@@ -486,10 +497,12 @@ sdk::Status KafkaSource::poll(int timeout_ms, std::vector<ex_record>& out, bool&
   if (!msgs_.empty()) host_.counter("kafka_source_records_total", static_cast<double>(msgs_.size()));
   // A bounded run: the topic has been quiet long enough to call it drained.
   report_lag();
-  // The clock runs only while partitions are assigned: joining the group is not idling.
+  // The clock runs only while partitions are assigned and none is held back by a stage
+  // (joining the group or waiting for a restore is not idling).
   if (stop_when_idle_ms_ > 0) {
     bool any = std::any_of(parts_.begin(), parts_.end(), [](const PartState& p) { return p.assigned; });
-    if (!msgs_.empty() || last_record_ms_ == 0 || !any) last_record_ms_ = now_ms();
+    bool held = std::any_of(parts_.begin(), parts_.end(), [](const PartState& p) { return p.held; });
+    if (!msgs_.empty() || last_record_ms_ == 0 || !any || held) last_record_ms_ = now_ms();
     else if (now_ms() - last_record_ms_ >= stop_when_idle_ms_) end_of_input = true;
   }
   return sdk::Status::ok();

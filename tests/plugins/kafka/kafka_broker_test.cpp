@@ -380,3 +380,52 @@ TEST_F(KafkaBroker, LargerExactlyOnceCopyKeepsEveryRecordOnce) {
   EXPECT_EQ(keys.size(), static_cast<size_t>(n));
   EXPECT_EQ(sum(kt::committed(servers(), group, in, 4)), n);
 }
+
+// ABI 1.2 pause_partitions, as the host drives it for a stage holding a partition back:
+// the paused partition yields nothing (and is not "idle"), the other flows; resumed, it
+// continues from the start offset it was given, every record once and in order.
+TEST_F(KafkaBroker, APausedPartitionWaitsThenContinuesFromItsStart) {
+  const std::string in = kt::unique("in"), group = kt::unique("g");
+  create_topic(servers(), in, 2);
+  kt::produce(servers(), in, 0, 200, "a", 0);
+  kt::produce(servers(), in, 0, 200, "b", 1);
+  FakeHost h;
+  kt::Pairs cfg = source_cfg(group, in);
+  cfg.emplace_back("stop.when.idle", "3000");
+  SourceHarness src(lib(), "kafka", cfg, &h);
+  ASSERT_TRUE(src.open().is_ok());
+  std::map<int32_t, int32_t> number_of;  // source id -> partition number
+  std::vector<OwnedRecord> early;
+  const int64_t join_end = kt::now_ms() + 60000;
+  while (h.assigned.size() < 2 && kt::now_ms() < join_end)
+    for (auto& r : src.poll(100)) early.push_back(std::move(r));
+  ASSERT_EQ(h.assigned.size(), 2u);
+  for (auto& p : h.assigned) number_of[p.id] = p.number;
+  exactly::sdk::Partition p0 = h.assigned[0].number == 0 ? h.assigned[0] : h.assigned[1];
+  ASSERT_TRUE(src.pause_partitions({}, true).is_ok()) << "the host's probe";
+  ASSERT_TRUE(src.pause_partitions({p0}, true).is_ok());
+
+  // Records of partition 0 polled before the pause are dropped by the host; partition 1's count.
+  size_t seen1 = 0;
+  for (auto& r : early) seen1 += number_of[r.partition] == 1;
+  bool eoi = false;
+  const int64_t held_until = kt::now_ms() + 7000;  // over twice stop.when.idle
+  while (kt::now_ms() < held_until && !eoi) {
+    for (auto& r : src.poll(100, &eoi)) {
+      EXPECT_EQ(number_of[r.partition], 1) << "a record of the paused partition at " << r.offset;
+      seen1 += number_of[r.partition] == 1;
+    }
+  }
+  EXPECT_FALSE(eoi) << "a held partition is not idle input";
+  EXPECT_EQ(seen1, 200u);
+
+  ASSERT_TRUE(src.pause_partitions({p0}, false).is_ok());
+  std::vector<int64_t> offsets0;
+  const int64_t end = kt::now_ms() + 30000;
+  while (!eoi && kt::now_ms() < end)
+    for (auto& r : src.poll(100, &eoi))
+      if (number_of[r.partition] == 0) offsets0.push_back(r.offset);
+  ASSERT_EQ(offsets0.size(), 200u);
+  for (int64_t i = 0; i < 200; ++i) EXPECT_EQ(offsets0[static_cast<size_t>(i)], i);
+  EXPECT_TRUE(eoi) << "idle once both partitions are drained";
+}
