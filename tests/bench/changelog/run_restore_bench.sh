@@ -42,7 +42,9 @@
 #
 # Options: --claims N (10000000) --size B (40) --prefetch N (1000000; source
 # queued.min.messages, 0 = librdkafka default) --rate R (20000 records/s in phase 2)
-# --standby "0 1" --session-timeout-ms (6000) --heartbeat-ms (2000) --txn-timeout-ms (10000, the sink's
+# --standby "0 1" --session-timeout-ms (6000) --heartbeat-ms (2000)
+# --broker-min-session-ms N (the broker's group.min.session.timeout.ms; Kafka's default
+# 6000 refuses a lower --session-timeout-ms) --txn-timeout-ms (10000, the sink's
 # transaction.timeout) --workdir DIR --keep (keep stores and broker data) --no-failover
 # --no-verify.
 # Binaries: BUILD_DIR (default build/) must hold exactly and plugins/ (build first with
@@ -60,7 +62,7 @@ broker_sh="$root/tests/tools/kafka-broker.sh"
 source "$root/tests/tools/kafka-common.sh"
 
 claims=10000000 size=40 prefetch=1000000 rate=20000 session_ms=6000 hb_ms=2000 txn_ms=10000
-work="" keep=0 failover=1 verify=1 partitions=4 standbys="0 1"
+work="" keep=0 failover=1 verify=1 partitions=4 standbys="0 1" broker_props=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --claims) claims="$2"; shift 2 ;;
@@ -70,6 +72,7 @@ while [[ $# -gt 0 ]]; do
     --session-timeout-ms) session_ms="$2"; shift 2 ;;
     --heartbeat-ms) hb_ms="$2"; shift 2 ;;
     --txn-timeout-ms) txn_ms="$2"; shift 2 ;;
+    --broker-min-session-ms) broker_props+=(--prop "group.min.session.timeout.ms=$2"); shift 2 ;;
     --workdir) work="$2"; shift 2 ;;
     --keep) keep=1; shift ;;
     --no-failover) failover=0; shift ;;
@@ -120,7 +123,7 @@ bench_java() {
 }
 
 log "machine: $(nproc) cores, $(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo), load $(cut -d' ' -f1-3 /proc/loadavg)"
-B="$(KAFKA_HEAP="${KAFKA_HEAP:-1g}" "$broker_sh" start --dir "$broker_dir" | tail -n1)"
+B="$(KAFKA_HEAP="${KAFKA_HEAP:-1g}" "$broker_sh" start --dir "$broker_dir" "${broker_props[@]}" | tail -n1)"
 log "broker $B (dir $broker_dir)"
 data_dir="$broker_dir/node-1/data"
 
