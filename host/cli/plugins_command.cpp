@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 
 namespace exactly::cli {
 namespace {
@@ -23,14 +24,34 @@ const char* type_name(ex_config_type t) {
   return "?";
 }
 
+// Length of the valid UTF-8 sequence at s[i], or 0.
+size_t utf8_len(const std::string& s, size_t i) {
+  auto c = static_cast<unsigned char>(s[i]);
+  size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k)
+    if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return 0;
+  return n;
+}
+
+// A JSON string; bytes that are not UTF-8 (a plugin's doc text, a file name) become
+// U+FFFD, so the output always parses.
 std::string json(const std::string& s) {
   std::string o = "\"";
-  for (unsigned char c : s) {
+  for (size_t i = 0; i < s.size();) {
+    auto c = static_cast<unsigned char>(s[i]);
+    size_t n = utf8_len(s, i);
+    if (n == 0) {
+      o += "\\ufffd";
+      ++i;
+      continue;
+    }
     if (c == '"') o += "\\\"";
     else if (c == '\\') o += "\\\\";
     else if (c == '\n') o += "\\n";
     else if (c < 0x20) o += fmt::format("\\u{:04x}", c);
-    else o += static_cast<char>(c);
+    else o.append(s, i, n);
+    i += n;
   }
   return o + "\"";
 }
@@ -43,7 +64,14 @@ int cmd_plugins(const std::vector<std::string>& args) {
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--json") as_json = true;
     else if (args[i] == "--markdown") as_markdown = true;
-    else if (args[i] == "--plugin-path" && i + 1 < args.size()) dirs.push_back(args[++i]);
+    else if (args[i] == "--plugin-path" && i + 1 < args.size()) {
+      std::error_code ec;
+      if (!std::filesystem::is_directory(args[i + 1], ec)) {
+        std::fprintf(stderr, "exactly plugins: --plugin-path '%s' is not a directory\n", args[i + 1].c_str());
+        return 2;
+      }
+      dirs.push_back(args[++i]);
+    }
     else {
       std::fprintf(stderr, "exactly plugins: unknown argument '%s'\n", args[i].c_str());
       return 2;

@@ -55,8 +55,22 @@ int cmd_run(const std::vector<std::string>& args) {
   bool watch = true;
   for (size_t i = 0; i < args.size(); ++i) {
     const auto& a = args[i];
-    if (a == "--log-level" && i + 1 < args.size()) {
-      std::string l = args[++i];
+    if (a == "--log-level" || a.rfind("--log-level=", 0) == 0) {
+      std::string l;
+      if (a == "--log-level") {
+        if (i + 1 >= args.size()) {
+          std::fprintf(stderr, "exactly run: --log-level needs a value: debug, info, warn or error\n");
+          return 2;
+        }
+        l = args[++i];
+      } else {
+        l = a.substr(std::string("--log-level=").size());
+      }
+      if (l != "debug" && l != "info" && l != "warn" && l != "error") {
+        std::fprintf(stderr, "exactly run: --log-level '%s' is not one of debug, info, warn, error\n",
+                     l.c_str());
+        return 2;
+      }
       log::set_level(l == "debug" ? log::Level::debug
                      : l == "warn" ? log::Level::warn
                      : l == "error" ? log::Level::error
@@ -106,7 +120,11 @@ int cmd_run(const std::vector<std::string>& args) {
                    why.c_str());
       return 2;
     }
-    log::info("host", "metrics on http://{}/metrics", loaded.spec.metrics_listen);
+    // The port actually bound (a configured port 0 means "any free one").
+    std::string host = loaded.spec.metrics_listen.substr(0, loaded.spec.metrics_listen.rfind(':') == std::string::npos
+                                                                ? 0
+                                                                : loaded.spec.metrics_listen.rfind(':'));
+    log::info("host", "metrics on http://{}:{}/metrics", host.empty() ? "127.0.0.1" : host, http.port());
   }
 
   std::unique_ptr<config::Watcher> watcher;

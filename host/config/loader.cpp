@@ -1,11 +1,15 @@
 #include "config/loader.hpp"
 
 #include "config/units.hpp"
+#include "config/yaml_guard.hpp"
 
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <fmt/format.h>
 #include <map>
 #include <set>
@@ -16,6 +20,32 @@ namespace fs = std::filesystem;
 using plugin::Field;
 
 namespace {
+
+bool read_text(const std::string& file, std::string& out) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return false;
+  // Bounded: one byte more than allowed is enough to say it is too big.
+  out.assign(kMaxConfigBytes + 1, '\0');
+  in.read(out.data(), static_cast<std::streamsize>(out.size()));
+  out.resize(static_cast<size_t>(in.gcount()));
+  return !in.bad();
+}
+
+// "PORT", ":PORT" or "HOST:PORT" (what the metrics server accepts); "" when fine.
+std::string listen_problem(const std::string& v) {
+  if (v.empty()) return "empty: give address:port (e.g. 127.0.0.1:9464), or remove the key for no metrics";
+  size_t colon = v.rfind(':');
+  std::string host = colon == std::string::npos ? "" : v.substr(0, colon);
+  std::string port = colon == std::string::npos ? v : v.substr(colon + 1);
+  if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos)
+    return "expected address:port with a port number, e.g. 127.0.0.1:9464";
+  if (std::stoi(port) > 65535) return "port " + port + " is out of range (0-65535)";
+  for (char ch : host)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '-' && ch != ':' &&
+        ch != '[' && ch != ']')
+      return "the address part '" + host + "' is not a host name or IP address";
+  return "";
+}
 
 Mark mark_at(const std::string& file, const YAML::Mark& m) {
   if (m.is_null()) return Mark{file, 0, 0};
@@ -380,6 +410,20 @@ void read_pipeline(const YAML::Node& node, const Mark& at, const std::string& fi
     else plain.push_back(f);
   }
   Checked c = check_fields(plain, pipeline_fields(), context, at, ctx);
+  // Names label logs, metrics, state and transactional ids: printable, no spaces.
+  for (auto& f : flat) {
+    if (f.key != "name" || !f.value.IsScalar()) continue;
+    bool ok = !name.empty() && name.size() <= 200;
+    for (unsigned char ch : name) ok = ok && (std::isalnum(ch) || ch == '-' || ch == '_' || ch == '.');
+    if (!ok) {
+      std::string shown;
+      for (unsigned char ch : name)
+        shown += std::isprint(ch) ? std::string(1, static_cast<char>(ch)) : fmt::format("\\x{:02x}", ch);
+      ctx.error(f.value_mark, fmt::format("{}: key 'name' must be 1-200 letters, digits, '-', '_' "
+                                          "or '.' (it names logs, metrics and state), got '{}'",
+                                          context, shown));
+    }
+  }
   PipelineSpec p;
   p.name = name;
   p.file = file;
@@ -407,9 +451,12 @@ void read_pipeline(const YAML::Node& node, const Mark& at, const std::string& fi
   p.error_policy = pol == "skip" ? ErrorPolicy::skip
                    : pol == "dead-letter" ? ErrorPolicy::dead_letter
                                           : ErrorPolicy::stop;
-  if (p.commit_max_records <= 0)
-    ctx.error(c.marks.count("commit.max.records") ? c.marks["commit.max.records"] : at,
-              fmt::format("{}: key 'commit.max.records' must be positive", context));
+  // Zero would spin a core committing empty rounds (or retrying with no pause).
+  for (const char* k : {"commit.max.records", "commit.interval", "restart.backoff.initial",
+                        "restart.backoff.max"})
+    if (num(k, 1) <= 0)
+      ctx.error(c.marks.count(k) ? c.marks[k] : at,
+                fmt::format("{}: key '{}' must be positive", context, k));
   if (source == nullptr)
     ctx.error(at, fmt::format("{}: missing required key 'source'", context));
   else
@@ -502,13 +549,23 @@ LoadResult load(const std::vector<std::string>& paths, plugin::Registry& registr
   for (auto& file : r.spec.files) {
     Doc d;
     d.file = file;
+    std::string text;
+    if (!read_text(file, text)) {
+      ctx.error(Mark{file, 0, 0}, "cannot read file");
+      continue;
+    }
+    if (auto problem = check_yaml_text(text)) {
+      ctx.error(Mark{file, problem->line, problem->col}, problem->message);
+      continue;
+    }
     try {
-      d.root = YAML::LoadFile(file);
+      auto all = YAML::LoadAll(text);
+      if (auto problem = check_yaml_documents(all, d.root)) {
+        ctx.error(Mark{file, problem->line, problem->col}, problem->message);
+        continue;
+      }
     } catch (const YAML::ParserException& e) {
       ctx.error(mark_at(file, e.mark), fmt::format("malformed YAML: {}", e.msg));
-      continue;
-    } catch (const YAML::BadFile&) {
-      ctx.error(Mark{file, 0, 0}, "cannot read file");
       continue;
     }
     if (d.root.IsNull()) {
@@ -537,6 +594,10 @@ LoadResult load(const std::vector<std::string>& paths, plugin::Registry& registr
         fs::path p(v);
         dirs.push_back((p.is_absolute() ? p : base / p).lexically_normal().string());
       } else if (k == "metrics.listen") {
+        if (std::string why = listen_problem(v); !why.empty()) {
+          ctx.error(c.marks[k], fmt::format("metrics.listen '{}': {}", v, why));
+          continue;
+        }
         if (!r.spec.metrics_listen.empty() && r.spec.metrics_listen != v)
           ctx.error(c.marks[k], fmt::format("metrics.listen is set to '{}' already at {}", v,
                                             r.spec.metrics_mark.str()));

@@ -184,3 +184,85 @@ TEST_F(ValidateTest, PluginCreateErrorNamesKeyLocation) {
 }
 
 }  // namespace
+
+// Hostile files (issue "hardening"): each is refused with file:line and nothing runs.
+TEST_F(ValidateTest, AnAliasBombIsRefusedBeforeItExpands) {
+  // 9 levels of 9 aliases: ~387 million nodes once expanded.
+  std::string bomb = "bomb:\n  l0: &l0 [x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i < 9; ++i) {
+    std::string prev = "*l" + std::to_string(i - 1);
+    bomb += "  l" + std::to_string(i) + ": &l" + std::to_string(i) + " [" + prev;
+    for (int j = 1; j < 9; ++j) bomb += ", " + prev;
+    bomb += "]\n";
+  }
+  auto r = validate(bomb + kGood);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  // Located inside the bomb (lines 2-11), not at the top of the file.
+  auto at = r.err.find(": error: the document expands to more than 100000 YAML nodes");
+  ASSERT_NE(at, std::string::npos) << r.err;
+  auto line_start = r.err.find(file() + ":");
+  ASSERT_NE(line_start, std::string::npos) << r.err;
+  int line = std::stoi(r.err.substr(line_start + file().size() + 1));
+  EXPECT_GE(line, 2) << r.err;
+  EXPECT_LE(line, 11) << r.err;
+}
+
+TEST_F(ValidateTest, ASecondDocumentIsRefusedNotIgnored) {
+  std::string second = kGood;
+  second.replace(second.find("name: good"), 10, "name: other");
+  auto r = validate(std::string(kGood) + "---\n" + second);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  // plugin.path + 10 lines of kGood, then "---" on line 12: the second document's map.
+  EXPECT_NE(r.err.find(file() + ":13:1: error: a second YAML document starts here"), std::string::npos)
+      << r.err;
+}
+
+TEST_F(ValidateTest, AnIndentedFirstKeyIsLocated) {
+  write_file(dir / "p.yaml", "  pipelines:\n    - name: x\nplugin.path: [" + kPluginPath + "]\n");
+  auto r = run(exactly_bin() + " validate " + file(), dir);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find(file() + ":1:3: error: the first key is indented"), std::string::npos) << r.err;
+}
+
+TEST_F(ValidateTest, ACommitIntervalOfZeroIsRefused) {
+  std::string y = kGood;
+  y.insert(y.find("    source:"), "    commit: { interval: 0ms }\n");
+  auto r = validate(y);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("key 'commit.interval' must be positive"), std::string::npos) << r.err;
+}
+
+TEST_F(ValidateTest, MetricsListenMustBeAnAddressAndPort) {
+  for (const std::string bad : {"127.0.0.1:99999", "not-an-address", "''", "a b:80"}) {
+    auto r = validate("metrics.listen: " + bad + "\n" + kGood);
+    EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.err;
+    EXPECT_NE(r.err.find(file() + ":2:17: error: metrics.listen"), std::string::npos) << bad << ": " << r.err;
+  }
+  auto ok = validate("metrics.listen: 127.0.0.1:0\n" + std::string(kGood));
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+}
+
+TEST_F(ValidateTest, APipelineNameMustBePrintableWithoutSpaces) {
+  for (const std::string bad : {"\"\"", "\"two\\nlines\"", "\"with space\"", "\"zero\\u200Bwidth\""}) {
+    std::string y = kGood;
+    y.replace(y.find("name: good"), 10, "name: " + bad);
+    auto r = validate(y);
+    EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.err;
+    EXPECT_NE(r.err.find("key 'name' must be 1-200 letters"), std::string::npos) << bad << ": " << r.err;
+  }
+}
+
+TEST_F(ValidateTest, AnUnknownLogLevelIsRefused) {
+  write_file(dir / "p.yaml", "plugin.path: [" + kPluginPath + "]\n" + kGood);
+  for (const std::string bad : {"--log-level loud", "--log-level DEBUG", "--log-level ''", "--log-level"}) {
+    auto r = run(exactly_bin() + " run --no-watch " + bad + " " + file(), dir);
+    EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.err;
+    EXPECT_NE(r.err.find("--log-level"), std::string::npos) << bad << ": " << r.err;
+  }
+}
+
+TEST_F(ValidateTest, PluginsWithAMissingPluginPathIsAnError) {
+  auto r = run(exactly_bin() + " plugins --plugin-path /nonexistent/plugins", dir);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("'/nonexistent/plugins' is not a directory"), std::string::npos) << r.err;
+}

@@ -1,0 +1,74 @@
+#include "config/yaml_guard.hpp"
+
+#include <fmt/format.h>
+
+namespace exactly::config {
+
+std::optional<YamlProblem> check_yaml_text(const std::string& text) {
+  if (text.size() > kMaxConfigBytes)
+    return YamlProblem{0, 0, fmt::format("file is over {} bytes, the most a pipeline file may "
+                                         "have (split it into several files)",
+                                         kMaxConfigBytes)};
+  int line = 0;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    ++line;
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    std::string_view l(text.data() + pos, end - pos);
+    pos = end + 1;
+    size_t first = l.find_first_not_of(" \t\r");
+    if (first == std::string_view::npos || l[first] == '#') continue;
+    if (first == 0 && (l.substr(0, 3) == "---" || l[0] == '%')) continue;  // document start, directive
+    if (first > 0)
+      return YamlProblem{line, static_cast<int>(first) + 1,
+                         "the first key is indented: top-level keys start in column 1 (an "
+                         "indented first block makes YAML readers drop what follows its end)"};
+    break;
+  }
+  return std::nullopt;
+}
+
+namespace {
+// Counts nodes with aliases expanded, stopping once over the budget; `where` is the
+// node the budget ran out at (inside the repeated part).
+bool within(const YAML::Node& n, size_t& left, YAML::Mark& where) {
+  if (left == 0) {
+    where = n.Mark();
+    return false;
+  }
+  --left;
+  if (n.IsMap()) {
+    for (auto it = n.begin(); it != n.end(); ++it)
+      if (!within(it->first, left, where) || !within(it->second, left, where)) return false;
+  } else if (n.IsSequence()) {
+    for (auto it = n.begin(); it != n.end(); ++it)
+      if (!within(*it, left, where)) return false;
+  }
+  return true;
+}
+}  // namespace
+
+std::optional<YamlProblem> check_yaml_documents(const std::vector<YAML::Node>& docs, YAML::Node& doc) {
+  doc = YAML::Node();
+  bool have = false;
+  for (const auto& d : docs) {
+    if (d.IsNull()) continue;
+    if (have)
+      return YamlProblem{d.Mark().line + 1, d.Mark().column + 1,
+                         "a second YAML document starts here: a pipeline file holds one document "
+                         "(put every pipeline in its 'pipelines' list, or use several files)"};
+    doc = d;
+    have = true;
+  }
+  size_t left = kMaxYamlNodes;
+  YAML::Mark where = doc.Mark();
+  if (have && !within(doc, left, where))
+    return YamlProblem{where.line + 1, where.column + 1,
+                       fmt::format("the document expands to more than {} YAML nodes (aliases "
+                                   "repeating aliases?); refusing to read it",
+                                   kMaxYamlNodes)};
+  return std::nullopt;
+}
+
+}  // namespace exactly::config

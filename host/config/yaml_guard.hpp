@@ -1,0 +1,29 @@
+// Checks a pipeline file's YAML before anything reads it, so that nothing in it is
+// silently ignored and no file can exhaust the host: bounded size, one document, no
+// indented first key (yaml-cpp would drop whatever follows the dedent), and a bounded
+// expansion (an alias bomb is a few lines that expand to billions of nodes).
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstddef>
+#include <optional>
+#include <string>
+
+namespace exactly::config {
+
+struct YamlProblem {
+  int line = 0, col = 0;  // 1-based; 0 = the whole file
+  std::string message;
+};
+
+constexpr size_t kMaxConfigBytes = 4u << 20;
+constexpr size_t kMaxYamlNodes = 100000;
+
+// Before parsing: size and the first key's column.
+std::optional<YamlProblem> check_yaml_text(const std::string& text);
+// After parsing: at most one non-empty document, and at most kMaxYamlNodes nodes once
+// aliases are expanded. Returns the document to use in `doc`.
+std::optional<YamlProblem> check_yaml_documents(const std::vector<YAML::Node>& docs, YAML::Node& doc);
+
+}  // namespace exactly::config
