@@ -6,7 +6,9 @@
 #include "metrics/registry.hpp"
 #include "util/log.hpp"
 
+#include <atomic>
 #include <csignal>
+#include <thread>
 #include <cstdio>
 #include <ctime>
 #include <memory>
@@ -158,7 +160,22 @@ int cmd_run(const std::vector<std::string>& args) {
       usleep(200 * 1000);
     }
   }
-  sup.join_all();
+  // Tearing down (consumers leaving their groups, plugins closing) can take seconds; a
+  // second signal meanwhile still means "exit now".
+  std::atomic<bool> joined{false};
+  std::thread joiner([&] {
+    sup.join_all();
+    joined = true;
+  });
+  while (!joined) {
+    timespec tick{0, 50 * 1000 * 1000};
+    int sig = sigtimedwait(&set, nullptr, &tick);
+    if ((sig == SIGINT || sig == SIGTERM) && ++signals > 1) {
+      log::error("host", "second signal: exiting without waiting for the pipelines to close");
+      std::_Exit(130);
+    }
+  }
+  joiner.join();
   std::fprintf(stdout, "\n%s", engine::render_summary(sup.all()).c_str());
   std::fflush(stdout);
   return sup.any_failed() ? 1 : 0;

@@ -849,8 +849,7 @@ Pipeline::RunResult Pipeline::run_instance() {
     if (!err.ok()) {
       abort_round(in, err.message);
       if (err.code == EX_ERR_CONFIG) {
-        fail(err.message);
-        log::error(scope, "stopped: {}", err.message);
+        fail(err.message);  // logged by thread_main
         return cleanup(RunResult::failed_permanent);
       }
       if (err.code != EX_ERR_RETRIABLE && err.code != EX_ERR_ABORTABLE) {
@@ -881,6 +880,9 @@ void Pipeline::thread_main() {
     uint64_t commits_before = stats_.commits.load();
     RunResult r = run_instance();
     metrics::global().set("pipeline_up", labels(), 0);
+    // Said on stderr too, not only in the summary: create/open failures included.
+    if (r == RunResult::failed_permanent)
+      log::error(scope, "failed, not restarted (fix the configuration): {}", error());
     if (r == RunResult::finished) {
       state_ = State::finished;
       break;

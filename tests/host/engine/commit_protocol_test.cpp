@@ -153,4 +153,18 @@ TEST(Shutdown, SigtermCommitsTheRunningRound) {
   EXPECT_NE(read_file(dir / "log.txt").find("finishing and committing"), std::string::npos);
 }
 
+TEST(Shutdown, ASecondSignalWhileThePipelinesCloseExitsAt130) {
+  auto dir = temp_dir("sigterm");
+  // The sink takes 3 s to close: the second SIGTERM lands while the host tears down.
+  write_file(dir / "p.yaml", pipeline_yaml(dir / "out.txt", 50000000, ", close.delay.ms: 3000"));
+  Child c({exactly_bin(), "run", (dir / "p.yaml").string()}, dir / "log.txt");
+  for (int i = 0; i < 200 && parse_output(dir / "out.txt").rounds < 2; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  c.kill(SIGTERM);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  c.kill(SIGTERM);
+  EXPECT_EQ(c.wait(), 130) << read_file(dir / "log.txt");
+  EXPECT_NE(read_file(dir / "log.txt").find("second signal"), std::string::npos) << read_file(dir / "log.txt");
+}
+
 }  // namespace
