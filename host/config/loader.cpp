@@ -305,6 +305,8 @@ const std::vector<Field>& file_fields() {
   static const std::vector<Field> f = {
       fld("plugin.path", EX_CFG_LIST, nullptr, "directories with plugin libraries"),
       fld("metrics.listen", EX_CFG_STRING, nullptr, "address:port for Prometheus metrics"),
+      fld("plugin.insecure", EX_CFG_BOOL, "false",
+          "load plugins from directories or files that other users can write (refused by default)"),
       fld("pipelines", EX_CFG_LIST, nullptr, "pipeline definitions"),
   };
   return f;
@@ -371,8 +373,11 @@ bool read_component(const YAML::Node& node, const Mark& at, ex_component_kind ki
                                   plugin::kind_name(kind), out->plugin, plugin::kind_name(kind),
                                   list.empty() ? "none" : list);
     if (!reg.failures().empty())
-      msg += fmt::format("; {} librar{} on plugin.path failed to load, see `exactly plugins`",
-                         reg.failures().size(), reg.failures().size() == 1 ? "y" : "ies");
+      msg += fmt::format("; {} librar{} or director{} on plugin.path failed to load (first: {}: "
+                         "{}), see `exactly plugins`",
+                         reg.failures().size(), reg.failures().size() == 1 ? "y" : "ies",
+                         reg.failures().size() == 1 ? "y" : "ies", reg.failures()[0].path,
+                         reg.failures()[0].reason);
     ctx.error(at, msg);
     return false;
   }
@@ -583,14 +588,18 @@ LoadResult load(const std::vector<std::string>& paths, plugin::Registry& registr
 
   // plugin.path first, so components can be resolved.
   std::vector<std::string> dirs;
+  bool insecure = false;
   for (auto& d : docs) {
     std::vector<Flat> top;
     for (auto& f : d.flat)
       if (f.key != "pipelines") top.push_back(f);
     Checked c = check_fields(top, file_fields(), "top level", Mark{d.file, 1, 1}, ctx);
-    fs::path base = fs::path(d.file).parent_path();
+    std::error_code abs_ec;
+    fs::path base = fs::absolute(d.file, abs_ec).parent_path();
     for (auto& [k, v] : c.values) {
-      if (k == "plugin.path") {
+      if (k == "plugin.insecure") {
+        insecure = insecure || v == "true";
+      } else if (k == "plugin.path") {
         fs::path p(v);
         dirs.push_back((p.is_absolute() ? p : base / p).lexically_normal().string());
       } else if (k == "metrics.listen") {
@@ -608,6 +617,7 @@ LoadResult load(const std::vector<std::string>& paths, plugin::Registry& registr
   }
   for (auto& d : plugin::default_plugin_path()) dirs.push_back(d);
   r.spec.plugin_path = dirs;
+  registry.set_insecure(insecure);
   registry.scan(dirs);
 
   for (auto& d : docs) {

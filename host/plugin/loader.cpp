@@ -1,4 +1,5 @@
 #include "plugin/loader.hpp"
+#include "plugin/trust.hpp"
 
 #include <boost/dll/runtime_symbol_info.hpp>
 #include <algorithm>
@@ -112,6 +113,11 @@ std::shared_ptr<Library> Registry::load(const std::string& path, std::string* wh
     if (why_out) *why_out = reason;
     return nullptr;
   };
+  // Loading runs the library's constructors: only a plugin's, never any .so's.
+  if (!exports_symbol(path, EX_PLUGIN_ENTRY_SYMBOL, &why))
+    return fail(why.empty() ? fmt::format("not an exactly plugin: no exported function '{}'",
+                                          EX_PLUGIN_ENTRY_SYMBOL)
+                            : "cannot load: " + why);
   auto lib = std::make_shared<Library>();
   lib->path = path;
   try {
@@ -168,6 +174,12 @@ void Registry::scan(const std::vector<std::string>& dirs) {
   for (const auto& d : dirs) {
     searched_.push_back(d);
     std::error_code ec;
+    if (!insecure_) {
+      if (std::string why = untrusted_reason(d, true); !why.empty()) {
+        failures_.push_back({d.empty() ? "(empty)" : d, why});
+        continue;
+      }
+    }
     if (!fs::is_directory(d, ec)) continue;
     std::vector<fs::path> files;
     for (auto& e : fs::directory_iterator(d, ec))
@@ -176,6 +188,12 @@ void Registry::scan(const std::vector<std::string>& dirs) {
     for (auto& f : files) {
       auto canon = fs::weakly_canonical(f).string();
       if (!seen.insert(canon).second) continue;
+      if (!insecure_) {
+        if (std::string why = untrusted_reason(f.string(), false); !why.empty()) {
+          failures_.push_back({f.string(), why});
+          continue;
+        }
+      }
       load(f.string());
     }
   }
@@ -205,7 +223,8 @@ std::vector<std::string> default_plugin_path() {
     while (pos <= s.size()) {
       size_t c = s.find(':', pos);
       if (c == std::string::npos) c = s.size();
-      if (c > pos) out.push_back(s.substr(pos, c - pos));
+      // Empty elements are kept: scan() refuses them (they would mean ".").
+      out.push_back(s.substr(pos, c - pos));
       pos = c + 1;
     }
   }

@@ -61,6 +61,8 @@ class Registry {
   // Scans each directory (non-recursive) for *.so and loads every plugin found.
   // Failures are recorded, not thrown: one bad library must not hide the others.
   void scan(const std::vector<std::string>& dirs);
+  // Load from directories and files that others can write (plugin.insecure: true).
+  void set_insecure(bool on) { insecure_ = on; }
   // Loads one library; returns nullptr and records the failure on error.
   std::shared_ptr<Library> load(const std::string& path, std::string* why = nullptr);
 
@@ -77,6 +79,7 @@ class Registry {
   const std::vector<std::string>& searched() const { return searched_; }
 
  private:
+  bool insecure_ = false;
   std::vector<std::shared_ptr<Library>> libs_;
   std::vector<LoadFailure> failures_;
   std::vector<std::string> searched_;

@@ -69,7 +69,8 @@ TEST(PluginLoader, UnknownPluginMessageMentionsLoadFailures) {
   plugin::Registry reg;
   auto r = config::load({(dir / "p.yaml").string()}, reg);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.errors[0].message.find("2 libraries on plugin.path failed to load"), std::string::npos)
+  EXPECT_NE(r.errors[0].message.find("2 libraries or directories on plugin.path failed to load (first: "),
+            std::string::npos)
       << r.errors[0].message;
 }
 
