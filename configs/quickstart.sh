@@ -3,6 +3,9 @@
 # generator -> topic "events" -> dedupe -> topic "events-unique". No services needed.
 # Safe to run again: each run starts from an empty embedded broker and empty state.
 set -euo pipefail
+# The host refuses plugins that others can write (docs/operations.md): build them
+# owner-writable whatever the caller's umask.
+umask 022
 cd "$(dirname "$0")/.."
 tests/tools/install-deps.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

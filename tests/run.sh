@@ -4,6 +4,9 @@
 #   tests/run.sh               default suite (fast tests + one real crash cycle per claim)
 #   EXACTLY_HEAVY=1 tests/run.sh   adds the heavy crash runs (>= 1M records, >= 20 kills)
 set -euo pipefail
+# The host refuses plugins that others can write (docs/operations.md): build them
+# owner-writable whatever the caller's umask.
+umask 022
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
