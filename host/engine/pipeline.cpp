@@ -386,16 +386,15 @@ void Pipeline::tick_standby(Instance& in) {
   auto now = StandbySet::Clock::now();
   if (!in.standby.due(now)) return;
   const auto& parts = in.standby.without([&](int32_t id) { return partitions_.count(id) != 0; });
-  std::vector<ex_partition> copy(parts.begin(), parts.end());
   for (auto& t : in.transforms) {
     if (!t->has_standby()) continue;
-    Outcome o = t->standby(copy);
+    Outcome o = t->standby(parts);
     if (!o.ok() && in.standby_failures++ % 30 == 0)
       log::warn("pipeline:" + spec_.name, "{} could not keep its standby copies warm ({}); "
                 "a partition moving here restores in full", t->id(), o.message);
   }
   in.standby.called(now);
-  metrics::global().set("standby_partitions", labels(), static_cast<double>(copy.size()));
+  metrics::global().set("standby_partitions", labels(), static_cast<double>(parts.size()));
 }
 
 // ---------------------------------------------------------------- record path

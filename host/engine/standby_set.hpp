@@ -26,7 +26,6 @@ class StandbySet {
   // this object; valid until the next replace/clear.
   const std::vector<ex_partition>& without(const std::function<bool(int32_t)>& assigned);
   void called(Clock::time_point now);
-  size_t size() const { return parts_.size(); }
 
  private:
   struct Part {

@@ -41,7 +41,7 @@
 # with kafka-tool.sh verify --mode dedupe (skip with --no-verify).
 #
 # Options: --claims N (10000000) --size B (40) --prefetch N (1000000; source
-# queued.min.messages, 0 = librdkafka default) --rate R (20000 records/s in phase 2)
+# queued.min.messages, 0 = the source's default, also 1000000) --rate R (20000 records/s in phase 2)
 # --standby "0 1" --session-timeout-ms (6000) --heartbeat-ms (2000)
 # --broker-min-session-ms N (the broker's group.min.session.timeout.ms; Kafka's default
 # 6000 refuses a lower --session-timeout-ms) --txn-timeout-ms (10000, the sink's

@@ -22,6 +22,12 @@ inline double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+inline int count_of(const std::string& text, const std::string& needle) {
+  int n = 0;
+  for (size_t p = text.find(needle); p != std::string::npos; p = text.find(needle, p + 1)) ++n;
+  return n;
+}
+
 inline std::string tail_of(const std::string& s, size_t n) {
   return s.size() > n ? "..." + s.substr(s.size() - n) : s;
 }

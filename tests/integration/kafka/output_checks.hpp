@@ -66,4 +66,20 @@ inline void expect_markers_visible(const std::string& out) {
   EXPECT_EQ(m.exit_code, 0) << m.out << m.err;
 }
 
+// The independent reader's verdict on a dedupe pipeline's output: every distinct input
+// id exactly once, with its first payload, nothing else. Returns the answer for more checks.
+inline RunResult expect_dedupe_exactly_once(const std::string& in, const std::string& out,
+                                            long long records) {
+  auto v = kafka_tool("verify --input-topic " + in + " --output-topic " + out +
+                          " --mode dedupe --expect-input " + std::to_string(records),
+                      false);
+  std::printf("independent reader: %s%s", v.out.c_str(), tail_of(v.err, 3000).c_str());
+  EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
+  EXPECT_EQ(answer(v, "missing"), 0);
+  EXPECT_EQ(answer(v, "duplicated"), 0);
+  EXPECT_EQ(answer(v, "wrong_payload"), 0);
+  EXPECT_EQ(answer(v, "extra"), 0);
+  return v;
+}
+
 }  // namespace exactly::test

@@ -281,15 +281,7 @@ TEST(ScaleOut, DedupeExactlyOnceAcrossHostsKillsJoinsAndLeaves) {
   Outcome o = run_scale_out(sc);
   wait_output_settled(o.out);
 
-  auto v = kafka_tool("verify --input-topic " + o.in + " --output-topic " + o.out +
-                          " --mode dedupe --expect-input " + std::to_string(sc.records),
-                      false);
-  std::printf("independent reader: %s%s", v.out.c_str(), tail_of(v.err, 3000).c_str());
-  EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
-  EXPECT_EQ(answer(v, "missing"), 0);
-  EXPECT_EQ(answer(v, "duplicated"), 0);
-  EXPECT_EQ(answer(v, "wrong_payload"), 0);
-  EXPECT_EQ(answer(v, "extra"), 0);
+  auto v = expect_dedupe_exactly_once(o.in, o.out, sc.records);
   EXPECT_LT(answer(v, "distinct_ids"), answer(v, "input"));
   expect_markers_visible(o.out);
   if (o.catch_up_s >= 0) std::printf("catch-up time: %.1f s\n", o.catch_up_s);
@@ -298,12 +290,8 @@ TEST(ScaleOut, DedupeExactlyOnceAcrossHostsKillsJoinsAndLeaves) {
   int background = 0, warm = 0;
   for (auto& h : o.hosts) {
     std::string log = read_file(h->log());
-    for (size_t p = log.find("restoring it in the background"); p != std::string::npos;
-         p = log.find("restoring it in the background", p + 1))
-      ++background;
-    for (size_t p = log.find("(from its standby copy)"); p != std::string::npos;
-         p = log.find("(from its standby copy)", p + 1))
-      ++warm;
+    background += count_of(log, "restoring it in the background");
+    warm += count_of(log, "(from its standby copy)");
   }
   std::printf("background restores: %d, takeovers from standby copies: %d\n", background, warm);
   EXPECT_GT(background, 0) << "no partition was restored in the background";
