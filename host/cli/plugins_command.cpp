@@ -1,4 +1,5 @@
 #include "cli/commands.hpp"
+#include "config/loader.hpp"
 #include "plugin/loader.hpp"
 
 #include <fmt/format.h>
@@ -126,26 +127,34 @@ int cmd_plugins(const std::vector<std::string>& args) {
         "schemas; `tests/docs` fails when this file and the schemas differ. Nested YAML maps "
         "are dotted keys: `retention: { max.keys: 5 }` is `retention.max.keys`. Durations take "
         "`ms`, `s`, `m`, `h`, `d`; sizes take `KiB`, `MiB`, `GiB` (or `KB`, `MB`, `GB`).\n";
+    auto table = [&](const std::vector<plugin::Field>& fields) {
+      o += "| key | type | default | description |\n|---|---|---|---|\n";
+      for (auto& f : fields) {
+        if (f.type == EX_CFG_MAP && !f.has_default) continue;  // sub-components, own sections
+        std::string d = f.required ? "**required**" : f.has_default ? "`" + f.default_value + "`" : "";
+        if (f.has_default && f.default_value.empty()) d = "`\"\"`";
+        std::string doc = f.doc;
+        if (!f.allowed.empty()) {
+          std::string a;
+          for (auto& x : f.allowed) a += (a.empty() ? "" : ", ") + ("`" + x + "`");
+          doc += " One of: " + a + ".";
+        }
+        for (auto& ch : doc)
+          if (ch == '|') ch = '/';
+        o += fmt::format("| `{}` | {} | {} | {} |\n", f.key, type_name(f.type), d, doc);
+      }
+    };
+    o += "\n## Host\n\n### top level of a file\n\n";
+    table(config::file_fields());
+    o += "\n### a pipeline (an entry of `pipelines`)\n\n";
+    table(config::pipeline_fields());
     auto libs = reg.libraries();
     std::sort(libs.begin(), libs.end(), [](auto& a, auto& b) { return a->name < b->name; });
     for (auto& lib : libs) {
       o += fmt::format("\n## Plugin `{}`\n", lib->name);
       for (auto& c : lib->components) {
         o += fmt::format("\n### {} `{}`\n\n{}\n\n", plugin::kind_name(c.kind), c.name, c.doc);
-        o += "| key | type | default | description |\n|---|---|---|---|\n";
-        for (auto& f : c.fields) {
-          std::string d = f.required ? "**required**" : f.has_default ? "`" + f.default_value + "`" : "";
-          if (f.has_default && f.default_value.empty()) d = "`\"\"`";
-          std::string doc = f.doc;
-          if (!f.allowed.empty()) {
-            std::string a;
-            for (auto& x : f.allowed) a += (a.empty() ? "" : ", ") + ("`" + x + "`");
-            doc += " One of: " + a + ".";
-          }
-          for (auto& ch : doc)
-            if (ch == '|') ch = '/';
-          o += fmt::format("| `{}` | {} | {} | {} |\n", f.key, type_name(f.type), d, doc);
-        }
+        table(c.fields);
       }
     }
     std::fputs(o.c_str(), stdout);

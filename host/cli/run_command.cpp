@@ -1,10 +1,14 @@
 #include "cli/commands.hpp"
 #include "config/loader.hpp"
 #include "config/watcher.hpp"
+#include "engine/fatal_signal.hpp"
+#include "engine/plugin_call.hpp"
+#include "engine/stage_watchdog.hpp"
 #include "engine/supervisor.hpp"
 #include "metrics/http_server.hpp"
 #include "metrics/registry.hpp"
 #include "util/log.hpp"
+#include "util/secrets.hpp"
 
 #include <atomic>
 #include <csignal>
@@ -44,6 +48,7 @@ void reload(const std::vector<std::string>& paths, engine::Supervisor& sup, cons
     metrics::global().set("config_last_reload_success", {}, 0);
     return;
   }
+  log::info("reload", "{}: valid; applying (pipelines that go or change are drained first)", why);
   auto rep = sup.apply(r.spec);
   log::info("reload", "{}: applied: {}", why, rep.str());
   metrics::global().add("config_reloads_total", {{"result", "ok"}}, 1);
@@ -93,6 +98,8 @@ int cmd_run(const std::vector<std::string>& args) {
     std::fprintf(stderr, "exactly run: give at least one file or directory\n");
     return 2;
   }
+  // A crash names its pipeline, stage and library on stderr before the process dies.
+  engine::install_fatal_signal_report();
   // Signals are taken synchronously by this thread only; pipeline threads inherit
   // the blocked mask.
   sigset_t set;
@@ -132,6 +139,8 @@ int cmd_run(const std::vector<std::string>& args) {
   std::unique_ptr<config::Watcher> watcher;
   if (watch) watcher = std::make_unique<config::Watcher>(paths);
 
+  engine::StageWatchdog watchdog(loaded.spec.stage_timeout_ms);
+  const int64_t shutdown_timeout_ms = loaded.spec.shutdown_timeout_ms;
   engine::Supervisor sup;
   auto rep = sup.apply(loaded.spec);
   log::info("host", "started {} pipeline(s) from {} file(s){}", rep.added.size(),
@@ -139,8 +148,18 @@ int cmd_run(const std::vector<std::string>& args) {
 
   int signals = 0;
   bool stopping = false;
+  int64_t stop_deadline = 0;  // steady ms; set by the first stop signal
+  // Past shutdown.timeout a stop does not wait for a hung plugin: say what is stuck, exit.
+  auto check_deadline = [&] {
+    if (stop_deadline == 0 || engine::steady_ms() < stop_deadline) return;
+    log::error("host", "the pipelines did not stop within shutdown.timeout ({} s); still running:\n{}"
+               "exiting with code 3 without committing them (their rounds are replayed on the next start)",
+               shutdown_timeout_ms / 1000.0, engine::describe(engine::calls_running_longer_than(0)));
+    std::_Exit(3);
+  };
   // Runs while any pipeline runs; a reload that starts new ones keeps it going.
   while (sup.any_running()) {
+    check_deadline();
     timespec zero{0, 0};
     int sig = sigtimedwait(&set, nullptr, &zero);
     if (sig == SIGINT || sig == SIGTERM) {
@@ -150,6 +169,7 @@ int cmd_run(const std::vector<std::string>& args) {
       }
       log::info("host", "signal {}: finishing and committing the running round", sig);
       stopping = true;
+      stop_deadline = engine::steady_ms() + shutdown_timeout_ms;
       sup.request_stop_all();
     } else if (sig == SIGHUP && !stopping) {
       reload(paths, sup, "SIGHUP");
@@ -167,7 +187,9 @@ int cmd_run(const std::vector<std::string>& args) {
     sup.join_all();
     joined = true;
   });
+  if (stop_deadline == 0) stop_deadline = engine::steady_ms() + shutdown_timeout_ms;
   while (!joined) {
+    check_deadline();
     timespec tick{0, 50 * 1000 * 1000};
     int sig = sigtimedwait(&set, nullptr, &tick);
     if ((sig == SIGINT || sig == SIGTERM) && ++signals > 1) {
@@ -176,7 +198,7 @@ int cmd_run(const std::vector<std::string>& args) {
     }
   }
   joiner.join();
-  std::fprintf(stdout, "\n%s", engine::render_summary(sup.all()).c_str());
+  std::fprintf(stdout, "\n%s", secrets::scrub(engine::render_summary(sup.all())).c_str());
   std::fflush(stdout);
   return sup.any_failed() ? 1 : 0;
 }

@@ -1,6 +1,8 @@
 #include "config/loader.hpp"
 
+#include "config/interpolate.hpp"
 #include "config/units.hpp"
+#include "util/secrets.hpp"
 #include "config/yaml_guard.hpp"
 
 #include <yaml-cpp/yaml.h>
@@ -77,6 +79,42 @@ const char* node_kind(const YAML::Node& n) {
 
 // Flattens nested maps into dotted keys. Keys in `stop` are kept whole (their value
 // is handed back as a node: sub-components, lists of transforms).
+// A scalar's (or a list's scalars') ${...} references resolved (interpolate.hpp); values
+// of secret-named keys and values read from files are remembered as secrets.
+std::string resolve_scalar(const std::string& text, const std::string& key, const Mark& at, Ctx& ctx) {
+  Interpolated r = interpolate(text);
+  if (!r.error.empty()) {
+    ctx.error(at, fmt::format("key '{}': {}", key, r.error));
+    return text;
+  }
+  if (r.from_file || secrets::key_is_secret(key)) secrets::add(r.value);
+  return r.value;
+}
+
+YAML::Node resolve(const YAML::Node& v, const std::string& key, const Mark& at, Ctx& ctx) {
+  if (v.IsScalar()) {
+    std::string s = resolve_scalar(v.Scalar(), key, at, ctx);
+    if (s == v.Scalar()) return v;
+    YAML::Node n(s);
+    return n;
+  }
+  if (v.IsSequence()) {
+    bool any = false;
+    YAML::Node n(YAML::NodeType::Sequence);
+    for (const auto& item : v) {
+      if (!item.IsScalar()) {
+        n.push_back(item);
+        continue;
+      }
+      std::string s = resolve_scalar(item.Scalar(), key, at, ctx);
+      any = any || s != item.Scalar();
+      n.push_back(YAML::Node(s));
+    }
+    return any ? n : v;
+  }
+  return v;
+}
+
 void flatten(const YAML::Node& map, const std::string& prefix, const std::string& file,
              const std::set<std::string>& stop, std::vector<Flat>* out, Ctx& ctx) {
   std::set<std::string> seen;
@@ -95,7 +133,8 @@ void flatten(const YAML::Node& map, const std::string& prefix, const std::string
     if (v.IsMap() && v.size() > 0 && !stop.count(key)) {
       flatten(v, key, file, stop, out, ctx);
     } else {
-      out->push_back(Flat{key, v, km, mark_at(file, v.Mark())});
+      Mark vm = mark_at(file, v.Mark());
+      out->push_back(Flat{key, resolve(v, key, vm, ctx), km, vm});
     }
   }
 }
@@ -278,6 +317,8 @@ Field fld(const char* key, ex_config_type t, const char* dflt, const char* doc,
   return f;
 }
 
+}  // namespace
+
 // The host's own schema for a pipeline entry (sub-components are handled apart).
 const std::vector<Field>& pipeline_fields() {
   static const std::vector<Field> f = {
@@ -286,6 +327,10 @@ const std::vector<Field>& pipeline_fields() {
           {"at_least_once", "exactly_once"}),
       fld("commit.interval", EX_CFG_DURATION, "1s", "longest time between commits"),
       fld("commit.max.records", EX_CFG_INT, "100000", "records that close a round early"),
+      fld("commit.after.takeover", EX_CFG_DURATION, "2s",
+          "for this long after the source is given partitions (other than at start) or resumes "
+          "a held one, every batch commits at once, so a takeover's first output is not held "
+          "back for commit.interval; 0 = off"),
       fld("errors.policy", EX_CFG_STRING, "stop", "what a record error does",
           {"stop", "skip", "dead-letter"}),
       fld("errors.max.consecutive.aborts", EX_CFG_INT, "10",
@@ -307,10 +352,18 @@ const std::vector<Field>& file_fields() {
       fld("metrics.listen", EX_CFG_STRING, nullptr, "address:port for Prometheus metrics"),
       fld("plugin.insecure", EX_CFG_BOOL, "false",
           "load plugins from directories or files that other users can write (refused by default)"),
+      fld("stage.timeout", EX_CFG_DURATION, "60s",
+          "report (log and metric, naming pipeline, stage, call and record) a plugin call "
+          "that has not returned after this long; 0 = never"),
+      fld("shutdown.timeout", EX_CFG_DURATION, "60s",
+          "how long pipelines may take to stop after a signal or when a reload replaces "
+          "them; past it the host prints the calls still running and exits with code 3"),
       fld("pipelines", EX_CFG_LIST, nullptr, "pipeline definitions"),
   };
   return f;
 }
+
+namespace {
 
 std::string value_of(const Checked& c, const std::string& key) {
   for (auto& [k, v] : c.values)
@@ -449,6 +502,10 @@ void read_pipeline(const YAML::Node& node, const Mark& at, const std::string& fi
   };
   p.commit_interval_ms = num("commit.interval", 1000);
   p.commit_max_records = num("commit.max.records", 100000);
+  p.commit_after_takeover_ms = num("commit.after.takeover", 2000);
+  if (p.commit_after_takeover_ms < 0)
+    ctx.error(c.marks.count("commit.after.takeover") ? c.marks["commit.after.takeover"] : at,
+              fmt::format("{}: key 'commit.after.takeover' must not be negative", context));
   p.max_consecutive_aborts = num("errors.max.consecutive.aborts", 10);
   p.backoff_initial_ms = num("restart.backoff.initial", 1000);
   p.backoff_max_ms = num("restart.backoff.max", 60000);
@@ -612,6 +669,20 @@ LoadResult load(const std::vector<std::string>& paths, plugin::Registry& registr
                                             r.spec.metrics_mark.str()));
         r.spec.metrics_listen = v;
         r.spec.metrics_mark = c.marks[k];
+      } else if (k == "stage.timeout" || k == "shutdown.timeout") {
+        auto ms = parse_duration_ms(v);
+        if (!ms || *ms < 0 || (k == "shutdown.timeout" && *ms == 0)) {
+          ctx.error(c.marks[k], fmt::format("{} '{}': {}", k, v,
+                                            k == "shutdown.timeout" ? "must be a positive duration (e.g. 30s)"
+                                                                    : "must be a duration (e.g. 60s; 0 = never)"));
+          continue;
+        }
+        int64_t& slot = k == "stage.timeout" ? r.spec.stage_timeout_ms : r.spec.shutdown_timeout_ms;
+        Mark& seen = k == "stage.timeout" ? r.spec.stage_timeout_mark : r.spec.shutdown_timeout_mark;
+        if (!seen.file.empty() && slot != *ms)
+          ctx.error(c.marks[k], fmt::format("{} is set to a different value already at {}", k, seen.str()));
+        slot = *ms;
+        seen = c.marks[k];
       }
     }
   }

@@ -24,4 +24,8 @@ std::vector<std::string> expand_paths(const std::vector<std::string>& paths,
 // into `registry` so components can be checked against their schemas.
 LoadResult load(const std::vector<std::string>& paths, plugin::Registry& registry);
 
+// The host's own keys, for the config reference: a pipeline entry's, and a file's top level.
+const std::vector<plugin::Field>& pipeline_fields();
+const std::vector<plugin::Field>& file_fields();
+
 }  // namespace exactly::config

@@ -1,8 +1,14 @@
 #include "config/model.hpp"
 
+#include "util/secrets.hpp"
+
 #include <fmt/format.h>
 
 namespace exactly::config {
+
+std::string Diagnostic::str() const {
+  return secrets::scrub(mark.str() + ": error: " + message);
+}
 
 std::string Mark::str() const {
   if (line <= 0) return file;
@@ -23,8 +29,8 @@ std::string ComponentSpec::fingerprint() const {
 }
 
 std::string PipelineSpec::fingerprint() const {
-  std::string out = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}\n", name, to_string(delivery),
-                                commit_interval_ms, commit_max_records,
+  std::string out = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}\n", name, to_string(delivery),
+                                commit_interval_ms, commit_max_records, commit_after_takeover_ms,
                                 to_string(error_policy), backoff_initial_ms, backoff_max_ms,
                                 max_consecutive_aborts);
   out += source.fingerprint();

@@ -28,7 +28,8 @@ struct Mark {
 struct Diagnostic {
   Mark mark;
   std::string message;
-  std::string str() const { return mark.str() + ": error: " + message; }
+  // Secrets (util/secrets.hpp) masked: an error may quote the value it is about.
+  std::string str() const;
 };
 
 struct ComponentSpec {
@@ -61,6 +62,7 @@ struct PipelineSpec {
   ComponentSpec sink;
   int64_t commit_interval_ms = 1000;
   int64_t commit_max_records = 100000;
+  int64_t commit_after_takeover_ms = 2000;
   ErrorPolicy error_policy = ErrorPolicy::stop;
   std::optional<ComponentSpec> dead_letter;
   int64_t backoff_initial_ms = 1000;
@@ -75,6 +77,10 @@ struct HostSpec {
   std::vector<std::string> plugin_path;  // resolved directories
   std::string metrics_listen;            // "" = off
   Mark metrics_mark;
+  int64_t stage_timeout_ms = 60000;      // 0 = never reported
+  Mark stage_timeout_mark;
+  int64_t shutdown_timeout_ms = 60000;
+  Mark shutdown_timeout_mark;
   std::vector<PipelineSpec> pipelines;
 };
 

@@ -1,5 +1,7 @@
 #include "engine/components.hpp"
 
+#include "engine/plugin_call.hpp"
+
 #include <fmt/format.h>
 
 namespace exactly::engine {
@@ -25,7 +27,11 @@ AbiConfig::AbiConfig(const config::ComponentSpec& spec) {
 }
 
 Component::Component(const config::ComponentSpec& spec, std::unique_ptr<HostBinding> binding)
-    : spec_(spec), library_(spec.library), binding_(std::move(binding)) {}
+    : spec_(spec), library_(spec.library), binding_(std::move(binding)) {
+  crash_label_ = fmt::format("pipeline '{}', stage '{}' ({})", binding_->pipeline,
+                             binding_->component_id, library_ ? library_->path : std::string("?"));
+  site_ = CallSite{&binding_->pipeline, &binding_->component_id, &crash_label_};
+}
 
 std::string Component::describe_create_error(const Outcome& o) const {
   config::Mark m = o.key.empty() ? spec_.mark : spec_.mark_of(o.key);
@@ -37,6 +43,7 @@ std::string Component::describe_create_error(const Outcome& o) const {
 #define CALL(fn, ...)                                       \
   do {                                                      \
     if (vt().fn == nullptr) return Outcome{};               \
+    InPluginCall in_call(site_, #fn);        \
     ex_error e = new_error();                               \
     return Outcome::from(vt().fn(self_, ##__VA_ARGS__, &e), e); \
   } while (0)
@@ -45,13 +52,15 @@ std::string Component::describe_create_error(const Outcome& o) const {
   do {                                                                                    \
     if (vt().fn == nullptr)                                                               \
       return Outcome::make(EX_ERR_FATAL, fmt::format("{} does not implement " #fn, id())); \
+    InPluginCall in_call(site_, #fn);                                      \
     ex_error e = new_error();                                                             \
     return Outcome::from(vt().fn(self_, ##__VA_ARGS__, &e), e);                           \
   } while (0)
 
 template <typename VT>
 Outcome create_with(const VT& vt, const config::ComponentSpec& spec, HostBinding* b,
-                    void** self) {
+                    void** self, const CallSite& site) {
+  InPluginCall in_call(site, "create");
   AbiConfig cfg(spec);
   ex_error e = new_error();
   int32_t rc = vt.create(&b->api, cfg.get(), self, &e);
@@ -62,8 +71,9 @@ Outcome create_with(const VT& vt, const config::ComponentSpec& spec, HostBinding
 // The new spec replaces the old one only when the plugin took it.
 template <typename VT>
 Outcome reconfigure_with(const VT& vt, const config::ComponentSpec& spec, void* self,
-                         config::ComponentSpec* current) {
+                         config::ComponentSpec* current, const CallSite& site) {
   if (vt.reconfigure == nullptr) return Outcome::make(EX_ERR_UNSUPPORTED, "no reconfigure");
+  InPluginCall in_call(site, "reconfigure");
   AbiConfig cfg(spec);
   ex_error e = new_error();
   Outcome o = Outcome::from(vt.reconfigure(self, cfg.get(), &e), e);
@@ -72,15 +82,17 @@ Outcome reconfigure_with(const VT& vt, const config::ComponentSpec& spec, void* 
 }
 
 Source::~Source() {
+  InPluginCall in_call(site_, "destroy");
   if (self_) vt().destroy(self_);
 }
-Outcome Source::create() { return create_with(vt(), spec_, binding_.get(), &self_); }
+Outcome Source::create() { return create_with(vt(), spec_, binding_.get(), &self_, site_); }
 Outcome Source::open(const ex_checkpoint* resume) { CALL_REQUIRED(open, resume); }
 Outcome Source::poll(int32_t timeout_ms, ex_batch* out, bool* eoi) {
   int32_t end = 0;
   ex_error e = new_error();
   *out = ex_batch{sizeof(ex_batch), sizeof(ex_record), nullptr, 0};
   if (vt().poll == nullptr) return Outcome::make(EX_ERR_FATAL, "source has no poll");
+  InPluginCall in_call(site_, "poll");
   int32_t rc = vt().poll(self_, timeout_ms, out, &end, &e);
   *eoi = end != 0;
   if (out->record_size < sizeof(ex_record) && out->count > 0)
@@ -97,13 +109,14 @@ Outcome Source::pause_partitions(const std::vector<ex_partition>& p, bool paused
   CALL_REQUIRED(pause_partitions, p.data(), p.size(), paused ? 1 : 0);
 }
 Outcome Source::reconfigure(const config::ComponentSpec& spec) {
-  return reconfigure_with(vt(), spec, self_, &spec_);
+  return reconfigure_with(vt(), spec, self_, &spec_, site_);
 }
 
 Transform::~Transform() {
+  InPluginCall in_call(site_, "destroy");
   if (self_) vt().destroy(self_);
 }
-Outcome Transform::create() { return create_with(vt(), spec_, binding_.get(), &self_); }
+Outcome Transform::create() { return create_with(vt(), spec_, binding_.get(), &self_, site_); }
 Outcome Transform::assign(const std::vector<ex_partition>& p) { CALL(assign, p.data(), p.size()); }
 Outcome Transform::revoke(const std::vector<ex_partition>& p) { CALL(revoke, p.data(), p.size()); }
 Outcome Transform::process(const ex_batch* in, const ex_emitter* out) {
@@ -113,7 +126,7 @@ Outcome Transform::prepare_commit() { CALL(prepare_commit); }
 Outcome Transform::commit() { CALL(commit); }
 Outcome Transform::abort() { CALL(abort); }
 Outcome Transform::reconfigure(const config::ComponentSpec& spec) {
-  return reconfigure_with(vt(), spec, self_, &spec_);
+  return reconfigure_with(vt(), spec, self_, &spec_, site_);
 }
 Outcome Transform::positions(const std::vector<ex_partition>& p) {
   CALL(positions, p.data(), p.size());
@@ -123,9 +136,10 @@ Outcome Transform::standby(const std::vector<ex_partition>& p) {
 }
 
 Sink::~Sink() {
+  InPluginCall in_call(site_, "destroy");
   if (self_) vt().destroy(self_);
 }
-Outcome Sink::create() { return create_with(vt(), spec_, binding_.get(), &self_); }
+Outcome Sink::create() { return create_with(vt(), spec_, binding_.get(), &self_, site_); }
 Outcome Sink::open(ex_checkpoint* stored, bool* has_stored) {
   int32_t has = 0;
   *stored = ex_checkpoint{sizeof(ex_checkpoint), {nullptr, 0}, {nullptr, 0}};
@@ -134,6 +148,7 @@ Outcome Sink::open(ex_checkpoint* stored, bool* has_stored) {
     *has_stored = false;
     return {};
   }
+  InPluginCall in_call(site_, "open");
   int32_t rc = vt().open(self_, stored, &has, &e);
   *has_stored = has != 0;
   return Outcome::from(rc, e);
@@ -166,10 +181,12 @@ Outcome Sink::state_write(ex_bytes store, const ex_partition* part, ex_bytes key
   CALL(state_write, store, part, key, value);
 }
 int64_t Sink::state_position(ex_bytes store, const ex_partition* part) {
-  return has_state() ? vt().state_position(self_, store, part) : -1;
+  if (!has_state()) return -1;
+  InPluginCall in_call(site_, "state_position");
+  return vt().state_position(self_, store, part);
 }
 Outcome Sink::reconfigure(const config::ComponentSpec& spec) {
-  return reconfigure_with(vt(), spec, self_, &spec_);
+  return reconfigure_with(vt(), spec, self_, &spec_, site_);
 }
 
 }  // namespace exactly::engine

@@ -5,6 +5,7 @@
 #include <exactly/plugin_abi.h>
 
 #include "config/model.hpp"
+#include "engine/plugin_call.hpp"
 #include "plugin/loader.hpp"
 
 #include <memory>
@@ -61,6 +62,10 @@ class Component {
   std::shared_ptr<plugin::Library> library_;  // declared before self_: destroyed after it
   std::unique_ptr<HostBinding> binding_;
   void* self_ = nullptr;
+  // "pipeline 'p', stage 'transforms[0]/dedupe' (/path/lib.so)": what a fatal
+  // signal during one of this component's calls reports (fatal_signal.hpp).
+  std::string crash_label_;
+  CallSite site_;  // for plugin_call.hpp: pipeline, stage and label of every call
 };
 
 class Source : public Component {

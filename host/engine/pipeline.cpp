@@ -1,5 +1,6 @@
 #include "engine/pipeline.hpp"
 
+#include "engine/fatal_signal.hpp"
 #include "engine/standby_set.hpp"
 
 #include "util/log.hpp"
@@ -7,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <utility>
 
 namespace exactly::engine {
 namespace {
@@ -45,10 +47,16 @@ struct Pipeline::Instance {
   bool has_last = false;  // last committed positions (what an abort rewinds to)
   std::string last_format, last_data;
   uint64_t round_records = 0;
+  uint64_t round_out = 0, round_rejected = 0;  // folded into the stats when it commits
   // Per partition id: the source position after the last record read this round.
   std::map<int32_t, int64_t> round_positions;
   int64_t consecutive_aborts = 0;
   Clock::time_point round_start = Clock::now();
+  // For commit.after.takeover after partitions are assigned (not the instance's first
+  // assignment) or resumed, a round ends after each batch: a takeover's first output is
+  // visible without waiting out commit.interval.
+  Clock::time_point commit_fast_until{};
+  bool assigned_before = false;
 
   Arena arena;
   std::vector<ex_record> dlq_pending;
@@ -198,6 +206,8 @@ int32_t Pipeline::cb_assigned(void* ctx, const ex_partition* parts, size_t n, ex
   Instance* in = p->current_;
   if (in == nullptr) return EX_OK;
   std::vector<ex_partition> copy(parts, parts + n);
+  if (n > 0 && std::exchange(in->assigned_before, true))
+    in->commit_fast_until = Clock::now() + std::chrono::milliseconds(p->spec_.commit_after_takeover_ms);
   for (auto& x : copy) {
     p->partitions_[x.id] = PartitionInfo{sv(x.name), sv(x.topic), x.number, x.start_offset};
     log::info("pipeline:" + p->spec_.name, "assigned {} (resume at offset {})", sv(x.name),
@@ -362,6 +372,7 @@ Outcome Pipeline::apply_holds(Instance& in, ex_batch& b, std::vector<ex_record>&
   if (!resumes.empty()) {
     Outcome o = in.source->pause_partitions(to_abi(resumes), false);
     if (!o.ok()) return Outcome{EX_ERR_FATAL, "source could not resume a held partition: " + o.message, o.key};
+    in.commit_fast_until = Clock::now() + std::chrono::milliseconds(spec_.commit_after_takeover_ms);
     for (const auto& x : resumes)
       log::info(scope, "resumed {} at offset {}: its stages are ready", x.name, x.start);
   }
@@ -402,7 +413,7 @@ void Pipeline::tick_standby(Instance& in) {
 bool Pipeline::handle_reject(Instance& in, const std::string& stage, const ex_record& r,
                              const std::string& reason) {
   std::string where = origin(r);
-  stats_.rejected++;
+  in.round_rejected++;
   std::string scope = "pipeline:" + spec_.name;
   switch (spec_.error_policy) {
     case config::ErrorPolicy::stop:
@@ -448,11 +459,16 @@ const ex_record& at(const ex_batch* b, size_t i) {
 }
 }  // namespace
 
+std::string Pipeline::batch_origin(const ex_batch* b) const {
+  std::string first = origin(at(b, 0));
+  return b->count > 1 ? fmt::format("{} and {} more", first, b->count - 1) : first;
+}
+
+
 Outcome Pipeline::process_batch(Instance& in, const ex_batch* batch) {
   auto t0 = Clock::now();
   in.arena.reset();
   in.dlq_pending.clear();
-  stats_.records_in += batch->count;
   // Records of one partition come in runs: one map lookup per run, not per record.
   int64_t* pos = nullptr;
   int32_t pos_of = 0;
@@ -496,6 +512,7 @@ Outcome Pipeline::process_batch(Instance& in, const ex_batch* batch) {
                     x->reject(idx, std::string(m, n));
                     return EX_OK;
                   }};
+    if (cur->count > 0) set_next_call_origin(batch_origin(cur));
     Outcome o = t->process(cur, &em);
     if (!o.ok()) {
       o.message = fmt::format("{}: {}", stage, o.message);
@@ -523,6 +540,7 @@ Outcome Pipeline::process_batch(Instance& in, const ex_batch* batch) {
                           return EX_OK;
                         }};
   if (cur->count > 0) {
+    set_next_call_origin(batch_origin(cur));
     Outcome o = in.sink->write(cur, &errs);
     if (!o.ok()) {
       o.message = fmt::format("{}: {}", in.sink->id(), o.message);
@@ -553,7 +571,7 @@ Outcome Pipeline::process_batch(Instance& in, const ex_batch* batch) {
                                                       dlq_rejects));
   }
   uint64_t out = cur->count - sink_rejects;
-  stats_.records_out += out;
+  in.round_out += out;
   metrics::global().add("records_out_total", labels(), static_cast<double>(out));
   metrics::global().observe("batch_latency_seconds", labels(), seconds_since(t0));
   return {};
@@ -635,7 +653,10 @@ Outcome Pipeline::commit_round(Instance& in) {
   in.has_last = true;
   in.last_format = fmt_s;
   in.last_data = data_s;
-  in.round_records = 0;
+  stats_.records_in += in.round_records;
+  stats_.records_out += in.round_out;
+  stats_.rejected += in.round_rejected;
+  in.round_records = in.round_out = in.round_rejected = 0;
   in.consecutive_aborts = 0;
   stats_.commits++;
   metrics::global().add("commits_total", labels(), 1);
@@ -656,7 +677,8 @@ void Pipeline::abort_round(Instance& in, const std::string& why) {
       in.callback_failure = Outcome{EX_ERR_FATAL, "rewind failed: " + o.message, {}};
     }
   }
-  in.round_records = 0;
+  stats_.replayed += in.round_records;
+  in.round_records = in.round_out = in.round_rejected = 0;
   in.round_positions.clear();
   in.consecutive_aborts++;
   stats_.aborts++;
@@ -841,6 +863,7 @@ Pipeline::RunResult Pipeline::run_instance() {
           err = o;
           break;
         }
+        if (Clock::now() < in.commit_fast_until) break;
       }
       if (eoi) break;
     }
@@ -873,6 +896,7 @@ Pipeline::RunResult Pipeline::run_instance() {
 }
 
 void Pipeline::thread_main() {
+  use_alternate_signal_stack();
   std::string scope = "pipeline:" + spec_.name;
   auto backoff = std::chrono::milliseconds(spec_.backoff_initial_ms);
   for (;;) {

@@ -26,9 +26,11 @@ enum class State { starting, running, finished, stopped, failed };
 const char* to_string(State s);
 
 struct Stats {
+  // Of committed rounds only: a record read again after an aborted round counts once.
   std::atomic<uint64_t> records_in{0};
   std::atomic<uint64_t> records_out{0};
   std::atomic<uint64_t> rejected{0};
+  std::atomic<uint64_t> replayed{0};  // records of aborted rounds (read again afterwards)
   std::atomic<uint64_t> skipped{0};
   std::atomic<uint64_t> dead_lettered{0};
   std::atomic<uint64_t> commits{0};
@@ -73,6 +75,8 @@ class Pipeline {
   void tick_standby(Instance& in);
   Outcome apply_holds(Instance& in, ex_batch& b, std::vector<ex_record>& kept);
   std::string origin(const ex_record& r) const;
+  // "<first record origin> and N more", for reports on a stage call.
+  std::string batch_origin(const ex_batch* b) const;
   void apply_reconfigure(Instance& in);
   void fail(const std::string& msg);
   bool sleep_interruptible(std::chrono::milliseconds d);

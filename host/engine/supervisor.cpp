@@ -1,10 +1,14 @@
 #include "engine/supervisor.hpp"
 
+#include "engine/plugin_call.hpp"
 #include "util/log.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <thread>
 #include <map>
 #include <set>
 
@@ -86,7 +90,19 @@ ApplyReport Supervisor::apply(const config::HostSpec& spec) {
       rep.added.push_back(p.name);
       to_start.push_back(&p);
     }
+  // A plugin call that never returns must not hang the reload (and, with it, signal
+  // handling) forever: past shutdown.timeout, report what is stuck and exit.
+  const int64_t deadline = steady_ms() + spec.shutdown_timeout_ms;
   for (auto& p : draining) {
+    while (!p->done() && steady_ms() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (!p->done()) {
+      log::error("reload", "pipeline '{}' did not stop within shutdown.timeout ({} s); still running:\n{}"
+                 "exiting with code 3 (its round is replayed on the next start)",
+                 p->spec().name, spec.shutdown_timeout_ms / 1000.0,
+                 describe(calls_running_longer_than(0)));
+      std::_Exit(3);
+    }
     p->join();
     metrics::global().set("pipeline_up", {{"pipeline", p->spec().name}}, 0);
     retired_.push_back(std::move(p));
@@ -141,26 +157,50 @@ std::string render_summary(const std::vector<const Pipeline*>& pipelines) {
   static const std::set<std::string> host_families = {
       "records_in_total", "records_out_total", "records_rejected_total", "commits_total",
       "aborts_total",     "restarts_total",    "pipeline_up"};
+  // One row per pipeline name: instances replaced by reloads are summed into it (and the
+  // plugin counters, labelled by pipeline only, are shown once).
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<const Pipeline*>> by_name;
+  for (auto* p : pipelines) {
+    auto& v = by_name[p->spec().name];
+    if (v.empty()) order.push_back(p->spec().name);
+    v.push_back(p);
+  }
   std::string o = fmt::format("{:<22} {:<9} {:>10} {:>10} {:>9} {:>9} {:>8} {:>7} {:>9} {:>12}\n",
                               "pipeline", "state", "in", "out", "dropped", "rejected", "commits",
                               "aborts", "elapsed", "rate");
-  for (auto* p : pipelines) {
-    auto& s = p->stats();
-    uint64_t in = s.records_in, out = s.records_out, rej = s.rejected;
+  for (const auto& name : order) {
+    const auto& instances = by_name[name];
+    const Pipeline* newest = instances.back();
+    uint64_t in = 0, out = 0, rej = 0, replayed = 0, commits = 0, aborts = 0, restarts = 0;
+    double el = 0;
+    for (auto* p : instances) {
+      auto& s = p->stats();
+      in += s.records_in;
+      out += s.records_out;
+      rej += s.rejected;
+      replayed += s.replayed;
+      commits += s.commits;
+      aborts += s.aborts;
+      restarts += s.restarts;
+      el += p->elapsed_seconds();
+    }
+    // Committed rounds only: records a stage removed (filter, dedupe), not replays.
     uint64_t dropped = in >= out + rej ? in - out - rej : 0;
-    double el = p->elapsed_seconds();
     o += fmt::format("{:<22} {:<9} {:>10} {:>10} {:>9} {:>9} {:>8} {:>7} {:>8.2f}s {:>8.0f} r/s\n",
-                     p->spec().name, to_string(p->state()), in, out, dropped, rej,
-                     s.commits.load(), s.aborts.load(), el, el > 0 ? in / el : 0.0);
+                     name, to_string(newest->state()), in, out, dropped, rej, commits, aborts, el,
+                     el > 0 ? in / el : 0.0);
     // Plugin counters, summed over their other labels (partitions, stages).
     std::map<std::string, double> totals;
-    for (auto& ser : metrics::global().series_with("pipeline", p->spec().name))
+    for (auto& ser : metrics::global().series_with("pipeline", name))
       if (!host_families.count(ser.name) && ser.name.size() > 6 &&
           ser.name.compare(ser.name.size() - 6, 6, "_total") == 0)
         totals[ser.name] += ser.value;
-    for (auto& [name, v] : totals) o += fmt::format("    {:<44} {:>12}\n", name, v);
-    if (s.restarts) o += fmt::format("    restarts: {}\n", s.restarts.load());
-    if (p->state() == State::failed) o += fmt::format("    error: {}\n", p->error());
+    for (auto& [metric, v] : totals) o += fmt::format("    {:<44} {:>12}\n", metric, v);
+    if (replayed) o += fmt::format("    replayed: {} (records of aborted rounds, read again)\n", replayed);
+    if (instances.size() > 1) o += fmt::format("    instances: {} (replaced by reloads)\n", instances.size());
+    if (restarts) o += fmt::format("    restarts: {}\n", restarts);
+    if (newest->state() == State::failed) o += fmt::format("    error: {}\n", newest->error());
   }
   return o;
 }

@@ -1,5 +1,7 @@
 #include "util/log.hpp"
 
+#include "util/secrets.hpp"
+
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -32,9 +34,10 @@ void write(Level l, std::string_view scope, std::string_view msg) {
   gmtime_r(&t, &tm);
   char ts[32];
   std::strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
+  std::string text = secrets::scrub(msg);
   std::lock_guard<std::mutex> g(g_mu);
   std::fprintf(stderr, "%s.%03dZ %-5s [%.*s] %.*s\n", ts, ms, name(l), static_cast<int>(scope.size()),
-               scope.data(), static_cast<int>(msg.size()), msg.data());
+               scope.data(), static_cast<int>(text.size()), text.data());
   std::fflush(stderr);
 }
 }  // namespace exactly::log

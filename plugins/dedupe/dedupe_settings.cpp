@@ -14,8 +14,8 @@ int64_t non_negative(const sdk::Config& c, const std::string& key) {
 }
 }  // namespace
 
-Settings Settings::parse(const sdk::Config& c) {
-  Settings s;
+IdSpec parse_id_spec(const sdk::Config& c) {
+  IdSpec id;
   const bool by_key = c.get_bool("id.key", false);
   const std::string header = c.get_string("id.header");
   const std::string pointer = c.get_string("id.json");
@@ -27,21 +27,28 @@ Settings Settings::parse(const sdk::Config& c) {
     throw ConfigError(by_json ? "id.json" : "id.header",
                       "set exactly one of id.key, id.header, id.json (more than one is set)");
   if (by_key) {
-    s.id.source = IdSource::key;
+    id.source = IdSource::key;
   } else if (!header.empty()) {
-    s.id.source = IdSource::header;
-    s.id.header = header;
+    id.source = IdSource::header;
+    id.header = header;
   } else {
     if (!pointer.empty() && pointer[0] != '/')
       throw ConfigError("id.json", "a JSON pointer starts with '/', e.g. /messageId; got '" +
                                        pointer + "'");
-    s.id.source = IdSource::json;
-    s.id.pointer = pointer;
+    id.source = IdSource::json;
+    id.pointer = pointer;
   }
   int64_t max_bytes = c.get_int("id.max.bytes", 128);
   if (max_bytes < 1 || max_bytes > 65536)
     throw ConfigError("id.max.bytes", "must be between 1 and 65536");
-  s.id.max_bytes = static_cast<size_t>(max_bytes);
+  id.max_bytes = static_cast<size_t>(max_bytes);
+
+  return id;
+}
+
+Settings Settings::parse(const sdk::Config& c) {
+  Settings s;
+  s.id = parse_id_spec(c);
 
   s.state_dir = c.require_string("state.dir");
 

@@ -16,6 +16,9 @@ enum class ConflictPolicy { duplicate, reject, stop };
 enum class BehindPolicy { fail, ignore };
 enum class ChangelogMode { auto_, on, off };
 
+// id.key / id.header / id.json / id.max.bytes, shared by the RocksDB and Redis stages.
+IdSpec parse_id_spec(const sdk::Config& c);
+
 struct Settings {
   IdSpec id;
   std::string state_dir;

@@ -440,6 +440,10 @@ Status DedupeTransform::process(const sdk::Batch& in, const sdk::Emitter& out) {
     if (store.round().find(key, it.hash) != nullptr) continue;
     const auto* u = store.find_unindexed(key, it.hash);
     if (u != nullptr && store.live(u->seq)) continue;
+    if (!store.may_be_stored(it.hash)) {  // a new id: no RocksDB read at all
+      ++it.part->counts.lookups_skipped;
+      continue;
+    }
     it.part->lookup_items.push_back(static_cast<uint32_t>(i));
   }
   for (auto& [id, part] : parts_) {
@@ -549,6 +553,8 @@ void DedupeTransform::flush_counts(Part& p) {
   if (c.duplicates) host_.counter("dedupe_duplicates_total", static_cast<double>(c.duplicates), l);
   if (c.conflicts) host_.counter("dedupe_conflicts_total", static_cast<double>(c.conflicts), l);
   if (c.id_errors) host_.counter("dedupe_id_errors_total", static_cast<double>(c.id_errors), l);
+  if (c.lookups_skipped)
+    host_.counter("dedupe_lookups_skipped_total", static_cast<double>(c.lookups_skipped), l);
   c = Counts{};
 }
 

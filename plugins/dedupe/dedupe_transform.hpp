@@ -49,7 +49,7 @@ class DedupeTransform final : public sdk::Transform {
  private:
   struct Counts {
     uint64_t claims = 0, replays = 0, duplicates = 0, conflicts = 0, id_errors = 0,
-             claimed_key_bytes = 0;
+             claimed_key_bytes = 0, lookups_skipped = 0;
   };
   struct Part {
     sdk::Partition partition;

@@ -88,6 +88,11 @@ sdk::Status PartitionStore::open(const std::string& dir, const StoreTuning& tuni
   s->replay_chunks();
 
   s->load_oldest_chunk_ms();
+  if (s->int_property(s->claims_, "rocksdb.estimate-num-keys") == 0 &&
+      s->int_property(s->claims_, "rocksdb.total-sst-files-size") == 0)
+    s->presence_ = std::make_unique<PresenceFilter>();  // nothing stored: exact at once
+  else
+    s->start_filter_build();
   out = std::move(s);
   return sdk::Status::ok();
 }
@@ -162,6 +167,16 @@ sdk::Status PartitionStore::index_claims() {
       return sdk::Status::fatal("dedupe: cannot fold claims into store " + dir_ + ": " +
                                 st.ToString());
     }
+    for (uint32_t i : live) {
+      if (presence_) presence_->add(claims[i].hash);
+      if (building_) folded_while_building_.push_back(claims[i].hash);
+    }
+    // Evicted keys stay in the filter: once they outnumber the live ones, rebuild it; and
+    // in one layer when growth has stacked several (their false positives add up).
+    if (presence_ && !building_ &&
+        (presence_->layers() > 3 ||
+         presence_->count() > 2 * std::max<uint64_t>(int_property(claims_, "rocksdb.estimate-num-keys"), 1u << 20)))
+      start_filter_build();
   }
   // The chunks keep only their time now.
   rocksdb::WriteBatch wb;
@@ -188,7 +203,54 @@ sdk::Status PartitionStore::index_claims() {
   return sdk::Status::ok();
 }
 
+void PartitionStore::start_filter_build() {
+  if (building_ || closing_) return;
+  building_ = true;
+  build_done_.store(false);
+  build_stop_.store(false);
+  folded_while_building_.clear();
+  const uint64_t expected = int_property(claims_, "rocksdb.estimate-num-keys");
+  // The iterator is a consistent view from here on; keys folded later are collected in
+  // folded_while_building_ and added when the result is adopted.
+  rocksdb::ReadOptions ro;
+  ro.fill_cache = false;
+  ro.readahead_size = 4u << 20;
+  std::shared_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, claims_));
+  builder_ = std::thread([this, it, expected] {
+    // Room to grow to twice the size before the next layer.
+    auto f = std::make_unique<PresenceFilter>(2 * expected);
+    uint64_t n = 0;
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      if ((++n & 4095) == 0 && build_stop_.load(std::memory_order_relaxed)) break;
+      f->add(XXH3_64bits(it->key().data(), it->key().size()));
+    }
+    if (it->status().ok() && !build_stop_.load()) built_ = std::move(f);
+    build_done_.store(true, std::memory_order_release);
+  });
+}
+
+void PartitionStore::adopt_built_filter() {
+  builder_.join();
+  building_ = false;
+  if (built_) {
+    for (uint64_t h : folded_while_building_) built_->add(h);
+    presence_ = std::move(built_);
+  }
+  folded_while_building_.clear();
+  folded_while_building_.shrink_to_fit();
+}
+
+void PartitionStore::stop_filter_build() {
+  if (!building_) return;
+  build_stop_.store(true);
+  builder_.join();
+  building_ = false;
+  built_.reset();
+}
+
 PartitionStore::~PartitionStore() {
+  closing_ = true;      // the fold below must not start another build
+  stop_filter_build();  // it reads db_ (an open iterator must not outlive it)
   if (db_ == nullptr) return;
   // A clean close folds the gathered claims, so the next open has nothing to read back.
   // If it fails, the next open reads them back from their chunks.

@@ -13,15 +13,18 @@
 #include <rocksdb/db.h>
 #include <rocksdb/write_batch.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "claim_codec.hpp"
 #include "eviction_filter.hpp"
 #include "key_order.hpp"
+#include "presence_filter.hpp"
 #include "round_claims.hpp"
 #include "store_options.hpp"
 
@@ -56,6 +59,13 @@ class PartitionStore {
   // in byte-wise order (KeyOrder).
   void lookup(size_t n, const rocksdb::Slice* keys, rocksdb::PinnableSlice* values,
               rocksdb::Status* statuses);
+  // False when the key (by its XXH3 hash) is certainly not in the claims column family,
+  // so lookup() can be skipped; true while the presence filter is being built.
+  bool may_be_stored(uint64_t hash) {
+    if (building_ && build_done_.load(std::memory_order_acquire)) adopt_built_filter();
+    return presence_ == nullptr || presence_->may_contain(hash);
+  }
+  uint64_t presence_filter_bytes() const { return presence_ ? presence_->bytes() : 0; }
   // Written claims not folded into the claims column family yet (check before lookup
   // results: they are newer). Their fingerprints have unindexed_fp_bytes() bytes.
   const RoundClaims::Claim* find_unindexed(std::string_view key, uint64_t hash) const {
@@ -116,6 +126,12 @@ class PartitionStore {
   void load_oldest_chunk_ms();
   double bytes_per_key() const;
   uint64_t int_property(rocksdb::ColumnFamilyHandle* cf, const char* name) const;
+  // The presence filter is built from the claims column family on a thread of its own
+  // (at open, and again when evicted keys have come to outnumber the live ones);
+  // meanwhile the previous one, or none, answers.
+  void start_filter_build();
+  void adopt_built_filter();
+  void stop_filter_build();
 
   std::string dir_;
   EvictionFilter filter_;  // outlives db_ (declared first, destroyed last)
@@ -139,6 +155,14 @@ class PartitionStore {
   bool round_fresh_ = true;
   uint64_t key_bytes_seen_ = 0, keys_seen_ = 0;
   KeyOrder order_;
+
+  std::unique_ptr<PresenceFilter> presence_;  // null: not built yet, every key is looked up
+  bool building_ = false;
+  bool closing_ = false;
+  std::thread builder_;
+  std::atomic<bool> build_done_{false}, build_stop_{false};
+  std::unique_ptr<PresenceFilter> built_;  // the builder's result, adopted by this thread
+  std::vector<uint64_t> folded_while_building_;
 };
 
 }  // namespace exactly::dedupe

@@ -1,6 +1,7 @@
 #include <exactly/sdk.hpp>
 
 #include "dedupe_transform.hpp"
+#include "redis_dedupe_transform.hpp"
 
 namespace {
 
@@ -82,6 +83,74 @@ const ex_config_field kFields[] = {
           "compression of the bottommost level (where most ids live)", "zstd", kCompression),
 };
 
+const char* const kDurability[] = {"none", "aof-always", "replicas", nullptr};
+
+// dedupe-redis: its own component (not `store: redis` on dedupe) because almost no key
+// is shared: no state.dir, changelog, standby or rocksdb.*; instead shards, a time
+// window and durability. One schema per store keeps unknown-key errors and the
+// generated reference exact for each.
+const ex_config_field kRedisFields[] = {
+    field("id.key", EX_CFG_BOOL,
+          "the id is the record key (set exactly one of id.key, id.header, id.json)", "false"),
+    field("id.header", EX_CFG_STRING, "the id is the value of this record header"),
+    field("id.json", EX_CFG_STRING,
+          "the id is at this JSON pointer in the value, e.g. /messageId (string or number)"),
+    field("id.max.bytes", EX_CFG_INT,
+          "longer ids are record errors; canonical UUID text is stored as 16 bytes, ids over "
+          "17 bytes as a 128-bit hash",
+          "128"),
+    required("shards", EX_CFG_LIST,
+             "Redis servers (host:port) holding the claims; an id's server is a jump "
+             "consistent hash of the id over this list, so every host agrees"),
+    field("shards.previous", EX_CFG_LIST,
+          "the shard list before shards.cutover: consulted until every claim made in it "
+          "has expired (cutover + grace + retention.max.age + bucket.span), then retired"),
+    field("shards.cutover", EX_CFG_STRING,
+          "when `shards` takes over from shards.previous: a UTC time "
+          "(2026-11-23T12:30:00Z) or unix ms, the same on every host and later than the "
+          "reload reaches them all"),
+    field("shards.cutover.grace", EX_CFG_DURATION,
+          "after the cutover, ids are still claimed in the previous layout first for this "
+          "long: the largest clock difference between hosts",
+          "60000"),
+    required("retention.max.age", EX_CFG_DURATION,
+             "the window: an id is remembered at least this long (at most one bucket.span "
+             "longer), e.g. 24h"),
+    field("bucket.span", EX_CFG_DURATION,
+          "claims of one span of time share buckets that expire together, a span after "
+          "the window; a lookup reads retention.max.age / bucket.span + 1 slots (one Redis "
+          "call each). Default: the window (2 slots; claims live 1-2 windows)"),
+    field("bucket.slices", EX_CFG_INT,
+          "hashes per span and shard; aim for 100-500 ids per hash (ids per span / shards "
+          "/ this) and keep it under the server's hash-max-listpack-entries",
+          "1024"),
+    field("key.prefix", EX_CFG_STRING,
+          "prefix of the bucket keys; default exactly:<pipeline>:<stage>: (hosts of one "
+          "pipeline share it)"),
+    field("fingerprint.bytes", EX_CFG_INT,
+          "bytes of the value hash kept per id to tell duplicates from conflicts: 4, 8, or "
+          "0 (no conflict detection)",
+          "4"),
+    field("on.conflict", EX_CFG_STRING,
+          "same id, different content: duplicate = drop and count, reject = record error, "
+          "stop = fail the pipeline",
+          "duplicate", kConflict),
+    field("durability", EX_CFG_STRING,
+          "what a commit waits for: none (Redis's own persistence; a Redis crash can forget "
+          "committed claims), aof-always (require appendonly yes + appendfsync always on "
+          "every shard: each answer is on disk), replicas (WAIT for durability.replicas "
+          "replicas per shard before the commit)",
+          "none", kDurability),
+    field("durability.replicas", EX_CFG_INT, "replicas that must hold the claims (durability: replicas)",
+          "1"),
+    field("durability.timeout", EX_CFG_DURATION,
+          "longest WAIT for replicas; fewer in time -> the round is retried", "5000"),
+    field("redis.timeout", EX_CFG_DURATION,
+          "connect and command timeout; a timeout is a retriable error (the round is "
+          "replayed)",
+          "5000"),
+};
+
 }  // namespace
 
 EXACTLY_PLUGIN("dedupe", "0.1.0",
@@ -90,4 +159,10 @@ EXACTLY_PLUGIN("dedupe", "0.1.0",
                    "Drops records whose id was already seen in the same input partition; "
                    "owner-aware (a replay of the first record is emitted again), RocksDB "
                    "state per partition",
-                   kFields))
+                   kFields),
+               exactly::sdk::transform<exactly::dedupe::RedisDedupeTransform>(
+                   "dedupe-redis",
+                   "Drops records whose id was already seen by any host of the pipeline, in a "
+                   "time window; owner-aware like dedupe, claims kept in sharded Redis "
+                   "(hash buckets by time, one Lua call per batch and shard)",
+                   kRedisFields))

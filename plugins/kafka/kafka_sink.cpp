@@ -2,6 +2,7 @@
 
 #include "embedded_cluster.hpp"
 #include "txn_instance_id.hpp"
+#include "visible_text.hpp"
 
 #include <algorithm>
 
@@ -92,9 +93,13 @@ KafkaSink::KafkaSink(sdk::Host host, const sdk::Config& cfg)
   auto user = cfg.get_map("rdkafka");
   reject_forced(user);
 
+  if (router_.is_fixed()) require_visible_text("topic", router_.fixed_topic());
+  bool default_txn_id = false;
   if (eos_) {
     txn_id_ = cfg.get_string("transactional.id");
-    if (txn_id_.empty())
+    default_txn_id = txn_id_.empty();
+    if (!default_txn_id) require_visible_text("transactional.id", txn_id_);
+    if (default_txn_id)
       txn_id_ = default_transactional_id(
           host_.pipeline(), txn_instance_id(cfg.get_string("state.dir", "./state"), host_.pipeline()));
   }
@@ -125,6 +130,16 @@ KafkaSink::KafkaSink(sdk::Host host, const sdk::Config& cfg)
     b.set("transactional.id", txn_id_, "transactional.id");
     b.set("transaction.timeout.ms", std::to_string(txn_timeout_ms_), "transaction.timeout");
   }
+  // Other hosts of this pipeline use the same default id form; a transactional.id set by
+  // hand is the user's to manage, and the embedded cluster has no real transactions.
+  if (default_txn_id && !is_embedded(servers_)) {
+    std::map<std::string, std::string> fence_conf = user;
+    fence_conf["bootstrap.servers"] = connect_;
+    fence_conf.erase("transactional.id");
+    fencer_ = std::make_unique<TxnFencer>(std::move(fence_conf), txn_id_, 30000);
+    departed_ = std::make_unique<departed::Subscription>(
+        host_.pipeline(), txn_id_, [f = fencer_.get()](const std::string& id) { f->fence(id); });
+  }
   max_message_bytes_ = b.get("message.max.bytes");
   b.route_callbacks(static_cast<ClientContext*>(this));
   rd_kafka_conf_set_dr_msg_cb(b.raw(), &KafkaSink::dr_cb);
@@ -143,6 +158,8 @@ KafkaSink::KafkaSink(sdk::Host host, const sdk::Config& cfg)
 }
 
 KafkaSink::~KafkaSink() {
+  departed_.reset();
+  fencer_.reset();
   changelog_.reset();
   // Bounded on every path: a dead broker must not keep the host from shutting down.
   if (eos_ && txn_open_ && !broken_ && !fatal()) {
@@ -326,7 +343,10 @@ sdk::Status KafkaSink::write(const sdk::Batch& in, const sdk::RecordErrors& erro
         return sdk::Status::retriable("kafka sink: producer queue stayed full");
       }
       if (hdrs) rd_kafka_headers_destroy(hdrs);  // not taken over on failure
-      if (code == RD_KAFKA_RESP_ERR__FATAL || fatal())
+      // After a fatal error librdkafka refuses every produce with that error's own code
+      // (e.g. _FENCED), before our error callback has latched it: ask the handle.
+      if (code == RD_KAFKA_RESP_ERR__FATAL || fatal() || rd_kafka_error_is_fatal(e.get()) ||
+          rd_kafka_fatal_error(rk_, nullptr, 0) != RD_KAFKA_RESP_ERR_NO_ERROR)
         return fatal_status("produce failed: " + describe(e.get()));
       if (code == RD_KAFKA_RESP_ERR__STATE && eos_)
         return abort_transaction("kafka sink: the transaction failed and must abort: " +
@@ -374,8 +394,21 @@ sdk::Status KafkaSink::take_delivery_failures() {
   return sdk::Status::retriable(msg);
 }
 
+void KafkaSink::log_fence_reports() {
+  if (!fencer_) return;
+  for (const auto& line : fencer_->take_reports()) {
+    if (line.rfind("fenced", 0) == 0) {
+      host_.info("kafka sink: a member of the group left without closing; " + line);
+      host_.counter("kafka_sink_departed_fenced_total", 1);
+    } else {
+      host_.warn("kafka sink: a member of the group left without closing; " + line);
+    }
+  }
+}
+
 sdk::Status KafkaSink::prepare_commit() {
   if (broken_) return sdk::Status::fatal("kafka sink: producer failed fatally; rebuild needed");
+  log_fence_reports();
   if (eos_) return sdk::Status::ok();  // commit_transaction flushes
   sdk::Status st = flush_all();
   if (!st) return st;

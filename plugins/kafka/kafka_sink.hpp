@@ -6,8 +6,10 @@
 
 #include "changelog_store.hpp"
 #include "checkpoint_codec.hpp"
+#include "departed_members.hpp"
 #include "rdkafka_common.hpp"
 #include "topic_router.hpp"
+#include "txn_fencer.hpp"
 
 #include <exactly/sdk.hpp>
 #include <librdkafka/rdkafka.h>
@@ -67,6 +69,7 @@ class KafkaSink final : public sdk::Sink, public ClientContext {
   sdk::Status take_delivery_failures();
   rd_kafka_topic_t* topic_handle(std::string_view topic);
   sdk::Status fatal_status(const std::string& what);
+  void log_fence_reports();
 
   // settings
   std::string servers_, connect_;
@@ -94,6 +97,11 @@ class KafkaSink final : public sdk::Sink, public ClientContext {
   // Offsets of the last committed transaction: an idle round with unchanged positions
   // needs no transaction at all.
   std::vector<TopicOffset> last_offsets_;
+  // exactly_once with the default transactional.id: fences members of the group that
+  // left without closing (departed_members.hpp). Declared last: the subscription goes
+  // first, then the fencer's thread is joined.
+  std::unique_ptr<TxnFencer> fencer_;
+  std::unique_ptr<departed::Subscription> departed_;
 };
 
 }  // namespace exactly::kafka

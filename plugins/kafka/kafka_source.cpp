@@ -1,14 +1,16 @@
 #include "kafka_source.hpp"
 
+#include "departed_members.hpp"
 #include "embedded_cluster.hpp"
 #include "txn_instance_id.hpp"
+#include "visible_text.hpp"
 
 #include <algorithm>
 #include <initializer_list>
 
 namespace exactly::kafka {
 
-const ex_config_field kSourceFields[11] = {
+const ex_config_field kSourceFields[12] = {
     sdk::required("bootstrap.servers", EX_CFG_STRING,
                   "Kafka brokers (host:port,...), or `embedded` for the in-process demo cluster"),
     sdk::required("group.id", EX_CFG_STRING, "Consumer group; committed offsets live here"),
@@ -40,6 +42,13 @@ const ex_config_field kSourceFields[11] = {
                "any N other hosts left the group, so that a failover restores only a tail; "
                "0 = none",
                "0"),
+    sdk::field("fence.departed", EX_CFG_BOOL,
+               "With an exactly_once kafka sink using its default transactional.id: advertise "
+               "that id as this member's client.id and, when a member leaves the group without "
+               "closing (a killed host), have the sink fence the member's id, so the "
+               "transaction it left open is aborted at once instead of after its "
+               "transaction.timeout (off when rdkafka.client.id is set)",
+               "true"),
     sdk::field("state.dir", EX_CFG_STRING,
                "Where static.membership keeps this host's instance id (the kafka sink's state.dir "
                "gives the same id)",
@@ -97,10 +106,12 @@ std::string display_servers(const std::string& given, const std::string& connect
 KafkaSource::KafkaSource(sdk::Host host, const sdk::Config& cfg) : ClientContext(host) {
   servers_ = cfg.require_string("bootstrap.servers");
   group_ = cfg.require_string("group.id");
+  require_visible_text("group.id", group_);
   topics_ = cfg.get_list("topics");
   if (topics_.empty()) throw sdk::ConfigError("topics", "at least one topic is required");
   for (const auto& t : topics_)
     if (t.empty()) throw sdk::ConfigError("topics", "a topic name is empty");
+    else require_visible_text("topics", t);
   int64_t bs = cfg.get_int("batch.size", 10000);
   if (bs < 1) throw sdk::ConfigError("batch.size", "must be at least 1");
   batch_size_ = static_cast<size_t>(bs);
@@ -133,6 +144,13 @@ KafkaSource::KafkaSource(sdk::Host host, const sdk::Config& cfg) : ClientContext
     b.set("session.timeout.ms", "3000", "rdkafka.session.timeout.ms");
     b.set("heartbeat.interval.ms", "300", "rdkafka.heartbeat.interval.ms");
   }
+  // A killed host is noticed when its session expires: 6 s is the least a broker accepts
+  // at its defaults (librdkafka's own 45 s made every failover wait that long). The
+  // heartbeat runs on librdkafka's thread, so a long round does not miss it; each
+  // heartbeat is also when a survivor hears of the rebalance that gives it the dead
+  // member's partitions, so it is frequent.
+  b.set("session.timeout.ms", "6000", "rdkafka.session.timeout.ms");
+  b.set("heartbeat.interval.ms", "1000", "rdkafka.heartbeat.interval.ms");
   b.set("auto.offset.reset", "earliest", "rdkafka.auto.offset.reset");
   b.set("socket.nagle.disable", "true", "rdkafka.socket.nagle.disable");
   b.set("partition.assignment.strategy", "range", "rdkafka.partition.assignment.strategy");
@@ -144,14 +162,21 @@ KafkaSource::KafkaSource(sdk::Host host, const sdk::Config& cfg) : ClientContext
   // queued.max.messages.kbytes (64 MiB per assigned partition), is the one that binds.
   b.set("queued.min.messages", "1000000", "rdkafka.queued.min.messages");
   b.apply_user(user);
+  const std::string pipeline = host_.pipeline();
   if (cfg.get_bool("static.membership", false)) {
     if (user.count("group.instance.id") != 0)
       throw sdk::ConfigError("static.membership",
                              "set either static.membership or rdkafka.group.instance.id, not both");
-    const std::string pipeline = host_.pipeline();
     b.set("group.instance.id",
           default_transactional_id(pipeline, txn_instance_id(cfg.get_string("state.dir", "./state"), pipeline)),
           "static.membership");
+  }
+  if (cfg.get_bool("fence.departed", true) && user.count("client.id") == 0) {
+    std::string txn_id = departed::advertised_id(pipeline);
+    if (!txn_id.empty()) {
+      b.set("client.id", txn_id, "fence.departed");
+      departure_prefix_ = default_transactional_id(pipeline, "");
+    }
   }
   b.set("bootstrap.servers", connect_, "bootstrap.servers");
   b.set("group.id", group_, "group.id");
@@ -338,7 +363,7 @@ void KafkaSource::on_assign(rd_kafka_topic_partition_list_t* parts) {
     pending_ = sdk::Status::fatal(std::string("kafka source: assign failed: ") +
                                   rd_kafka_err2str(err));
   if (paused_ && list->cnt > 0) rd_kafka_pause_partitions(rk_, list.get());
-  if (standby_replicas_ > 0) {
+  if (watches_group()) {
     describe_due_ms_ = now_ms() + 200;
     describe_retries_ = 0;
   }
@@ -407,7 +432,7 @@ sdk::Status KafkaSource::poll(int timeout_ms, std::vector<ex_record>& out, bool&
   if (!opened_) return sdk::Status::fatal("kafka source: poll before open");
   if (fatal()) return sdk::Status::fatal("kafka source: " + fatal_reason(rk_));
   if (!pending_) return std::exchange(pending_, sdk::Status::ok());
-  if (standby_replicas_ > 0) standby_step();
+  if (watches_group()) group_watch_step();
 
   int64_t wait = timeout_ms < 0 ? poll_timeout_ms_ : std::min<int64_t>(timeout_ms, poll_timeout_ms_);
   const int64_t deadline = now_ms() + wait;

@@ -5,6 +5,7 @@
 
 #include "checkpoint_codec.hpp"
 #include "rdkafka_common.hpp"
+#include "standby_planner.hpp"
 
 #include <exactly/sdk.hpp>
 #include <librdkafka/rdkafka.h>
@@ -18,7 +19,7 @@
 
 namespace exactly::kafka {
 
-extern const ex_config_field kSourceFields[11];
+extern const ex_config_field kSourceFields[12];
 
 class KafkaSource final : public sdk::Source, public ClientContext {
  public:
@@ -62,10 +63,16 @@ class KafkaSource final : public sdk::Source, public ClientContext {
   sdk::Status handle_message_error(rd_kafka_message_t* m);
   sdk::Status seek_all(const std::vector<std::pair<PartState*, int64_t>>& targets);
   void close_consumer();
-  // Standby replicas (kafka_source_standby.cpp): describe the group after each
-  // assignment and tell the host which partitions to keep warm.
-  void standby_step();
+  // The group is described after each assignment (kafka_source_group_watch.cpp): for
+  // standby replicas (which partitions to keep warm) and to announce members that left
+  // (departed_members.hpp).
+  bool watches_group() const { return standby_replicas_ > 0 || !departure_prefix_.empty(); }
+  void group_watch_step();
   void on_group_description(rd_kafka_event_t* ev);
+  // Schedules the next description; true while still settling (a retry is due soon).
+  bool retry_describe(const std::string& why);
+  void update_standbys(const std::vector<GroupMember>& members);
+  void announce_departures(const std::vector<std::string>& client_ids);
 
   // settings
   std::string servers_;  // as given ("embedded" or a list)
@@ -96,6 +103,11 @@ class KafkaSource final : public sdk::Source, public ClientContext {
   std::map<std::pair<std::string, int32_t>, int64_t> resume_;
 
   int standby_replicas_ = 0;
+  // "exactly-<pipeline>-": client ids of this pipeline's hosts (fence.departed); empty
+  // when departures are not announced.
+  std::string departure_prefix_;
+  std::vector<std::string> last_members_;  // client ids in the last stable description
+  bool members_known_ = false;
   rd_kafka_queue_t* admin_q_ = nullptr;  // DescribeConsumerGroups results
   bool describing_ = false;
   int64_t describe_due_ms_ = -1;  // -1: nothing scheduled

@@ -7,7 +7,8 @@
 #                         [--prop KEY=VALUE]...   (extra broker properties, fresh dirs only)
 #   kafka-broker.sh stop [--dir DIR] [--clean]
 #   kafka-broker.sh status [--dir DIR]
-#   kafka-broker.sh kill-node N [--dir DIR]
+#   kafka-broker.sh kill-node N [--dir DIR]       (SIGKILL)
+#   kafka-broker.sh stop-node N [--dir DIR]       (SIGTERM: a clean, controlled shutdown)
 #   kafka-broker.sh start-node N [--dir DIR] [--no-wait] [--timeout-s 90]
 #   kafka-broker.sh bootstrap [--dir DIR]
 #   kafka-broker.sh stop-all        # every broker this script started (cleanup after a crash)
@@ -396,25 +397,35 @@ node_arg() {
     (( $1 >= 1 && $1 <= NODES )) || die "$2: node $1 out of range 1..$NODES"
 }
 
-cmd_kill_node() {
-    local n="${1:-}"; shift || true
+# signal_node CMD SIGNAL GRACE_S N [--dir DIR]: sends SIGNAL to node N and waits until it is
+# gone; past GRACE_S seconds it is SIGKILLed (a controlled shutdown is bounded too).
+signal_node() {
+    local cmd="$1" sig="$2" grace="$3" n="${4:-}"; shift 4 || shift $#
     while [[ $# -gt 0 ]]; do
-        case "$1" in --dir) DIR="$2"; shift 2 ;; *) die "kill-node: unknown option $1" ;; esac
+        case "$1" in --dir) DIR="$2"; shift 2 ;; *) die "$cmd: unknown option $1" ;; esac
     done
     resolve_dir
-    node_arg "$n" kill-node
+    node_arg "$n" "$cmd"
     if node_running "$n"; then
         local pid; pid="$(node_pid "$n")"
-        kill -KILL "$pid" 2>/dev/null || true
-        local deadline=$(( SECONDS + 30 ))
+        kill "-$sig" "$pid" 2>/dev/null || true
+        local deadline=$(( SECONDS + grace ))
         while ! pid_gone "$pid" && (( SECONDS < deadline )); do sleep 0.05; done
-        log "killed node $n (pid $pid)"
+        if ! pid_gone "$pid"; then
+            log "node $n did not exit within $grace s of SIG$sig: SIGKILL"
+            kill -KILL "$pid" 2>/dev/null || true
+            while ! pid_gone "$pid"; do sleep 0.05; done
+        fi
+        log "$cmd: node $n (pid $pid) is gone"
     else
         log "node $n was not running"
     fi
     rm -f "$DIR/node-$n/pid"
     write_pids
 }
+
+cmd_kill_node() { signal_node kill-node KILL 30 "$@"; }
+cmd_stop_node() { signal_node stop-node TERM 60 "$@"; }
 
 cmd_start_node() {
     local n="${1:-}" wait=1 timeout=90; shift || true
@@ -478,6 +489,7 @@ case "$cmd" in
     stop) cmd_stop "$@" ;;
     status) cmd_status "$@" ;;
     kill-node) cmd_kill_node "$@" ;;
+    stop-node) cmd_stop_node "$@" ;;
     start-node) cmd_start_node "$@" ;;
     bootstrap) cmd_bootstrap "$@" ;;
     stop-all) cmd_stop_all "$@" ;;

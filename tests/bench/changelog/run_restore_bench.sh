@@ -34,18 +34,21 @@
 #   committed - the group's committed offset moves past its value at the kill (the
 #               survivor's first transaction with those partitions committed), and
 #   visible   - a read_committed reader of the output sees a record written after the
-#               kill (also waits for the victim's open transaction to be aborted by the
-#               broker: the survivor has another transactional.id and cannot fence it).
+#               kill (also waits for the victim's open transaction to be aborted: the
+#               survivor fences the victim's transactional id once the group shows it
+#               gone, source fence.departed; with --no-fence the broker aborts it after
+#               the sink's transaction.timeout).
 # The session timeout (--session-timeout-ms, default 6000) bounds detection. Then the
 # producer stops, the survivor drains and the whole output is checked against the input
 # with kafka-tool.sh verify --mode dedupe (skip with --no-verify).
 #
 # Options: --claims N (10000000) --size B (40) --prefetch N (1000000; source
 # queued.min.messages, 0 = the source's default, also 1000000) --rate R (20000 records/s in phase 2)
-# --standby "0 1" --session-timeout-ms (6000) --heartbeat-ms (2000)
+# --standby "0 1" --session-timeout-ms (6000) --heartbeat-ms (1000)
 # --broker-min-session-ms N (the broker's group.min.session.timeout.ms; Kafka's default
 # 6000 refuses a lower --session-timeout-ms) --txn-timeout-ms (10000, the sink's
-# transaction.timeout) --workdir DIR --keep (keep stores and broker data) --no-failover
+# transaction.timeout) --no-fence (source fence.departed: false) --workdir DIR --keep (keep
+# stores and broker data) --no-failover
 # --no-verify.
 # Binaries: BUILD_DIR (default build/) must hold exactly and plugins/ (build first with
 #   cmake --build build -j2 --target exactly exactly_plugin_kafka exactly_plugin_dedupe exactly_plugin_generator
@@ -61,8 +64,8 @@ broker_sh="$root/tests/tools/kafka-broker.sh"
 # shellcheck source=../../tools/kafka-common.sh
 source "$root/tests/tools/kafka-common.sh"
 
-claims=10000000 size=40 prefetch=1000000 rate=20000 session_ms=6000 hb_ms=2000 txn_ms=10000
-work="" keep=0 failover=1 verify=1 partitions=4 standbys="0 1" broker_props=()
+claims=10000000 size=40 prefetch=1000000 rate=20000 session_ms=6000 hb_ms=1000 txn_ms=10000
+work="" keep=0 failover=1 verify=1 fence=1 partitions=4 standbys="0 1" broker_props=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --claims) claims="$2"; shift 2 ;;
@@ -77,6 +80,7 @@ while [[ $# -gt 0 ]]; do
     --keep) keep=1; shift ;;
     --no-failover) failover=0; shift ;;
     --no-verify) verify=0; shift ;;
+    --no-fence) fence=0; shift ;;
     --standby) standbys="$2"; shift 2 ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "run_restore_bench.sh: unknown option $1" >&2; exit 2 ;;
@@ -134,12 +138,13 @@ in="rb-in-$tag" out="rb-out-$tag" group="rb-$tag"
 "$tool" create-topic --bootstrap "$B" --topic "$out" --partitions "$partitions" >/dev/null
 metrics_port=$((19600 + RANDOM % 300))
 
-write_yaml() {  # name client-id idle(0|1) [standby.replicas] -> $work/name/pipeline.yaml
-  local name="$1" client="$2" idle="$3" d="$work/$1" extra=""
+write_yaml() {  # name idle(0|1) [standby.replicas] -> $work/name/pipeline.yaml
+  local name="$1" idle="$2" d="$work/$1" extra=""
   mkdir -p "$d"
   [[ $idle -eq 1 ]] && extra="stop.when.idle: 5s, "
-  [[ ${4:-0} -gt 0 ]] && extra="${extra}standby.replicas: $4, "
-  local rk="session.timeout.ms: $session_ms, heartbeat.interval.ms: $hb_ms, client.id: $client"
+  [[ ${3:-0} -gt 0 ]] && extra="${extra}standby.replicas: $3, "
+  [[ $fence -eq 0 ]] && extra="${extra}fence.departed: false, "
+  local rk="session.timeout.ms: $session_ms, heartbeat.interval.ms: $hb_ms"
   [[ $prefetch -gt 0 ]] && rk="$rk, queued.min.messages: $prefetch"
   metrics_port=$((metrics_port + 1))
   cat >"$d/pipeline.yaml" <<EOF
@@ -210,7 +215,7 @@ t0=$(now_ms)
 log "produced in $(secs "$t0" "$(now_ms)") s: $(cat "$work/produce.json")"
 [[ "$("$tool" end-offsets --bootstrap "$B" --topic "$in" | jq .total_end)" == "$claims" ]] || die "input does not hold $claims records"
 
-write_yaml host-a host-a 1
+write_yaml host-a 1
 log "host A: consuming everything (exits 5 s after the input is drained)"
 t0=$(now_ms)
 start_host host-a
@@ -238,7 +243,7 @@ raw_kv_per_id=$(jq --argjson n "$claims" '.bytes / $n * 100 | round / 100' "$wor
 log "raw read: $(jq -c '{records, bytes, seconds}' "$work/raw-read.json") = $raw_rate claims/s"
 
 # ---------------------------------------------------------------- phase 1: restore on host B
-write_yaml host-b host-b 1
+write_yaml host-b 1
 log "host B: same group, empty state dir: restores $partitions partitions"
 tb=$(now_ms)
 start_host host-b; pb=$started
@@ -287,8 +292,8 @@ if [[ $failover -eq 1 ]]; then
   # One failover measurement: fresh hosts A<n> (alone, then) B<n> with standby.replicas sb.
   failover_run() {  # n sb last(0|1)
     local n="$1" sb="$2" last="$3"
-    write_yaml "host-a$n" "host-a$n" 0 "$sb"
-    write_yaml "host-b$n" "host-b$n" 0 "$sb"
+    write_yaml "host-a$n" 0 "$sb"
+    write_yaml "host-b$n" 0 "$sb"
     ta2=$(now_ms)
     start_host "host-a$n"; pa2=$started
     wait_restored "host-a$n" $((claims / 20000 + 600))

@@ -5,6 +5,7 @@
 
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "test_util.hpp"
 
@@ -52,6 +53,22 @@ TEST(CommitProtocol, AbortRewindAndRebuildLoseAndDuplicateNothing) {
   EXPECT_NE(r.err.find("injected abortable error"), std::string::npos);
   EXPECT_NE(r.err.find("injected fatal error"), std::string::npos);
   EXPECT_NE(r.out.find("restarts:"), std::string::npos) << r.out;
+  // The summary counts committed records: replays after aborts are not "dropped".
+  std::istringstream rows(r.out);
+  std::string row;
+  bool found = false;
+  while (std::getline(rows, row)) {
+    std::istringstream f(row);
+    std::string name, state;
+    long long in = -1, out = -1, dropped = -1;
+    if (!(f >> name >> state >> in >> out >> dropped) || name != "t") continue;
+    found = true;
+    EXPECT_EQ(in, n) << row;
+    EXPECT_EQ(out, n) << row;
+    EXPECT_EQ(dropped, 0) << row;
+  }
+  EXPECT_TRUE(found) << r.out;
+  EXPECT_NE(r.out.find("replayed: "), std::string::npos) << r.out;
 }
 
 TEST(CommitProtocol, ALostPartitionAbortsTheRoundInsteadOfCommittingIt) {
@@ -60,6 +77,8 @@ TEST(CommitProtocol, ALostPartitionAbortsTheRoundInsteadOfCommittingIt) {
   // Rounds end at 512 records (max.records); the partition is lost at 704, mid-round.
   std::string yaml = pipeline_yaml(dir / "out.txt", n, "");
   yaml.replace(yaml.find("batch.size: 64"), 14, "batch.size: 64, lose.at: 700");
+  // (Per-batch commits after the re-assignment would end a round at 704 legitimately.)
+  yaml.replace(yaml.find("interval: 5s }"), 14, "interval: 5s, after.takeover: 0s }");
   write_file(dir / "p.yaml", yaml);
   auto r = run(exactly_bin() + " run " + (dir / "p.yaml").string(), dir);
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -80,6 +99,32 @@ TEST(CommitProtocol, ResumesFromPositionsStoredByTheSink) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("resuming from positions stored by the sink"), std::string::npos) << r.err;
   EXPECT_EQ(parse_output(dir / "out.txt").values.size(), 3000u);
+}
+
+TEST(CommitProtocol, AfterATakeoverEachBatchCommitsAtOnce) {
+  // A takeover's first output must not wait out commit.interval: for commit.after.takeover
+  // after the source is given partitions again, every batch ends its round. The counter
+  // loses its partition at 300 (the round is aborted) and is assigned it again from 0;
+  // then 1,000 values in 64-record batches. With interval 5s and max.records 512 the
+  // rounds would otherwise be 2 (576 + 424 records).
+  auto dir = temp_dir("commit");
+  std::string yaml = pipeline_yaml(dir / "out.txt", 1000, "");
+  yaml.replace(yaml.find("batch.size: 64"), 14, "batch.size: 64, lose.at: 300");
+  write_file(dir / "p.yaml", yaml);
+  auto r = run(exactly_bin() + " run " + (dir / "p.yaml").string(), dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Output o = parse_output(dir / "out.txt");
+  ASSERT_EQ(o.values.size(), 1000u);
+  EXPECT_EQ(o.rounds, (1000 + 63) / 64);
+  // Off: the same run commits in rounds of commit.max.records again.
+  auto dir2 = temp_dir("commit");
+  yaml = pipeline_yaml(dir2 / "out.txt", 1000, "");
+  yaml.replace(yaml.find("batch.size: 64"), 14, "batch.size: 64, lose.at: 300");
+  yaml.replace(yaml.find("interval: 5s }"), 14, "interval: 5s, after.takeover: 0s }");
+  write_file(dir2 / "p.yaml", yaml);
+  r = run(exactly_bin() + " run " + (dir2 / "p.yaml").string(), dir2);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(parse_output(dir2 / "out.txt").rounds, 2);
 }
 
 TEST(ErrorPolicy, StopNamesTheRecordOriginAndCommitsNothingOfTheRound) {

@@ -25,3 +25,37 @@ TEST(FailureLogging, APipelineFailingInCreateIsLoggedWithItsReason) {
   EXPECT_NE(rest.find("key 'every'"), std::string::npos) << rest;
   EXPECT_NE(rest.find("must be positive"), std::string::npos) << rest;
 }
+
+// A plugin that crashes the process: one line on stderr names the pipeline, the stage,
+// the plugin and its library before the host dies of the signal (issue "hardening").
+void expect_crash_report(bool own_thread) {
+  auto dir = temp_dir("crash");
+  const std::string plugins = std::string(EXACTLY_BUILD_DIR) + "/test-plugins";
+  write_file(dir / "p.yaml",
+             "plugin.path: [" + plugins + "]\npipelines:\n  - name: crashy\n"
+             "    source: { plugin: counter, config: { count: 1000, batch.size: 10 } }\n"
+             "    transforms: [ { plugin: crash-at, config: { at: 500, own.thread: " +
+                 std::string(own_thread ? "true" : "false") + " } } ]\n"
+             "    sink: { plugin: faulty, config: { path: " + (dir / "out.txt").string() + " } }\n");
+  auto r = run(exactly_bin() + " run --no-watch " + (dir / "p.yaml").string(), dir);
+  // Dead of the signal itself (the shell running it reports 128 + signal).
+  EXPECT_TRUE(r.signal == SIGSEGV || r.exit_code == 128 + SIGSEGV)
+      << "exit " << r.exit_code << ", signal " << r.signal << "\n" << r.err;
+  auto at = r.err.find("exactly: fatal SIGSEGV");
+  ASSERT_NE(at, std::string::npos) << r.err;
+  std::string line = r.err.substr(at, r.err.find('\n', at) - at);
+  std::printf("%s\n", line.c_str());
+  // The library of the faulting code, on any thread.
+  EXPECT_NE(line.find("faulting code in " + plugins + "/"), std::string::npos) << line;
+  if (own_thread) {
+    EXPECT_NE(line.find("outside any plugin call on this thread"), std::string::npos) << line;
+  } else {
+    EXPECT_NE(line.find("in pipeline 'crashy', stage 'transforms[0]/crash-at' (" + plugins + "/"),
+              std::string::npos) << line;
+    EXPECT_NE(line.find("during process"), std::string::npos) << line;
+  }
+}
+
+TEST(FailureLogging, ACrashInAPluginCallNamesPipelineStageAndLibrary) { expect_crash_report(false); }
+
+TEST(FailureLogging, ACrashOnAPluginThreadNamesTheLibrary) { expect_crash_report(true); }

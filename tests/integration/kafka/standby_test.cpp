@@ -2,7 +2,9 @@
 // one consumer group) with `standby.replicas: 1` keep warm copies of each other's dedupe
 // stores by tailing the changelog. One is SIGKILLed while input arrives; the survivor
 // takes its partitions over from the warm copies (restoring only a tail, not the
-// partition), and an independent read_committed reader finds every id exactly once.
+// partition), fences the victim's transactional id (so the transaction it left open is
+// aborted at once, not after its 60 s transaction.timeout), and an independent
+// read_committed reader finds every id exactly once.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -32,10 +34,14 @@ std::string standby_yaml(const std::string& in, const std::string& out, const st
          "        rdkafka: { session.timeout.ms: 6000 }\n"
          "    transforms:\n      - plugin: dedupe\n        config:\n"
          "          id.json: /messageId\n"
+         // Its own changelog: a name derived from the pipeline would be shared with
+         // earlier runs on the same broker.
+         "          changelog.topic: " + in + "-changelog\n"
          "          state.dir: " + (state / "dedupe").string() + "\n"
          "    sink:\n      plugin: kafka\n      config:\n"
          "        bootstrap.servers: " + b + "\n        topic: " + out + "\n"
-         "        partitioning: input\n        state.dir: " + (state / "sink").string() + "\n";
+         "        partitioning: input\n        transaction.timeout: 60s\n"
+         "        state.dir: " + (state / "sink").string() + "\n";
 }
 
 bool wait_for(const std::function<bool()>& cond, std::chrono::seconds limit) {
@@ -86,7 +92,32 @@ TEST(Standby, ASurvivorTakesOverFromItsWarmCopiesWhileInputArrives) {
   // A kill after the input is complete would prove nothing.
   int code = -1;
   ASSERT_FALSE(producer.exited(&code)) << "the producer finished before the kill; slow it down";
+  std::smatch txn;
+  std::string vlog = read_file(victim.log());
+  ASSERT_TRUE(std::regex_search(vlog, txn, std::regex("transactional\\.id=([^)]+)\\)")))
+      << victim.log_tail();
+  const std::string victim_txn = txn[1];
+  // Killed with a transaction open at the coordinator (otherwise nothing is left to
+  // abort): frozen first, looked at, killed if one is open, else thawed and tried again.
+  auto txn_state = [&] {
+    auto t = kafka_tool("transactions", false);
+    size_t at = t.out.find("\"id\":\"" + victim_txn + "\"");
+    if (t.exit_code != 0 || at == std::string::npos) return std::string();
+    return t.out.substr(at, t.out.find('}', at) - at);
+  };
+  std::string at_kill;
+  for (int attempt = 0; attempt < 20 && at_kill.find("Ongoing") == std::string::npos; ++attempt) {
+    if (attempt > 0) {
+      victim.signal(SIGCONT);
+      std::this_thread::sleep_for(std::chrono::milliseconds(700));
+    }
+    victim.signal(SIGSTOP);
+    at_kill = txn_state();
+  }
+  ASSERT_NE(at_kill.find("Ongoing"), std::string::npos) << "never caught an open transaction: " << at_kill;
   ASSERT_EQ(victim.stop(SIGKILL), -SIGKILL);
+  const auto killed_at = Clock::now();
+  std::printf("victim's transaction at the kill: %s\n", at_kill.c_str());
   std::printf("killed %s while input arrives; %s keeps warm: %s\n", victim.name().c_str(),
               survivor.name().c_str(), warm_set.c_str());
   const size_t before = read_file(survivor.log()).size();
@@ -105,6 +136,22 @@ TEST(Standby, ASurvivorTakesOverFromItsWarmCopiesWhileInputArrives) {
     std::printf("takeover restore of %s: %lld claims\n", std::string((*it)[1]).c_str(), claims);
     EXPECT_LT(claims, 1500) << "a warm partition was restored (almost) in full: " << (*it)[0];
   }
+
+  // The victim's open transaction is gone well before the broker would have timed it out
+  // (60 s): the survivor fenced its id.
+  std::string state_json;
+  bool closed = wait_for([&] {
+    state_json = txn_state();
+    return !state_json.empty() && state_json.find("Ongoing") == std::string::npos &&
+           state_json.find("Prepare") == std::string::npos;
+  }, std::chrono::seconds(40));
+  std::printf("victim's transaction %s after %.1f s: %s\n", closed ? "closed" : "STILL OPEN",
+              seconds_since(killed_at), state_json.c_str());
+  EXPECT_TRUE(closed) << "the victim's transaction is still open: " << state_json;
+  EXPECT_TRUE(wait_for([&] {
+    return read_file(survivor.log()).find("fenced " + victim_txn + " in ") != std::string::npos;
+  }, std::chrono::seconds(10))) << "the survivor did not fence " << victim_txn << ":\n"
+                                << tail_of(read_file(survivor.log()).substr(before), 6000);
 
   EXPECT_TRUE(wait_for([&] { return producer.exited(&code); }, std::chrono::seconds(180)));
   EXPECT_EQ(code, 0) << tail_of(read_file(dir / "producer.log"), 2000);

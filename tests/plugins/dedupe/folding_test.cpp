@@ -3,6 +3,9 @@
 // after a crash that leaves claims unfolded.
 #include "dedupe_fixture.hpp"
 
+#include <chrono>
+#include <thread>
+
 namespace dedupe_test {
 namespace {
 
@@ -55,6 +58,62 @@ TEST_F(DedupeTest, FoldedAndUnfoldedClaimsSurviveACrashImage) {
   EXPECT_THAT(crashed.process(probe).kept, ElementsAre(3u, 4u));
   EXPECT_THAT(crashed.process(range(0, 25500, off2)).kept, IsEmpty());
   EXPECT_EQ(other.metric("dedupe_duplicates_total{partition=events-9}"), 25503);
+}
+
+TEST_F(DedupeTest, NewIdsSkipTheStoreReadAndStoredIdsAreStillFoundAfterReopen) {
+  // New ids are answered by the in-memory presence filter (no RocksDB read); ids folded
+  // into the store are found, also by a stage reopened on it (while and after its
+  // filter is rebuilt from the store in the background).
+  Pairs small = {{"rocksdb.write.buffer.size", "1048576"}};
+  auto& t = start(small);
+  int64_t off = 0;
+  t.process(range(0, 25000, off));
+  commit_round();
+  t.process(range(25000, 50000, off));
+  commit_round();
+  ASSERT_GE(sst_files(dir_ / "events-0"), 1u);
+  EXPECT_GE(metric("dedupe_lookups_skipped_total"), 25000);
+
+  FakeHost other;
+  fs::create_directories(dir_ / "copy");
+  stage_.reset();  // closes the store (folds the rest) so that a copy can open it
+  fs::copy(dir_ / "events-0", dir_ / "copy" / "events-0", fs::copy_options::recursive);
+  Pairs copy = small;
+  copy.emplace_back("state.dir", (dir_ / "copy").string());
+  TransformHarness reopened(library(), "dedupe", config(copy), &other);
+  ASSERT_TRUE(reopened.ok());
+  ASSERT_TRUE(reopened.assign({part(0, "events-0", off)}).is_ok());
+  int64_t off2 = off;
+  EXPECT_THAT(reopened.process(range(0, 50000, off2)).kept, IsEmpty());
+  EXPECT_EQ(other.metric("dedupe_duplicates_total{partition=events-0}"), 50000);
+  // Once the filter is built, new ids skip the store again.
+  double skipped = 0;
+  for (int i = 0; i < 50 && skipped == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    EXPECT_EQ(reopened.process(range(100000 + i * 100, 100000 + i * 100 + 100, off2)).kept.size(), 100u);
+    skipped = other.metric("dedupe_lookups_skipped_total{partition=events-0}");
+  }
+  EXPECT_GT(skipped, 0);
+  EXPECT_THAT(reopened.process(range(0, 50000, off2)).kept, IsEmpty());
+}
+
+TEST_F(DedupeTest, ClosingAStoreWhoseLastFoldGrowsThePresenceFilterIsClean) {
+  // The presence filter holds 458,752 keys in its first three layers (65,536 doubling);
+  // a fourth one makes the store rebuild it on a thread that iterates the store. Here the
+  // fold that adds the fourth layer is the one the store does while closing: it must not
+  // start that rebuild (its iterator would outlive the database: RocksDB aborts).
+  Pairs small = {{"rocksdb.write.buffer.size", "1048576"}};  // folds at ~21,845 claims
+  auto& t = start(small);
+  int64_t off = 0;
+  for (int r = 0; r < 9; ++r) {  // 450,000 ids, each round folded at its commit
+    t.process(range(r * 50000, (r + 1) * 50000, off));
+    commit_round();
+  }
+  t.process(range(450000, 470000, off));  // 20,000: below the fold size, folded at close
+  commit_round();
+  stage_.reset();  // closes the store: an abort here kills the test binary
+  auto& again = start(small);
+  EXPECT_THAT(again.process(range(0, 470000, off)).kept, IsEmpty());
 }
 
 TEST_F(DedupeTest, EvictionAppliesToFoldedClaims) {

@@ -287,6 +287,38 @@ TEST_F(KafkaBroker, SecondInstanceWithTheSameTransactionalIdFencesTheFirst) {
   EXPECT_EQ(read[0].value, "live");
 }
 
+TEST_F(KafkaBroker, AFencedProducerFailsTheBatchInsteadOfRejectingItsRecords) {
+  // Fenced (another instance, or a survivor's fence.departed, took the transactional id):
+  // librdkafka refuses every later produce with the fatal error's code (_FENCED). That is
+  // the instance failing, not a bad record: records handed to the error policy would stop
+  // the pipeline for good (errors.policy: stop) or send good records to dead letters.
+  const std::string out = kt::unique("out"), out2 = kt::unique("out"), txn = kt::unique("txn");
+  create_topic(servers(), out, 1);
+  create_topic(servers(), out2, 1);
+  kt::Pairs cfg = {{"bootstrap.servers", servers()}, {"topic.from", "header:topic"},
+                   {"delivery", "exactly_once"}, {"transactional.id", txn},
+                   {"transaction.timeout", "30000"}};
+  auto to = [](const std::string& topic) {
+    OwnedRecord r = exactly::testing::rec("k", "v");
+    r.headers.emplace_back("topic", topic);
+    return r;
+  };
+  SinkHarness first(lib(), "kafka", cfg);
+  ASSERT_TRUE(first.open().is_ok()) << first.create_status().message();
+  ASSERT_TRUE(first.write({to(out)}).empty());
+  SinkHarness second(lib(), "kafka", eos_cfg(out, txn));
+  ASSERT_TRUE(second.open().is_ok());  // fences `first`
+  // Records for a partition not yet in the transaction make `first` find out.
+  Status st;
+  decltype(first.write({})) rejected;
+  for (int i = 0; i < 100 && st.is_ok() && rejected.empty(); ++i) {
+    rejected = first.write({to(out2)}, &st);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(rejected.empty()) << "a fenced producer's records were rejected as bad records";
+  EXPECT_EQ(st.code(), EX_ERR_FATAL) << st.message();
+}
+
 TEST_F(KafkaBroker, OversizeRecordIsRejectedAndTheRestCommits) {
   const std::string out = kt::unique("out");
   create_topic(servers(), out, 1);

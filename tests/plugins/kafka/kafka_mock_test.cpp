@@ -143,6 +143,31 @@ TEST(KafkaConfig, SourceRejectsCooperativeAssignorAndUnknownProperties) {
   EXPECT_TRUE(passthrough.ok()) << passthrough.create_status().message();
 }
 
+TEST(KafkaConfig, InvisibleCharactersInGroupIdsAndTopicsAreRefusedByName) {
+  // A zero-width space pasted into a group id makes another group (offsets "lost", a
+  // restart loop): refused at create, naming the key, the character and its position.
+  MockCluster mc;
+  SourceHarness zw(lib(), "kafka",
+                   {{"bootstrap.servers", mc.servers()}, {"group.id", "orders\xE2\x80\x8B"}, {"topics", "t"}});
+  EXPECT_EQ(zw.create_status().code(), EX_ERR_CONFIG);
+  EXPECT_EQ(zw.create_status().key(), "group.id");
+  EXPECT_NE(zw.create_status().message().find("U+200B, at byte 7"), std::string::npos)
+      << zw.create_status().message();
+  SourceHarness ctl(lib(), "kafka",
+                    {{"bootstrap.servers", mc.servers()}, {"group.id", "g"}, {"topics", "t\tx"}});
+  EXPECT_EQ(ctl.create_status().key(), "topics");
+  SourceHarness spaced(lib(), "kafka",
+                       {{"bootstrap.servers", mc.servers()}, {"group.id", "g "}, {"topics", "t"}});
+  EXPECT_EQ(spaced.create_status().key(), "group.id");
+  SourceHarness fine(lib(), "kafka",
+                     {{"bootstrap.servers", mc.servers()}, {"group.id", "zäh-gruppe"}, {"topics", "t"}});
+  EXPECT_TRUE(fine.ok()) << fine.create_status().message();
+  SinkHarness sink(lib(), "kafka", {{"bootstrap.servers", mc.servers()}, {"topic", "\xEF\xBB\xBFout"}});
+  EXPECT_EQ(sink.create_status().key(), "topic");
+  EXPECT_NE(sink.create_status().message().find("U+FEFF, at byte 1"), std::string::npos)
+      << sink.create_status().message();
+}
+
 TEST(KafkaConfig, SinkNeedsExactlyOneTopicSetting) {
   MockCluster mc;
   SinkHarness none(lib(), "kafka", {{"bootstrap.servers", mc.servers()}});

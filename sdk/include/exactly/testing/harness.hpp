@@ -553,6 +553,13 @@ class SinkHarness {
     ex_error e = new_error();
     return status_of(vt_->abort(self_, &e), e);
   }
+  // A new config applied in place (checked against the schema as at create).
+  sdk::Status reconfigure(const Library& lib, const std::string& name, const Pairs& config) {
+    OwnedConfig cfg(lib.component(EX_KIND_SINK, name), config);
+    ex_error e = new_error();
+    if (vt_->reconfigure == nullptr) return sdk::Status::unsupported();
+    return status_of(vt_->reconfigure(self_, cfg.get(), &e), e);
+  }
 
  private:
   const ex_sink_vtable* vt_;

@@ -1,10 +1,15 @@
-// standby.replicas: after every assignment the source describes its consumer group (an
-// admin request answered on its own queue, never blocking poll) and tells the host which
-// partitions to keep warm: the ones this member would get if any N others left
-// (standby_planner.hpp). Re-described every 30 s, and sooner while the group settles.
+// After every assignment the source describes its consumer group (an admin request
+// answered on its own queue, never blocking poll), re-described every 30 s and sooner
+// while the group settles. From a stable description it
+// - announces members that have left since the last one (fence.departed: the pipeline's
+//   transactional sink aborts what they left open, departed_members.hpp);
+// - with standby.replicas, tells the host which partitions to keep warm: the ones this
+//   member would get if any N others left (standby_planner.hpp).
 #include "kafka_source.hpp"
 
-#include "standby_planner.hpp"
+#include "departed_members.hpp"
+
+#include <algorithm>
 
 namespace exactly::kafka {
 
@@ -14,7 +19,7 @@ constexpr int64_t kRetryMs = 1000;
 constexpr int kSettleRetries = 10;
 }  // namespace
 
-void KafkaSource::standby_step() {
+void KafkaSource::group_watch_step() {
   if (admin_q_ == nullptr) admin_q_ = rd_kafka_queue_new(rk_);
   if (describing_) {
     rd_kafka_event_t* ev = rd_kafka_queue_poll(admin_q_, 0);
@@ -35,39 +40,45 @@ void KafkaSource::standby_step() {
   describe_due_ms_ = -1;
 }
 
+bool KafkaSource::retry_describe(const std::string& why) {
+  // While the group settles (members still joining) the description lags; try again.
+  if (describe_retries_++ < kSettleRetries) {
+    describe_due_ms_ = now_ms() + kRetryMs;
+    return true;
+  }
+  if (why != standby_why_)
+    host_.warn(std::string("kafka source: ") +
+               (standby_replicas_ > 0 ? "standby replicas" : "watching the group") + ": " + why);
+  standby_why_ = why;
+  describe_due_ms_ = now_ms() + kRefreshMs;
+  return false;
+}
+
 void KafkaSource::on_group_description(rd_kafka_event_t* ev) {
-  auto retry = [&](const std::string& why) {
-    // While the group settles (members still joining) the description lags; try again.
-    if (describe_retries_++ < kSettleRetries) {
-      describe_due_ms_ = now_ms() + kRetryMs;
-      return true;
-    }
-    if (why != standby_why_) host_.warn("kafka source: standby replicas: " + why);
-    standby_why_ = why;
-    describe_due_ms_ = now_ms() + kRefreshMs;
-    return false;
-  };
   const auto* result = rd_kafka_event_DescribeConsumerGroups_result(ev);
   size_t n = 0;
   const rd_kafka_ConsumerGroupDescription_t** groups =
       result ? rd_kafka_DescribeConsumerGroups_result_groups(result, &n) : nullptr;
   if (rd_kafka_event_error(ev) != RD_KAFKA_RESP_ERR_NO_ERROR || n != 1) {
-    retry(std::string("cannot describe group ") + group_ + ": " +
+    retry_describe(std::string("cannot describe group ") + group_ + ": " +
           (rd_kafka_event_error(ev) ? rd_kafka_event_error_string(ev) : "no answer"));
     return;
   }
   const auto* g = groups[0];
   if (const rd_kafka_error_t* e = rd_kafka_ConsumerGroupDescription_error(g)) {
-    retry("cannot describe group " + group_ + ": " + rd_kafka_error_string(e));
+    retry_describe("cannot describe group " + group_ + ": " + rd_kafka_error_string(e));
     return;
   }
   if (rd_kafka_ConsumerGroupDescription_state(g) != RD_KAFKA_CONSUMER_GROUP_STATE_STABLE) {
-    retry("group " + group_ + " is not stable");
+    retry_describe("group " + group_ + " is not stable");
     return;
   }
   std::vector<GroupMember> members;
+  std::vector<std::string> client_ids;
   for (size_t i = 0; i < rd_kafka_ConsumerGroupDescription_member_count(g); ++i) {
     const auto* m = rd_kafka_ConsumerGroupDescription_member(g, i);
+    const char* client = rd_kafka_MemberDescription_client_id(m);
+    client_ids.emplace_back(client ? client : "");
     GroupMember gm;
     const char* id = rd_kafka_MemberDescription_consumer_id(m);
     const char* inst = rd_kafka_MemberDescription_group_instance_id(m);
@@ -79,12 +90,46 @@ void KafkaSource::on_group_description(rd_kafka_event_t* ev) {
       gm.owned.emplace_back(list->elems[j].topic, list->elems[j].partition);
     members.push_back(std::move(gm));
   }
+  if (!departure_prefix_.empty()) announce_departures(client_ids);
+  if (standby_replicas_ == 0) {
+    describe_retries_ = 0;
+    describe_due_ms_ = now_ms() + kRefreshMs;
+    return;
+  }
+  update_standbys(members);
+}
+
+void KafkaSource::announce_departures(const std::vector<std::string>& client_ids) {
+  // As a set: a host restarted with the same state is in the group twice for a while
+  // (its old member until the session expires, its new one), under one client id; when
+  // the old one goes, the host has not left, and must not be fenced.
+  std::vector<std::string> now = client_ids;
+  std::sort(now.begin(), now.end());
+  now.erase(std::unique(now.begin(), now.end()), now.end());
+  if (members_known_) {
+    std::vector<std::string> gone;
+    std::set_difference(last_members_.begin(), last_members_.end(), now.begin(), now.end(),
+                        std::back_inserter(gone));
+    for (const auto& id : gone) {
+      // Only this pipeline's hosts; a member that closed properly had no open transaction,
+      // and fencing it anyway costs one short request.
+      if (id.rfind(departure_prefix_, 0) != 0) continue;
+      int heard = departed::announce(host_.pipeline(), id);
+      host_.info("kafka source: member " + id + " left group " + group_ +
+                 (heard > 0 ? "; the sink fences its transactional id" : ""));
+    }
+  }
+  last_members_ = std::move(now);
+  members_known_ = true;
+}
+
+void KafkaSource::update_standbys(const std::vector<GroupMember>& members) {
   char* self = rd_kafka_memberid(rk_);
   std::string self_id = self ? self : "";
   if (self) rd_kafka_mem_free(rk_, self);
 
   StandbyPlan plan = plan_standbys(members, self_id, standby_replicas_);
-  if (!plan.modelled && retry(plan.why)) return;
+  if (!plan.modelled && retry_describe(plan.why)) return;
   if (plan.modelled) {
     standby_why_.clear();
     describe_due_ms_ = now_ms() + kRefreshMs;

@@ -1,0 +1,91 @@
+// In front of a store's MultiGet: a new id (99%+ of records in a dedupe stream) costs one
+// probe of this in-memory filter instead of a RocksDB lookup through the memtables and
+// every level's SST filter. It holds the hash of every key folded into the claims column
+// family and never forgets one (an evicted key only costs a wasted lookup), so "absent"
+// is exact and correctness never depends on it.
+//
+// Blocked Bloom filter: one 512-bit block (a cache line) per probe, 8 bits per key in the
+// block, ~10 bits per key: about 1% false positives. It grows by layers (each twice the
+// previous capacity) instead of rehashing, since the keys themselves are not at hand;
+// the store rebuilds it in one layer when there are more than a few.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+namespace exactly::dedupe {
+
+class PresenceFilter {
+ public:
+  explicit PresenceFilter(uint64_t expected_keys = 0) { add_layer(std::max<uint64_t>(expected_keys, 1u << 16)); }
+
+  void add(uint64_t hash) {
+    Layer* l = &layers_.back();
+    if (l->count >= l->capacity) {
+      add_layer(l->capacity * 2);
+      l = &layers_.back();
+    }
+    uint64_t* block = l->block(hash);
+    for_each_bit(hash, [&](unsigned bit) { block[bit >> 6] |= uint64_t{1} << (bit & 63); });
+    ++l->count;
+    ++count_;
+  }
+
+  bool may_contain(uint64_t hash) const {
+    for (const Layer& l : layers_) {
+      const uint64_t* block = l.block(hash);
+      bool all = true;
+      for_each_bit(hash, [&](unsigned bit) { all = all && (block[bit >> 6] >> (bit & 63) & 1); });
+      if (all) return true;
+    }
+    return false;
+  }
+
+  uint64_t count() const { return count_; }  // keys added (not distinct, not live)
+  size_t layers() const { return layers_.size(); }
+  uint64_t bytes() const {
+    uint64_t b = 0;
+    for (const Layer& l : layers_) b += l.words.size() * 8;
+    return b;
+  }
+
+ private:
+  static constexpr unsigned kBitsPerKey = 10;
+  static constexpr unsigned kProbes = 8;
+
+  struct Layer {
+    std::vector<uint64_t> words;  // 8 per block
+    uint64_t blocks = 0;
+    uint64_t capacity = 0;
+    uint64_t count = 0;
+    uint64_t* block(uint64_t h) {
+      return words.data() + 8 * static_cast<uint64_t>((static_cast<unsigned __int128>(h >> 32) * blocks) >> 32);
+    }
+    const uint64_t* block(uint64_t h) const {
+      return words.data() + 8 * static_cast<uint64_t>((static_cast<unsigned __int128>(h >> 32) * blocks) >> 32);
+    }
+  };
+
+  template <typename F>
+  static void for_each_bit(uint64_t hash, F&& f) {
+    // Bits from the other half of the hash than the block (double hashing).
+    uint32_t a = static_cast<uint32_t>(hash);
+    uint32_t b = static_cast<uint32_t>((hash * 0x9E3779B97F4A7C15ull) >> 32) | 1u;
+    for (unsigned i = 0; i < kProbes; ++i) f((a + i * b) & 511u);
+  }
+
+  void add_layer(uint64_t capacity) {
+    Layer l;
+    l.capacity = capacity;
+    l.blocks = std::max<uint64_t>(1, (capacity * kBitsPerKey + 511) / 512);
+    l.words.assign(l.blocks * 8, 0);
+    layers_.push_back(std::move(l));
+  }
+
+  std::vector<Layer> layers_;
+  uint64_t count_ = 0;
+};
+
+}  // namespace exactly::dedupe

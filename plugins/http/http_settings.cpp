@@ -1,0 +1,131 @@
+#include "http_settings.hpp"
+
+#include <cstdlib>
+#include <stdexcept>
+
+namespace exactly::http {
+
+std::chrono::milliseconds parse_duration(const std::string& key, const std::string& t) {
+  char* end = nullptr;
+  double v = std::strtod(t.c_str(), &end);
+  std::string unit = end ? std::string(end) : std::string();
+  double ms = -1;
+  if (t.empty() || end == t.c_str()) ms = -1;
+  else if (unit.empty() || unit == "ms") ms = v;
+  else if (unit == "s") ms = v * 1000;
+  else if (unit == "m") ms = v * 60000;
+  else if (unit == "h") ms = v * 3600000;
+  if (ms < 0) throw sdk::ConfigError(key, "expected a duration such as 500ms, 10s or 2m, got '" + t + "'");
+  return std::chrono::milliseconds(static_cast<int64_t>(ms));
+}
+
+namespace {
+
+double parse_number(const std::string& key, const std::string& t) {
+  char* end = nullptr;
+  double d = std::strtod(t.c_str(), &end);
+  if (t.empty() || *end != '\0' || d < 0)
+    throw sdk::ConfigError(key, "expected a number >= 0, got '" + t + "'");
+  return d;
+}
+
+bool parse_bool(const std::string& key, const std::string& t) {
+  if (t == "true") return true;
+  if (t == "false") return false;
+  throw sdk::ConfigError(key, "expected true or false, got '" + t + "'");
+}
+
+FieldRef field_of(const std::string& key, const std::string& text) {
+  try {
+    return FieldRef::parse(text);
+  } catch (const std::invalid_argument& e) {
+    throw sdk::ConfigError(key, e.what());
+  }
+}
+
+bool has_line_break(const std::string& s) {
+  return s.find('\r') != std::string::npos || s.find('\n') != std::string::npos;
+}
+
+// classes.<name>.<setting>, starting from the class-wide defaults.
+void read_classes(const sdk::Config& c, Settings& s, const ClassSettings& base) {
+  s.classes["default"] = base;
+  for (auto& [sub, value] : c.get_map("classes")) {
+    size_t dot = sub.find('.');
+    std::string key = "classes." + sub;
+    if (dot == std::string::npos || dot == 0)
+      throw sdk::ConfigError(key, "expected classes.<name>.<rate|burst|open|fuse.failures|fuse.cooldown>");
+    std::string name = sub.substr(0, dot), setting = sub.substr(dot + 1);
+    auto [it, fresh] = s.classes.try_emplace(name, base);
+    ClassSettings& cs = it->second;
+    if (setting == "rate") cs.rate = parse_number(key, value);
+    else if (setting == "burst") cs.burst = parse_number(key, value);
+    else if (setting == "open") cs.open = parse_bool(key, value);
+    else if (setting == "fuse.failures") cs.fuse_failures = static_cast<int>(parse_number(key, value));
+    else if (setting == "fuse.cooldown") cs.fuse_cooldown = parse_duration(key, value);
+    else
+      throw sdk::ConfigError(key, "unknown class setting '" + setting +
+                                      "' (rate, burst, open, fuse.failures, fuse.cooldown)");
+  }
+}
+
+}  // namespace
+
+Settings Settings::from(const sdk::Config& c) {
+  Settings s;
+  s.url_text = c.require_string("url");
+  try {
+    s.url = UrlTemplate::parse(s.url_text);
+  } catch (const std::invalid_argument& e) {
+    throw sdk::ConfigError("url", e.what());
+  }
+  if (s.url_text.rfind("http://", 0) != 0 && s.url_text.rfind("https://", 0) != 0)
+    throw sdk::ConfigError("url", "must start with http:// or https://");
+  s.method = c.get_string("method", "POST");
+  for (auto& [name, value] : c.get_map("headers")) {
+    if (has_line_break(name) || has_line_break(value) || name.find(':') != std::string::npos)
+      throw sdk::ConfigError("headers." + name, "a header name or value with ':' or a line break");
+    s.headers.emplace_back(name, value);
+  }
+  s.forward_headers = c.get_bool("forward.record.headers", true);
+  s.content_type = c.get_string("content.type", "application/json");
+  if (c.has("idempotency.key") && !c.get_string("idempotency.key").empty())
+    s.idempotency_key = field_of("idempotency.key", c.get_string("idempotency.key"));
+  s.idempotency_header = c.get_string("idempotency.header", "Idempotency-Key");
+  s.max_in_flight = static_cast<int>(c.get_int("max.in.flight", 64));
+  if (s.max_in_flight < 1 || s.max_in_flight > 4096)
+    throw sdk::ConfigError("max.in.flight", "must be between 1 and 4096");
+  s.connect_timeout_ms = c.get_duration_ms("connect.timeout", 5000);
+  s.request_timeout_ms = c.get_duration_ms("request.timeout", 30000);
+  s.ca_file = c.get_string("tls.ca.file");
+  s.tls_verify = c.get_bool("tls.verify", true);
+  s.retry_max = static_cast<int>(c.get_int("retry.max", 5));
+  if (s.retry_max < 0) throw sdk::ConfigError("retry.max", "must be >= 0");
+  s.backoff_initial_ms = c.get_duration_ms("retry.backoff.initial", 100);
+  s.backoff_max_ms = c.get_duration_ms("retry.backoff.max", 10000);
+  s.retry_after_max_ms = c.get_duration_ms("retry.after.max", 60000);
+  s.response_max = static_cast<size_t>(c.get_size("response.body.max", 512));
+  s.class_field_text = c.get_string("class.field");
+  if (!s.class_field_text.empty()) s.class_field = field_of("class.field", s.class_field_text);
+
+  ClassSettings base;
+  base.fuse_failures = static_cast<int>(c.get_int("fuse.failures", 0));
+  base.fuse_cooldown = std::chrono::milliseconds(c.get_duration_ms("fuse.cooldown", 10000));
+  read_classes(c, s, base);
+  return s;
+}
+
+bool Settings::same_connection_settings(const Settings& o) const {
+  return url_text == o.url_text && method == o.method && headers == o.headers &&
+         forward_headers == o.forward_headers && content_type == o.content_type &&
+         (idempotency_key ? idempotency_key->describe() : "") ==
+             (o.idempotency_key ? o.idempotency_key->describe() : "") &&
+         idempotency_header == o.idempotency_header && max_in_flight == o.max_in_flight &&
+         connect_timeout_ms == o.connect_timeout_ms && request_timeout_ms == o.request_timeout_ms &&
+         ca_file == o.ca_file && tls_verify == o.tls_verify && retry_max == o.retry_max &&
+         backoff_initial_ms == o.backoff_initial_ms && backoff_max_ms == o.backoff_max_ms &&
+         retry_after_max_ms == o.retry_after_max_ms && response_max == o.response_max &&
+         class_field_text == o.class_field_text;
+}
+
+}  // namespace exactly::http

@@ -1,0 +1,73 @@
+#include <exactly/sdk.hpp>
+
+#include "http_sink.hpp"
+
+namespace {
+
+using exactly::sdk::field;
+using exactly::sdk::required;
+
+const char* const kMethods[] = {"POST", "PUT", "PATCH", "GET", "DELETE", nullptr};
+const char* const kDelivery[] = {"at_least_once", "exactly_once", nullptr};
+
+const ex_config_field kSinkFields[] = {
+    required("url", EX_CFG_STRING,
+             "request URL; {/json/pointer}, {header:name} and {key} are replaced by the "
+             "record's field, percent-encoded"),
+    field("method", EX_CFG_STRING, "HTTP method; GET and DELETE send no body", "POST", kMethods),
+    field("headers", EX_CFG_MAP, "static request headers, name: value"),
+    field("forward.record.headers", EX_CFG_BOOL,
+          "send the record's headers as request headers (configured ones win)", "true"),
+    field("content.type", EX_CFG_STRING, "Content-Type of the body (the record value)",
+          "application/json"),
+    field("idempotency.key", EX_CFG_STRING,
+          "field whose value is sent as the idempotency header on every attempt: a JSON "
+          "pointer (/id), key or header:<name>; a record without it is a record error",
+          ""),
+    field("idempotency.header", EX_CFG_STRING, "name of the idempotency header",
+          "Idempotency-Key"),
+    field("max.in.flight", EX_CFG_INT, "requests outstanding at once (1..4096)", "64"),
+    field("connect.timeout", EX_CFG_DURATION, "TCP + TLS connect timeout", "5000"),
+    field("request.timeout", EX_CFG_DURATION, "whole-request timeout; a timeout is retried",
+          "30000"),
+    field("tls.ca.file", EX_CFG_STRING, "CA bundle (PEM) to verify the server with; empty = "
+          "the system's", ""),
+    field("tls.verify", EX_CFG_BOOL, "verify the server certificate and host name", "true"),
+    field("retry.max", EX_CFG_INT,
+          "retries after the first attempt for connection errors, timeouts, 408, 429 and "
+          "5xx; then the record goes to the error policy",
+          "5"),
+    field("retry.backoff.initial", EX_CFG_DURATION, "first retry delay (doubles, jittered)",
+          "100"),
+    field("retry.backoff.max", EX_CFG_DURATION, "longest retry delay", "10000"),
+    field("retry.after.max", EX_CFG_DURATION,
+          "longest Retry-After (429/503) honoured; the whole class waits that long", "60000"),
+    field("response.body.max", EX_CFG_SIZE,
+          "bytes of an error response kept for the dead-letter reason", "512"),
+    field("class.field", EX_CFG_STRING,
+          "field naming a record's rate class (JSON pointer, key or header:<name>); "
+          "missing or unlisted values use the class 'default'",
+          ""),
+    field("classes", EX_CFG_MAP,
+          "rate classes: <name>: {rate: per second (0 = unlimited), burst, open: true to "
+          "fuse by hand, fuse.failures, fuse.cooldown}; 'default' is the fallback class"),
+    field("fuse.failures", EX_CFG_INT,
+          "consecutive connection errors/timeouts/5xx of a class that open its fuse (0 = "
+          "never); every class unless it sets its own",
+          "0"),
+    field("fuse.cooldown", EX_CFG_DURATION,
+          "how long an opened fuse turns records away before one probe request is let "
+          "through",
+          "10000"),
+    field("delivery", EX_CFG_STRING, "set from the pipeline; must be at_least_once",
+          "at_least_once", kDelivery),
+};
+
+}  // namespace
+
+EXACTLY_PLUGIN("http", "0.1.0",
+               exactly::sdk::sink<exactly::http::HttpSink>(
+                   "http",
+                   "One HTTP request per record (libcurl): templated URL, idempotency key, "
+                   "many in flight, retries, per-class rate limits and fuses; at_least_once",
+                   kSinkFields))

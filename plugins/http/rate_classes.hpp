@@ -1,0 +1,44 @@
+// The sink's rate classes: per class a token bucket, a fuse, a pause set by the
+// downstream (429 Retry-After) and counters. Rebuilt from new settings in place: buckets
+// and fuses of classes that stay keep their state, so a live rate edit neither resets a
+// tripped fuse nor hands out a fresh burst.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fuse.hpp"
+#include "http_settings.hpp"
+#include "token_bucket.hpp"
+
+namespace exactly::http {
+
+struct RateClass {
+  std::string name;
+  std::string labels;  // "class=<name>" for metrics
+  TokenBucket bucket;
+  Fuse fuse;
+  Clock::time_point paused_until{};  // the downstream said "not before" (429 + Retry-After)
+  // Counters since the last metrics flush.
+  uint64_t requests = 0, ok = 0, retries = 0, failures = 0, fuse_rejects = 0;
+};
+
+class RateClasses {
+ public:
+  void apply(const std::map<std::string, ClassSettings>& settings, Clock::time_point now);
+  // Index of the class named `name`, else of "default".
+  size_t find(std::string_view name) const;
+  size_t default_index() const { return default_; }
+  size_t size() const { return classes_.size(); }
+  RateClass& operator[](size_t i) { return classes_[i]; }
+
+ private:
+  std::vector<RateClass> classes_;
+  std::map<std::string, size_t, std::less<>> by_name_;
+  size_t default_ = 0;
+};
+
+}  // namespace exactly::http

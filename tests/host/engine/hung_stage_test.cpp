@@ -1,0 +1,109 @@
+// A stage that does not return (issue "hardening"): the watchdog names it while it hangs,
+// and a stop or a reload gives up on it after shutdown.timeout with a report and exit
+// code 3 instead of hanging the host. Through the real binary and the testkit .so.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "test_util.hpp"
+
+using namespace exactly::test;
+
+namespace {
+
+const std::string kPlugins = std::string(EXACTLY_BUILD_DIR) + "/test-plugins";
+
+std::string yaml(const fs::path& dir, const std::string& top, int64_t sleep_ms, int count = 1000) {
+  return "plugin.path: [" + kPlugins + "]\n" + top +
+         "pipelines:\n  - name: slow\n"
+         "    source: { plugin: counter, config: { count: " + std::to_string(count) + ", batch.size: 10 } }\n"
+         "    transforms: [ { plugin: sleep-at, config: { at: 500, ms: " + std::to_string(sleep_ms) + " } } ]\n"
+         "    sink: { plugin: faulty, config: { path: " + (dir / "out.txt").string() + " } }\n";
+}
+
+bool wait_for_text(const fs::path& log, const std::string& text, std::chrono::seconds limit) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (read_file(log).find(text) != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+int wait_exit(Child& c, std::chrono::seconds limit) {
+  int code = 0;
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (c.exited(&code)) return code;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  c.kill(SIGKILL);
+  return 1000 + c.wait();
+}
+
+}  // namespace
+
+TEST(HungStage, TheWatchdogNamesASlowCallAndThePipelineStillFinishes) {
+  auto dir = temp_dir("hung");
+  write_file(dir / "p.yaml", yaml(dir, "stage.timeout: 1s\n", 2500));
+  auto r = run(exactly_bin() + " run --no-watch " + (dir / "p.yaml").string(), dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto at = r.err.find("stage 'transforms[0]/sleep-at': process() has not returned for");
+  ASSERT_NE(at, std::string::npos) << r.err;
+  std::string line = r.err.substr(at, r.err.find('\n', at) - at);
+  std::printf("%s\n", line.c_str());
+  EXPECT_NE(line.find("working on counter-0@500 and 9 more"), std::string::npos) << line;
+  // Once per call, not every half second.
+  EXPECT_EQ(r.err.find("has not returned for", r.err.find('\n', at)), std::string::npos) << r.err;
+  EXPECT_EQ(lines_of(read_file(dir / "out.txt")).size() > 1000, true);
+}
+
+TEST(HungStage, AStopGivesUpAfterShutdownTimeoutWithAReportAndExitCode3) {
+  auto dir = temp_dir("hung");
+  write_file(dir / "p.yaml", yaml(dir, "stage.timeout: 1s\nshutdown.timeout: 2s\n", 3600 * 1000));
+  Child host({exactly_bin(), "run", "--no-watch", (dir / "p.yaml").string()}, dir / "log.txt");
+  ASSERT_TRUE(wait_for_text(dir / "log.txt", "has not returned for", std::chrono::seconds(30)))
+      << read_file(dir / "log.txt");
+  auto t0 = std::chrono::steady_clock::now();
+  host.kill(SIGTERM);  // one signal: a normal stop, which the hung stage cannot finish
+  int code = wait_exit(host, std::chrono::seconds(30));
+  double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::string log = read_file(dir / "log.txt");
+  EXPECT_EQ(code, 3) << log;
+  EXPECT_GE(waited, 1.5) << "it did not wait for shutdown.timeout";
+  EXPECT_NE(log.find("did not stop within shutdown.timeout (2 s); still running:\n"
+                     "pipeline 'slow', stage 'transforms[0]/sleep-at': process() running for"),
+            std::string::npos)
+      << log;
+}
+
+TEST(HungStage, AReloadThatReplacesAHungPipelineGivesUpAfterShutdownTimeout) {
+  auto dir = temp_dir("hung");
+  write_file(dir / "p.yaml", yaml(dir, "stage.timeout: 1s\nshutdown.timeout: 2s\n", 3600 * 1000));
+  Child host({exactly_bin(), "run", (dir / "p.yaml").string()}, dir / "log.txt");
+  ASSERT_TRUE(wait_for_text(dir / "log.txt", "has not returned for", std::chrono::seconds(30)))
+      << read_file(dir / "log.txt");
+  // The operator removes the stuck pipeline (renames it): the reload drains it first.
+  std::string text = yaml(dir, "stage.timeout: 1s\nshutdown.timeout: 2s\n", 0);
+  text.replace(text.find("name: slow"), 10, "name: fast");
+  write_file(dir / "p.yaml.tmp", text);
+  fs::rename(dir / "p.yaml.tmp", dir / "p.yaml");
+  int code = wait_exit(host, std::chrono::seconds(30));
+  std::string log = read_file(dir / "log.txt");
+  EXPECT_EQ(code, 3) << log;
+  EXPECT_NE(log.find("valid; applying"), std::string::npos) << log;
+  EXPECT_NE(log.find("pipeline 'slow' did not stop within shutdown.timeout (2 s)"), std::string::npos) << log;
+  EXPECT_NE(log.find("stage 'transforms[0]/sleep-at': process() running for"), std::string::npos) << log;
+}
+
+TEST(HungStage, TimeoutsAreCheckedByValidate) {
+  auto dir = temp_dir("hung");
+  write_file(dir / "p.yaml", yaml(dir, "shutdown.timeout: 0s\nstage.timeout: soon\n", 0));
+  auto r = run(exactly_bin() + " validate " + (dir / "p.yaml").string(), dir);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  std::string all = r.out + r.err;
+  EXPECT_NE(all.find("p.yaml:2:"), std::string::npos) << all;
+  EXPECT_NE(all.find("shutdown.timeout"), std::string::npos) << all;
+  EXPECT_NE(all.find("stage.timeout"), std::string::npos) << all;
+}

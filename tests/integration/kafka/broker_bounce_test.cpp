@@ -1,0 +1,131 @@
+// Broker failures (issue "hardening"): a 3-broker KRaft cluster of its own (replication
+// factor 3, min.insync.replicas 2, started by tests/tools/kafka-broker.sh), an exactly_once
+// kafka -> dedupe -> kafka pipeline, input produced throughout, and every broker bounced
+// once while it runs — two by SIGKILL, one by a clean shutdown — so that the group and
+// transaction coordinators and the partition leaders all move at least once. An
+// independent read_committed reader then finds every distinct id exactly once.
+// EXACTLY_HEAVY: 20 bounces (and input for all of them).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "hosts.hpp"
+#include "kafka_env.hpp"
+#include "output_checks.hpp"
+#include "test_util.hpp"
+
+using namespace exactly::test;
+
+namespace {
+
+fs::path g_cluster;
+
+std::string broker_cmd(const std::string& what) {
+  return tools_dir() + "/kafka-broker.sh " + what + " --dir " + g_cluster.string();
+}
+
+class Cluster : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    g_cluster = temp_dir("kafka3");
+    auto r = run(tools_dir() + "/kafka-broker.sh start --nodes 3 --heap 512m --dir " + g_cluster.string(),
+                 temp_dir("k3start"));
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    auto lines = lines_of(r.out);
+    ASSERT_FALSE(lines.empty());
+    // Everything in this binary (hosts' YAML, the reader) talks to this cluster.
+    setenv("EXACTLY_KAFKA_BOOTSTRAP", lines.back().c_str(), 1);
+    setenv("EXACTLY_KAFKA_DIR", g_cluster.c_str(), 1);
+    std::printf("3-broker cluster at %s\n", lines.back().c_str());
+  }
+  void TearDown() override { run(broker_cmd("stop --clean"), temp_dir("k3stop")); }
+};
+
+const auto* const g_env = ::testing::AddGlobalTestEnvironment(new Cluster);
+
+std::string yaml(const std::string& in, const std::string& out, const std::string& group,
+                 const fs::path& state) {
+  std::string b = kafka_bootstrap();
+  return "pipelines:\n"
+         "  - name: bounce\n"
+         "    delivery: exactly_once\n"
+         "    commit: { interval: 300ms }\n"
+         "    restart: { backoff.initial: 200ms, backoff.max: 2s }\n"
+         "    source:\n      plugin: kafka\n      config:\n"
+         "        bootstrap.servers: \"" + b + "\"\n        group.id: " + group + "\n"
+         "        topics: [" + in + "]\n"
+         "    transforms:\n      - plugin: dedupe\n        config:\n"
+         "          id.json: /messageId\n"
+         "          changelog.topic: " + in + "-changelog\n"
+         "          state.dir: " + (state / "dedupe").string() + "\n"
+         "    sink:\n      plugin: kafka\n      config:\n"
+         "        bootstrap.servers: \"" + b + "\"\n        topic: " + out + "\n"
+         "        partitioning: input\n        state.dir: " + (state / "sink").string() + "\n";
+}
+
+bool wait_until(const std::function<bool()>& cond, std::chrono::seconds limit) {
+  auto deadline = Clock::now() + limit;
+  while (Clock::now() < deadline) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  return cond();
+}
+
+}  // namespace
+
+TEST(BrokerBounce, DedupeExactlyOnceWhileEveryBrokerIsBounced) {
+  const bool big = heavy();
+  const int bounces = big ? 20 : 3;
+  // Input must still arrive at the last bounce: a bounce takes 15-25 s here (a clean
+  // stop moves leadership first; a restarted broker catches up before it listens), so
+  // about 33 s of input per bounce, plus the start.
+  const long long rate = 1500;
+  const long long records = rate * (30 + 33LL * bounces);
+  const std::string in = unique_name("bb-in"), out = unique_name("bb-out"), group = unique_name("bb-g");
+  const fs::path dir = temp_dir("bounce");
+  kafka_tool("create-topic --topic " + in + " --partitions 4");
+  kafka_tool("create-topic --topic " + out + " --partitions 4");
+  Child producer({tools_dir() + "/kafka-tool.sh", "produce", "--topic", in, "--count",
+                  std::to_string(records), "--partitions", "4", "--keyed", "--dup-ratio", "0.12",
+                  "--dup-variant", "--size", "150", "--seed", "21", "--rate", std::to_string(rate),
+                  "--bootstrap", kafka_bootstrap()},
+                 dir / "producer.log");
+  write_file(dir / "host.yaml", yaml(in, out, group, dir / "host"));
+  Host host("host", dir / "host.yaml", dir / "host.log");
+  host.start();
+  ASSERT_TRUE(wait_until([&] { return committed_total(group, in) > 0; }, std::chrono::seconds(90)))
+      << host.log_tail();
+
+  int in_flight = 0;
+  for (int b = 0; b < bounces; ++b) {
+    const int node = 1 + b % 3;
+    const bool hard = b % 3 != 1;  // kill, clean stop, kill, ...
+    std::this_thread::sleep_for(std::chrono::seconds(big ? 3 : 4));
+    int code = 0;
+    const bool producing = !producer.exited(&code);
+    in_flight += producing;
+    EXPECT_TRUE(producing) << "bounce " << b + 1 << " came after the input was complete";
+    const long long before = committed_total(group, in);
+    auto r = run(broker_cmd(std::string(hard ? "kill-node " : "stop-node ") + std::to_string(node)),
+                 temp_dir("k3node"));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::this_thread::sleep_for(std::chrono::seconds(4));
+    r = run(broker_cmd("start-node " + std::to_string(node)), temp_dir("k3node"));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::printf("bounce %d: node %d %s at %lld committed\n", b + 1, node, hard ? "SIGKILLed" : "stopped cleanly",
+                before);
+    int hc = 0;
+    ASSERT_FALSE(host.exited_by_itself(&hc)) << "the host exited (" << hc << ")\n" << host.log_tail();
+  }
+  std::printf("%d of %d bounces while input was being produced\n", in_flight, bounces);
+  EXPECT_EQ(producer.wait(), 0) << tail_of(read_file(dir / "producer.log"), 3000);
+  bool caught_up = wait_until([&] { return committed_total(group, in) >= records; }, std::chrono::seconds(240));
+  EXPECT_TRUE(caught_up) << "committed " << committed_total(group, in) << " of " << records << "\n"
+                         << host.log_tail(6000);
+  EXPECT_EQ(host.stop(SIGTERM), 0);
+  wait_output_settled(out);
+  expect_dedupe_exactly_once(in, out, records);
+  expect_markers_visible(out);
+  if (::testing::Test::HasFailure()) std::printf("%s\n", host.log_tail(8000).c_str());
+}

@@ -1,0 +1,124 @@
+// dedupe-redis over several servers: ids spread by a stable hash, and a change of the
+// shard list that takes effect at a cutover time without letting a duplicate through.
+#include <chrono>
+#include <thread>
+
+#include "redis_fixture.hpp"
+
+namespace dedupe_test {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+int keys(const RedisServer& r) { return std::stoi(r.cli("dbsize")); }
+
+std::vector<OwnedRecord> ids(int from, int to, int64_t offset) {
+  std::vector<OwnedRecord> v;
+  for (int i = from; i < to; ++i) v.push_back(event("id-" + std::to_string(i), offset++));
+  return v;
+}
+
+class RedisShardingTest : public RedisDedupeTest {
+ protected:
+  void SetUp() override {
+    RedisDedupeTest::SetUp();
+    b_ = std::make_unique<RedisServer>("shard-b");
+    c_ = std::make_unique<RedisServer>("shard-c");
+  }
+  // Two shards A, B -> three A, B, C with a cutover `cutover_in_ms` from now.
+  Pairs three(int64_t cutover_in_ms, int64_t grace_ms, Pairs extra = {}) {
+    Pairs more = {{"shards.previous", redis_->address()}, {"shards.previous", b_->address()},
+                  {"shards.cutover", std::to_string(now_ms() + cutover_in_ms)},
+                  {"shards.cutover.grace", std::to_string(grace_ms)}};
+    for (auto& kv : extra) more.push_back(kv);
+    return config(more, {redis_->address(), b_->address(), c_->address()});
+  }
+  Pairs two(Pairs extra = {}) { return config(extra, {redis_->address(), b_->address()}); }
+  std::unique_ptr<RedisServer> b_, c_;
+};
+
+TEST_F(RedisShardingTest, IdsSpreadOverTheShardsAndEveryHostAgrees) {
+  auto& t = start(two());
+  EXPECT_EQ(t.process(ids(0, 400, 0)).kept.size(), 400u);
+  EXPECT_GT(keys(*redis_), 0);
+  EXPECT_GT(keys(*b_), 0);
+  FakeHost other;
+  TransformHarness u(library(), "dedupe-redis", two(), &other);
+  ASSERT_TRUE(u.assign({part(0, "events-0")}).is_ok());
+  EXPECT_THAT(u.process(ids(0, 400, 1000)).kept, IsEmpty());
+}
+
+TEST_F(RedisShardingTest, BeforeTheCutoverClaimsStayInThePreviousLayout) {
+  auto& t = start(three(60000, 0));
+  EXPECT_EQ(t.process(ids(0, 300, 0)).kept.size(), 300u);
+  EXPECT_EQ(keys(*c_), 0);
+  EXPECT_THAT(t.process(ids(0, 300, 1000)).kept, IsEmpty());
+}
+
+TEST_F(RedisShardingTest, AfterTheCutoverOldClaimsAreFoundAndNewOnesGoToTheNewLayout) {
+  auto& t = start(two());
+  EXPECT_EQ(t.process(ids(0, 300, 0)).kept.size(), 300u);
+  // Hot reload: the shard list grows, the old one becomes shards.previous.
+  auto st = t.reconfigure(three(-1000, 0));
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  // Duplicates of ids claimed before the cutover: all dropped; their owners replay.
+  EXPECT_THAT(t.process(ids(0, 300, 1000)).kept, IsEmpty());
+  EXPECT_EQ(t.process(ids(0, 300, 0)).kept.size(), 300u);
+  // New ids land on all three servers, and only there.
+  EXPECT_EQ(t.process(ids(300, 600, 300)).kept.size(), 300u);
+  EXPECT_GT(keys(*c_), 0);
+  EXPECT_THAT(t.process(ids(300, 600, 2000)).kept, IsEmpty());
+  EXPECT_THAT(t.process(ids(0, 600, 3000)).kept, IsEmpty());
+}
+
+TEST_F(RedisShardingTest, DuringTheGraceAHostNotYetCutOverCannotLetADuplicatePass) {
+  // Host X is past the cutover (in the grace); host Y has not reloaded yet.
+  auto& x = start(three(-1000, 60000));
+  FakeHost other;
+  TransformHarness y(library(), "dedupe-redis", two(), &other);
+  ASSERT_TRUE(y.assign({part(1, "events-1")}).is_ok());
+  // X claims first: Y, on the old layout only, still sees it.
+  EXPECT_EQ(x.process(ids(0, 200, 0)).kept.size(), 200u);
+  std::vector<OwnedRecord> dup;
+  for (int i = 0; i < 200; ++i) dup.push_back(event("id-" + std::to_string(i), i, 1));
+  EXPECT_THAT(y.process(dup).kept, IsEmpty());
+  // Y claims first: X sees it in the previous layout.
+  std::vector<OwnedRecord> fresh;
+  for (int i = 200; i < 400; ++i) fresh.push_back(event("id-" + std::to_string(i), i, 1));
+  EXPECT_EQ(y.process(fresh).kept.size(), 200u);
+  EXPECT_THAT(x.process(ids(200, 400, 1000)).kept, IsEmpty());
+}
+
+TEST_F(RedisShardingTest, ThePreviousLayoutIsRetiredOnceItsClaimsHaveExpired) {
+  // C alone -> A, B: the previous server is not part of the new layout.
+  Pairs small = {{"retention.max.age", "2000"}, {"bucket.span", "1000"}};
+  auto& t = start(config(small, {c_->address()}));
+  EXPECT_EQ(t.process(ids(0, 100, 0)).kept.size(), 100u);
+  Pairs next = small;
+  next.insert(next.end(), {{"shards.previous", c_->address()},
+                           {"shards.cutover", std::to_string(now_ms())},
+                           {"shards.cutover.grace", "0"}});
+  ASSERT_TRUE(t.reconfigure(config(next, {redis_->address(), b_->address()})).is_ok());
+  EXPECT_THAT(t.process(ids(0, 100, 1000)).kept, IsEmpty());
+  // cutover + grace + window + span = 3 s: by then the old claims are gone by TTL.
+  std::this_thread::sleep_for(std::chrono::milliseconds(3300));
+  EXPECT_EQ(keys(*c_), 0);
+  EXPECT_EQ(t.process(ids(1000, 1100, 5000)).kept.size(), 100u);
+  bool retired = false;
+  for (auto& [level, line] : host_.logs) retired |= line.find("retired") != std::string::npos;
+  EXPECT_TRUE(retired);
+  // The previous server is not asked any more: stopping it changes nothing.
+  c_.reset();
+  exactly::sdk::Status st;
+  EXPECT_THAT(t.process(ids(1000, 1100, 6000), &st).kept, IsEmpty());
+  EXPECT_TRUE(st.is_ok()) << st.message();
+}
+
+}  // namespace
+}  // namespace dedupe_test

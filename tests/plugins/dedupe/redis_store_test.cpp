@@ -1,0 +1,124 @@
+// dedupe-redis and its Redis server: buckets expire as a whole after the window, a
+// server that is down or restarting is a retriable error (never a crash), and
+// prepare_commit waits for what `durability` promises.
+#include <chrono>
+#include <thread>
+
+#include "redis_fixture.hpp"
+
+namespace dedupe_test {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+int key_count(const RedisServer& r) { return std::stoi(r.cli("dbsize")); }
+
+TEST_F(RedisDedupeTest, BucketsExpireAsAWholeAfterTheWindow) {
+  // A 2 s window in slots of 1 s: a claim lives 2-3 s.
+  auto& t = start(config({{"retention.max.age", "2000"}, {"bucket.span", "1000"},
+                          {"bucket.slices", "4"}}));
+  std::vector<OwnedRecord> in;
+  for (int i = 0; i < 40; ++i) in.push_back(event("id-" + std::to_string(i), i));
+  EXPECT_EQ(t.process(in).kept.size(), 40u);
+  const int keys = key_count(*redis_);
+  EXPECT_GE(keys, 1);
+  EXPECT_LE(keys, 8);  // at most 4 slices in each of the (at most two) slots written
+  const long pttl = std::stol(redis_->cli("pttl \"$(redis-cli -p " + std::to_string(redis_->port()) +
+                                          " --scan | head -1)\""));
+  EXPECT_GT(pttl, 1000);
+  EXPECT_LE(pttl, 3000);
+  // Within the window: duplicates.
+  EXPECT_THAT(t.process({event("id-1", 100)}).kept, IsEmpty());
+  std::this_thread::sleep_for(std::chrono::milliseconds(3300));
+  EXPECT_EQ(key_count(*redis_), 0);
+  // After it: the id is new again.
+  EXPECT_THAT(t.process({event("id-1", 101)}).kept, ElementsAre(0u));
+}
+
+TEST_F(RedisDedupeTest, ARedisServerDownIsRetriableAndTheReplayComesOut) {
+  auto& t = start(config({{"redis.timeout", "1000"}}));
+  EXPECT_THAT(t.process({event("a", 0), event("b", 1)}).kept, ElementsAre(0u, 1u));
+  redis_->kill9();  // no persistence: the claims are gone with it
+  exactly::sdk::Status st;
+  t.process({event("c", 2)}, &st);
+  EXPECT_EQ(st.code(), EX_ERR_RETRIABLE) << st.message();
+  EXPECT_THAT(st.message(), HasSubstr(redis_->address()));
+  st = t.prepare_commit();
+  EXPECT_TRUE(st.is_ok()) << st.message();  // durability: none waits for nothing
+  // The pipeline aborts the round and replays it once the server is back.
+  ASSERT_TRUE(t.abort().is_ok());
+  redis_->start();
+  EXPECT_THAT(t.process({event("c", 2), event("c", 3)}).kept, ElementsAre(0u));
+}
+
+TEST_F(RedisDedupeTest, AServerThatDoesNotAnswerInTimeIsRetriable) {
+  // CLIENT PAUSE holds every client's commands past the timeout: a timeout, retriable.
+  auto& t = start(config({{"redis.timeout", "300"}}));
+  EXPECT_THAT(t.process({event("a", 0)}).kept, ElementsAre(0u));
+  redis_->cli("client pause 1500 ALL");
+  exactly::sdk::Status st;
+  t.process({event("b", 1)}, &st);
+  EXPECT_EQ(st.code(), EX_ERR_RETRIABLE) << st.message();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  // The next call reconnects (a fresh connection: no stale reply is read); b's claim
+  // may or may not have been made, and b@1 comes out either way (its own claim).
+  EXPECT_THAT(t.process({event("b", 1), event("a", 2)}).kept, ElementsAre(0u));
+}
+
+TEST_F(RedisDedupeTest, ALostScriptCacheFallsBackToEval) {
+  auto& t = start();
+  EXPECT_THAT(t.process({event("a", 0)}).kept, ElementsAre(0u));
+  redis_->cli("script flush");
+  EXPECT_THAT(t.process({event("a", 1), event("b", 2)}).kept, ElementsAre(1u));
+  EXPECT_THAT(t.process({event("b", 3)}).kept, IsEmpty());
+}
+
+TEST_F(RedisDedupeTest, AofAlwaysIsCheckedOnTheServer) {
+  auto& t = start(config({{"durability", "aof-always"}}));
+  t.process({event("a", 0)});
+  auto st = t.prepare_commit();
+  EXPECT_EQ(st.code(), EX_ERR_CONFIG) << st.message();
+  EXPECT_EQ(st.key(), "durability");
+  EXPECT_THAT(st.message(), HasSubstr("appendonly no"));
+
+  RedisServer aof("aof", "always");
+  auto& u = start(config({{"durability", "aof-always"}}, {aof.address()}));
+  u.process({event("a", 0)});
+  st = u.prepare_commit();
+  EXPECT_TRUE(st.is_ok()) << st.message();
+}
+
+TEST_F(RedisDedupeTest, ReplicasAreWaitedFor) {
+  auto& t = start(config({{"durability", "replicas"}, {"durability.timeout", "200"}}));
+  t.process({event("a", 0)});
+  auto st = t.prepare_commit();
+  EXPECT_EQ(st.code(), EX_ERR_RETRIABLE) << st.message();
+  EXPECT_THAT(st.message(), HasSubstr("only 0 of 1 replicas"));
+
+  RedisServer replica("replica", "", "--replicaof 127.0.0.1 " + std::to_string(redis_->port()));
+  // In sync once the replica says its link is up (the primary waits
+  // repl-diskless-sync-delay, 5 s, before the first transfer).
+  for (int i = 0; i < 300 && replica.cli("info replication").find("master_link_status:up") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_NE(replica.cli("info replication").find("master_link_status:up"), std::string::npos);
+  auto& u = start(config({{"durability", "replicas"}, {"durability.timeout", "5000"}}));
+  EXPECT_THAT(u.process({event("a", 0), event("b", 1)}).kept, ElementsAre(0u, 1u));
+  st = u.prepare_commit();
+  EXPECT_TRUE(st.is_ok()) << st.message();
+  EXPECT_EQ(replica.cli("dbsize"), redis_->cli("dbsize"));
+}
+
+TEST_F(RedisDedupeTest, AnEvictingServerIsRefused) {
+  RedisServer lru("lru", "", "--maxmemory-policy allkeys-lru");
+  auto& t = start(config({}, {lru.address()}));
+  exactly::sdk::Status st;
+  t.process({event("a", 0)}, &st);
+  EXPECT_EQ(st.code(), EX_ERR_CONFIG) << st.message();
+  EXPECT_EQ(st.key(), "shards");
+  EXPECT_THAT(st.message(), HasSubstr("maxmemory-policy allkeys-lru"));
+}
+
+}  // namespace
+}  // namespace dedupe_test

@@ -1,0 +1,47 @@
+// Record errors of the http sink through the real host: with dead-letter every refused
+// record lands in the dead-letter sink (none lost); with stop the pipeline stops and says
+// which record and which HTTP status.
+#include <gtest/gtest.h>
+
+#include "http_sink_fixture.hpp"
+
+using namespace exactly::test;
+
+namespace {
+
+std::string yaml(const HttpTestServer& srv, const fs::path& dir, const std::string& policy) {
+  std::string errors =
+      policy == "dead-letter"
+          ? "    errors: { policy: dead-letter, dead-letter: { plugin: file, config: { path: " +
+                (dir / "dlq.jsonl").string() + " } } }\n"
+          : "    errors: { policy: stop }\n";
+  return "pipelines:\n"
+         "  - name: refused\n"
+         "    delivery: at_least_once\n" + errors +
+         "    source: { plugin: generator, config: { count: 50, duplicate.ratio: 0 } }\n"
+         "    sink:\n      plugin: http\n      config:\n"
+         "        url: " + srv.base() + "/always/404/x/{/seq}\n"
+         "        idempotency.key: /messageId\n";
+}
+
+TEST(HttpSinkErrorPolicy, DeadLetterKeepsEveryRefusedRecord) {
+  HttpTestServer srv;
+  fs::path dir = temp_dir("http-dlq");
+  write_file(dir / "p.yaml", yaml(srv, dir, "dead-letter"));
+  auto r = run(exactly_bin() + " run --no-watch " + (dir / "p.yaml").string(), dir);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(lines_of(read_file(dir / "dlq.jsonl")).size(), 50u) << r.out << r.err;
+  EXPECT_EQ(srv.requests().size(), 50u) << "a 404 was retried or a record not sent";
+}
+
+TEST(HttpSinkErrorPolicy, StopNamesTheRecordAndTheStatus) {
+  HttpTestServer srv;
+  fs::path dir = temp_dir("http-stop");
+  write_file(dir / "p.yaml", yaml(srv, dir, "stop"));
+  auto r = run(exactly_bin() + " run --no-watch " + (dir / "p.yaml").string(), dir);
+  std::string all = r.out + r.err;
+  EXPECT_NE(all.find("http 404 after 1 attempt(s)"), std::string::npos) << all;
+  EXPECT_NE(all.find("errors.policy: stop"), std::string::npos) << all;
+}
+
+}  // namespace

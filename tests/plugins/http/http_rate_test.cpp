@@ -1,0 +1,133 @@
+// Rate classes: token buckets measured at the server, fuses by hand and by failures, and
+// a rate changed in place.
+#include "http_sink_fixture.hpp"
+
+namespace {
+
+using namespace http_test;
+
+// Class a: 20/s with a burst of 5; class b unlimited. In any one-second window the
+// server sees at most rate + burst requests of a (+1 for a window that starts on a
+// token), while b is not held back by a.
+TEST(HttpSinkRate, ClassRateMeasuredAtTheServerOthersFlow) {
+  HttpTestServer srv;
+  SinkHarness s(lib(), "http",
+                job_config(srv, {{"classes.a.rate", "20"}, {"classes.a.burst", "5"}}));
+  ASSERT_TRUE(s.ok()) << s.create_status().message();
+  std::vector<OwnedRecord> in;
+  for (int i = 0; i < 60; ++i) {
+    in.push_back(ok_job("a", std::to_string(i)));
+    in.push_back(ok_job("b", std::to_string(i)));
+  }
+  EXPECT_TRUE(s.write(in).empty());
+  auto seen = srv.requests();
+  auto a = with_prefix(seen, "/ok/x/x/a-"), b = with_prefix(seen, "/ok/x/x/b-");
+  ASSERT_EQ(a.size(), 60u);
+  ASSERT_EQ(b.size(), 60u);
+  EXPECT_LE(max_in_window(a, 1.0), 26u) << "class a went over rate + burst";
+  EXPECT_GE(max_in_window(a, 1.0), 15u) << "class a far below its rate";
+  std::vector<double> ta;
+  for (auto& r : a) ta.push_back(r.t);
+  std::sort(ta.begin(), ta.end());
+  double last_b = 0;
+  for (auto& r : b) last_b = std::max(last_b, r.t);
+  EXPECT_LT(last_b, ta[30]) << "class b waited for class a";
+  EXPECT_DOUBLE_EQ(s.host().metric("http_sink_class_rate{class=a}"), 20.0);
+}
+
+TEST(HttpSinkRate, FusedByHandSendsNothingWhileOthersFlow) {
+  HttpTestServer srv;
+  SinkHarness s(lib(), "http", job_config(srv, {{"classes.a.open", "true"}}));
+  ASSERT_TRUE(s.ok());
+  std::vector<OwnedRecord> in;
+  for (int i = 0; i < 10; ++i) {
+    in.push_back(ok_job("a", std::to_string(i)));
+    in.push_back(ok_job("b", std::to_string(i)));
+  }
+  auto rejected = s.write(in);
+  ASSERT_EQ(rejected.size(), 10u);
+  for (auto& [i, why] : rejected) {
+    EXPECT_EQ(i % 2, 0u);
+    EXPECT_NE(why.find("fuse open for class 'a' (not sent)"), std::string::npos) << why;
+  }
+  auto seen = srv.requests();
+  EXPECT_EQ(with_prefix(seen, "/ok/x/x/a-").size(), 0u);
+  EXPECT_EQ(with_prefix(seen, "/ok/x/x/b-").size(), 10u);
+  EXPECT_DOUBLE_EQ(s.host().metric("http_sink_fuse_state{class=a}"), 1.0);
+  EXPECT_DOUBLE_EQ(s.host().metric("http_sink_fuse_rejected_total{class=a}"), 10.0);
+}
+
+// Three failures in a row open a's fuse: the rest of a's records are not sent. After the
+// cool-down one probe goes; its success closes the fuse.
+TEST(HttpSinkRate, FuseOpensAfterConsecutiveFailuresAndProbesAfterCooldown) {
+  HttpTestServer srv;
+  SinkHarness s(lib(), "http",
+                job_config(srv, {{"max.in.flight", "1"},
+                                 {"retry.max", "0"},
+                                 {"classes.a.fuse.failures", "3"},
+                                 {"classes.a.fuse.cooldown", "400ms"}}));
+  ASSERT_TRUE(s.ok()) << s.create_status().message();
+  std::vector<OwnedRecord> in;
+  for (int i = 0; i < 10; ++i) {
+    in.push_back(job("always", "503", "x", "a", std::to_string(i)));
+    in.push_back(ok_job("b", std::to_string(i)));
+  }
+  auto rejected = s.write(in);
+  ASSERT_EQ(rejected.size(), 10u);
+  int fused = 0;
+  for (auto& [i, why] : rejected) fused += why.find("fuse open") != std::string::npos;
+  EXPECT_EQ(fused, 7);
+  auto seen = srv.requests();
+  EXPECT_EQ(with_prefix(seen, "/always/").size(), 3u);
+  EXPECT_EQ(with_prefix(seen, "/ok/x/x/b-").size(), 10u);
+
+  // Still open: turned away without a request.
+  rejected = s.write({ok_job("a", "early")});
+  ASSERT_EQ(rejected.size(), 1u);
+  EXPECT_EQ(with_prefix(srv.requests(), "/ok/x/x/a-").size(), 0u);
+
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  std::vector<OwnedRecord> later;
+  for (int i = 0; i < 5; ++i) later.push_back(ok_job("a", "late" + std::to_string(i)));
+  EXPECT_TRUE(s.write(later).empty());
+  EXPECT_EQ(with_prefix(srv.requests(), "/ok/x/x/a-late").size(), 5u);
+  EXPECT_DOUBLE_EQ(s.host().metric("http_sink_fuse_state{class=a}"), 0.0);
+}
+
+TEST(HttpSinkRate, ReconfigureChangesAClassRateInPlace) {
+  HttpTestServer srv;
+  Pairs base = job_config(srv);
+  Pairs fast = base, slow = base;
+  fast.push_back({"classes.a.rate", "1000"});
+  slow.push_back({"classes.a.rate", "5"});
+  slow.push_back({"classes.a.burst", "1"});
+  SinkHarness s(lib(), "http", fast);
+  ASSERT_TRUE(s.ok());
+  std::vector<OwnedRecord> in;
+  for (int i = 0; i < 10; ++i) in.push_back(ok_job("a", "f" + std::to_string(i)));
+  EXPECT_TRUE(s.write(in).empty());
+  EXPECT_EQ(max_in_window(with_prefix(srv.requests(), "/ok/x/x/a-f"), 1.0), 10u);
+
+  ASSERT_TRUE(s.reconfigure(lib(), "http", slow).is_ok());
+  in.clear();
+  for (int i = 0; i < 10; ++i) in.push_back(ok_job("a", "s" + std::to_string(i)));
+  EXPECT_TRUE(s.write(in).empty());
+  auto slowed = with_prefix(srv.requests(), "/ok/x/x/a-s");
+  ASSERT_EQ(slowed.size(), 10u);
+  EXPECT_LE(max_in_window(slowed, 1.0), 7u) << "the new rate was not applied";
+  EXPECT_DOUBLE_EQ(s.host().metric("http_sink_class_rate{class=a}"), 5.0);
+
+  // Anything but the classes needs a restart.
+  Pairs moved = slow;
+  moved[0].second = srv.base() + "/elsewhere";
+  EXPECT_EQ(s.reconfigure(lib(), "http", moved).code(), EX_ERR_UNSUPPORTED);
+}
+
+TEST(HttpSinkRate, UnknownClassSettingIsAConfigError) {
+  HttpTestServer srv;
+  SinkHarness s(lib(), "http", job_config(srv, {{"classes.a.speed", "5"}}));
+  EXPECT_FALSE(s.ok());
+  EXPECT_EQ(s.create_status().key(), "classes.a.speed");
+}
+
+}  // namespace

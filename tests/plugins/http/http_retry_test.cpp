@@ -1,0 +1,100 @@
+// Outcomes: retriable failures retried inline, everything else a record error with the
+// status and response, never lost.
+#include "http_sink_fixture.hpp"
+
+namespace {
+
+using namespace http_test;
+
+TEST(HttpSinkRetry, ServerErrorThenSuccessIsRetriedWithTheSameKey) {
+  HttpTestServer srv;
+  SinkHarness s(lib(), "http", job_config(srv, {{"retry.max", "3"}}));
+  ASSERT_TRUE(s.ok()) << s.create_status().message();
+  auto rejected = s.write({job("fail", "2", "503", "c", "r1"), job("fail", "1", "500", "c", "r2")});
+  EXPECT_TRUE(rejected.empty()) << rejected[0].second;
+  auto seen = srv.requests();
+  auto r1 = with_prefix(seen, "/fail/2/503/c-r1"), r2 = with_prefix(seen, "/fail/1/500/c-r2");
+  ASSERT_EQ(r1.size(), 3u);
+  ASSERT_EQ(r2.size(), 2u);
+  EXPECT_EQ(r1[2].status, 200);
+  for (auto& r : r1) EXPECT_EQ(r.header("idempotency-key"), "r1");
+  EXPECT_GT(s.host().metric("http_sink_retries_total{class=default}"), 2.5);
+}
+
+TEST(HttpSinkRetry, ClientErrorIsARecordErrorWithStatusAndResponse) {
+  HttpTestServer srv;
+  SinkHarness s(lib(), "http", job_config(srv, {{"retry.max", "3"}}));
+  ASSERT_TRUE(s.ok());
+  auto rejected = s.write({ok_job("c", "1"), job("always", "404", "x", "c", "2")});
+  ASSERT_EQ(rejected.size(), 1u);
+  EXPECT_EQ(rejected[0].first, 1u);
+  const std::string& why = rejected[0].second;
+  EXPECT_NE(why.find("http 404 after 1 attempt(s)"), std::string::npos) << why;
+  EXPECT_NE(why.find("response: refused /always/404/x/c-2"), std::string::npos) << why;
+  EXPECT_EQ(with_prefix(srv.requests(), "/always/").size(), 1u) << "a 4xx was retried";
+}
+
+TEST(HttpSinkRetry, RetriesExhaustedIsARecordErrorAndTheResponseIsTruncated) {
+  HttpTestServer srv;
+  SinkHarness s(lib(), "http",
+                job_config(srv, {{"retry.max", "2"}, {"response.body.max", "10"}}));
+  ASSERT_TRUE(s.ok());
+  auto rejected = s.write({job("always", "500", "x", "c", "1")});
+  ASSERT_EQ(rejected.size(), 1u);
+  EXPECT_NE(rejected[0].second.find("http 500 after 3 attempt(s)"), std::string::npos)
+      << rejected[0].second;
+  EXPECT_NE(rejected[0].second.find("response: refused /a"), std::string::npos);
+  EXPECT_EQ(rejected[0].second.find("refused /al"), std::string::npos) << "not truncated";
+  EXPECT_EQ(srv.requests().size(), 3u);
+  EXPECT_DOUBLE_EQ(s.host().metric("http_sink_failures_total{class=default}"), 1.0);
+}
+
+TEST(HttpSinkRetry, TooManyRequestsHonoursRetryAfter) {
+  HttpTestServer srv;
+  SinkHarness s(lib(), "http", job_config(srv, {{"retry.max", "3"}}));
+  ASSERT_TRUE(s.ok());
+  EXPECT_TRUE(s.write({job("throttle", "1", "1", "c", "1")}).empty());
+  auto seen = srv.requests();
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0].status, 429);
+  EXPECT_EQ(seen[1].status, 200);
+  // The backoff alone would have retried after 10-50 ms.
+  EXPECT_GE(seen[1].t - seen[0].t, 0.9) << "Retry-After: 1 not honoured";
+}
+
+TEST(HttpSinkRetry, TimeoutIsRetried) {
+  HttpTestServer srv;
+  SinkHarness s(lib(), "http", job_config(srv, {{"retry.max", "2"}, {"request.timeout", "300"}}));
+  ASSERT_TRUE(s.ok());
+  EXPECT_TRUE(s.write({job("sleep", "1500", "1", "c", "1")}).empty());
+  auto seen = srv.requests();
+  // The server logs the timed-out request when its sleep ends, after the retry.
+  for (int i = 0; i < 40 && seen.size() < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    seen = srv.requests();
+  }
+  // Logged when its sleep ends, the timed-out attempt shows up after the retry.
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0].header("idempotency-key"), seen[1].header("idempotency-key"));
+}
+
+TEST(HttpSinkRetry, ConnectionRefusedIsRetriedThenARecordError) {
+  // A port nobody listens on: bind one, note it, close it.
+  int port = 0;
+  {
+    HttpTestServer tmp;
+    port = tmp.port();
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  SinkHarness s(lib(), "http",
+                {{"url", "http://127.0.0.1:" + std::to_string(port) + "/x"},
+                 {"retry.max", "2"},
+                 {"retry.backoff.initial", "10"}});
+  ASSERT_TRUE(s.ok());
+  auto rejected = s.write({ok_job("c", "1")});
+  ASSERT_EQ(rejected.size(), 1u);
+  EXPECT_NE(rejected[0].second.find("connection error"), std::string::npos) << rejected[0].second;
+  EXPECT_NE(rejected[0].second.find("after 3 attempt(s)"), std::string::npos) << rejected[0].second;
+}
+
+}  // namespace

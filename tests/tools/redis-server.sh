@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# A private redis-server on 127.0.0.1 for tests and benchmarks (never the system
+# service). Data, config, log and pid live in DIR.
+#
+#   redis-server.sh start --dir DIR [--port P] [--appendfsync always|everysec|no] [--arg "--k v"]...
+#   redis-server.sh stop --dir DIR [--clean]     # SHUTDOWN NOSAVE, SIGKILL if it hangs
+#   redis-server.sh kill --dir DIR               # SIGKILL (a crash)
+#
+# start prints 127.0.0.1:PORT as the LAST stdout line once the server answers PING (and
+# has loaded its data). Without --port, the first free port from 16379 up is used.
+# start on a DIR of a stopped server restarts it with the same port and settings, so
+# its AOF is read back. --appendfsync turns the AOF on with that fsync policy.
+set -euo pipefail
+die() { echo "redis-server.sh: error: $*" >&2; exit 1; }
+
+cmd="${1:-}"; shift || true
+DIR=""; PORT=""; FSYNC=""; EXTRA=(); CLEAN=0
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --dir) DIR="$2"; shift 2 ;;
+    --port) PORT="$2"; shift 2 ;;
+    --appendfsync) FSYNC="$2"; shift 2 ;;
+    --arg) EXTRA+=("$2"); shift 2 ;;
+    --clean) CLEAN=1; shift ;;
+    *) die "unknown argument $1" ;;
+  esac
+done
+[[ -n "$DIR" ]] || die "--dir is required"
+command -v redis-server >/dev/null || die "redis-server not found (tests/tools/install-deps.sh installs it)"
+mkdir -p "$DIR"
+DIR="$(cd "$DIR" && pwd)"
+
+port_busy() { [[ -n "$(ss -Htln "( sport = :$1 )" 2>/dev/null)" ]]; }
+running() { [[ -f "$DIR/pid" ]] && kill -0 "$(cat "$DIR/pid")" 2>/dev/null; }
+
+case "$cmd" in
+  start)
+    if running; then echo "127.0.0.1:$(cat "$DIR/port")"; exit 0; fi
+    if [[ ! -f "$DIR/redis.conf" ]]; then
+      exec 9>/tmp/exactly-redis-ports.lock
+      flock 9
+      if [[ -z "$PORT" ]]; then
+        PORT=16379
+        while port_busy "$PORT" || [[ -e "/tmp/exactly-redis-port-$PORT" ]]; do PORT=$((PORT + 1)); done
+      fi
+      port_busy "$PORT" && die "port $PORT is busy"
+      # The claim stays until stop --clean: a stopped server keeps its port for a restart.
+      echo "$DIR" >"/tmp/exactly-redis-port-$PORT"
+      {
+        echo "bind 127.0.0.1"
+        echo "port $PORT"
+        echo "dir $DIR"
+        echo "save \"\""
+        echo "daemonize no"
+        echo "logfile $DIR/redis.log"
+        if [[ -n "$FSYNC" ]]; then echo "appendonly yes"; echo "appendfsync $FSYNC"; else echo "appendonly no"; fi
+        for a in "${EXTRA[@]+"${EXTRA[@]}"}"; do echo "${a#--}"; done
+      } >"$DIR/redis.conf"
+      echo "$PORT" >"$DIR/port"
+      flock -u 9
+      exec 9>&-   # the server must not inherit the lock
+    fi
+    PORT="$(cat "$DIR/port")"
+    setsid redis-server "$DIR/redis.conf" </dev/null >>"$DIR/stdout.log" 2>&1 9>&- &
+    echo $! >"$DIR/pid"
+    for _ in $(seq 1 200); do
+      # PING answers LOADING while the AOF is read back: wait for PONG.
+      if [[ "$(redis-cli -h 127.0.0.1 -p "$PORT" ping 2>/dev/null)" == PONG ]]; then
+        echo "127.0.0.1:$PORT"; exit 0
+      fi
+      running || { tail -20 "$DIR/redis.log" >&2 || true; die "redis-server exited"; }
+      sleep 0.05
+    done
+    die "redis-server on port $PORT did not answer within 10 s"
+    ;;
+  stop)
+    if running; then
+      pid="$(cat "$DIR/pid")"
+      redis-cli -h 127.0.0.1 -p "$(cat "$DIR/port")" shutdown nosave >/dev/null 2>&1 || true
+      for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+      kill -9 "$pid" 2>/dev/null || true
+    fi
+    if [[ $CLEAN -eq 1 ]]; then
+      [[ -f "$DIR/port" ]] && rm -f "/tmp/exactly-redis-port-$(cat "$DIR/port")"
+      rm -rf "$DIR"
+    fi
+    ;;
+  kill)
+    running && kill -9 "$(cat "$DIR/pid")"
+    for _ in $(seq 1 100); do running || exit 0; sleep 0.05; done
+    die "redis-server did not die"
+    ;;
+  *) die "usage: redis-server.sh start|stop|kill --dir DIR ..." ;;
+esac
