@@ -109,6 +109,7 @@ Settings Settings::parse(const sdk::Config& c) {
       s.tuning.compression != "zstd")
     throw ConfigError("rocksdb.compression", "expected none, lz4 or zstd, got '" +
                                                  s.tuning.compression + "'");
+  s.tuning.background_fold = c.get_bool("rocksdb.fold.background", true);
   return s;
 }
 
@@ -129,7 +130,8 @@ bool same_store_layout(const Settings& a, const Settings& b, std::string& what) 
   if (a.fingerprint_bytes != b.fingerprint_bytes || a.block_cache_bytes != b.block_cache_bytes ||
       a.tuning.write_buffer_size != b.tuning.write_buffer_size || a.tuning.filter != b.tuning.filter ||
       a.tuning.filter_bits_per_key != b.tuning.filter_bits_per_key ||
-      a.tuning.compression != b.tuning.compression) {
+      a.tuning.compression != b.tuning.compression ||
+      a.tuning.background_fold != b.tuning.background_fold) {
     what = "store options (fingerprint.bytes, rocksdb.*) changed: stores must be reopened";
     return false;
   }

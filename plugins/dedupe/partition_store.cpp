@@ -1,8 +1,8 @@
 #include "partition_store.hpp"
 
 #include "changelog_codec.hpp"
+#include "claim_fold.hpp"
 
-#include <rocksdb/sst_file_writer.h>
 #include <rocksdb/write_batch.h>
 
 #define XXH_INLINE_ALL
@@ -84,6 +84,7 @@ sdk::Status PartitionStore::open(const std::string& dir, const StoreTuning& tuni
   s->drop_round();
   s->restore_wb_ = std::make_unique<rocksdb::WriteBatch>();
   s->index_threshold_ = index_threshold(tuning);
+  s->background_fold_ = tuning.background_fold;
   s->sst_options_ = rocksdb::Options(make_db_options(tuning), cfs[0].options);
   s->replay_chunks();
 
@@ -126,63 +127,68 @@ void PartitionStore::replay_chunks() {
 }
 
 sdk::Status PartitionStore::index_claims() {
-  if (meta_.indexed >= meta_.next_seq && unindexed_.empty()) return sdk::Status::ok();
-  const auto& claims = unindexed_.claims();
-  std::vector<uint32_t> live;
-  live.reserve(claims.size());
+  sdk::Status st = finish_fold(true);
+  if (!st) return st;
+  start_fold();
+  return finish_fold(true);
+}
+
+void PartitionStore::start_fold() {
+  if (folding_active_ || fold_failed_) return;
+  if (meta_.indexed >= meta_.next_seq && unindexed_.empty()) return;
+  std::swap(unindexed_, folding_);
+  unindexed_.clear();
+  fold_fp_bytes_ = unindexed_fp_bytes_;
+  fold_target_ = meta_.next_seq;
+  fold_live_.clear();
+  const auto& claims = folding_.claims();
+  fold_live_.reserve(claims.size());
   for (uint32_t i = 0; i < claims.size(); ++i)
-    if (claims[i].seq >= meta_.floor) live.push_back(i);
-  if (!live.empty()) {
-    const auto& order = order_.sort_ids(
-        live.size(), [&](size_t i) { return live[i]; },
-        [&](uint32_t c) { return unindexed_.key_of(claims[c]); });
-    const std::string path = dir_ + "/claims-" + std::to_string(meta_.next_seq) + ".sst";
-    // Keep the new file in the page cache: it is read right away (duplicates, filter
-    // false positives).
-    rocksdb::SstFileWriter writer(rocksdb::EnvOptions(), sst_options_, claims_,
-                                  /*invalidate_page_cache=*/false);
-    rocksdb::Status st = writer.Open(path);
-    char buf[kMaxClaimValue];
-    // Key order is a random walk over the table: fetch a few claims ahead.
-    constexpr size_t kAhead = 32;
-    for (size_t j = 0; j < kAhead && j < order.size(); ++j) __builtin_prefetch(&claims[order[j]]);
-    for (size_t j = 0; st.ok() && j < order.size(); ++j) {
-      if (j + kAhead < order.size()) __builtin_prefetch(&claims[order[j + kAhead]]);
-      if (j + kAhead / 2 < order.size())
-        __builtin_prefetch(unindexed_.key_of(claims[order[j + kAhead / 2]]).data());
-      const auto& c = claims[order[j]];
-      size_t n = encode_claim(buf, c.seq, c.offset, c.fingerprint, unindexed_fp_bytes_);
-      auto k = unindexed_.key_of(c);
-      st = writer.Put(rocksdb::Slice(k.data(), k.size()), rocksdb::Slice(buf, n));
-    }
-    if (st.ok()) st = writer.Finish();
-    if (st.ok()) {
-      rocksdb::IngestExternalFileOptions ingest;
-      ingest.move_files = true;
-      ingest.snapshot_consistency = false;
-      st = db_->IngestExternalFile(claims_, {path}, ingest);
-    }
-    if (!st.ok()) {
-      std::remove(path.c_str());
-      return sdk::Status::fatal("dedupe: cannot fold claims into store " + dir_ + ": " +
-                                st.ToString());
-    }
-    for (uint32_t i : live) {
-      if (presence_) presence_->add(claims[i].hash);
-      if (building_) folded_while_building_.push_back(claims[i].hash);
-    }
-    // Evicted keys stay in the filter: once they outnumber the live ones, rebuild it; and
-    // in one layer when growth has stacked several (their false positives add up).
-    if (presence_ && !building_ &&
-        (presence_->layers() > 3 ||
-         presence_->count() > 2 * std::max<uint64_t>(int_property(claims_, "rocksdb.estimate-num-keys"), 1u << 20)))
-      start_filter_build();
+    if (claims[i].seq >= meta_.floor) fold_live_.push_back(i);
+  folding_active_ = true;
+  fold_status_ = rocksdb::Status::OK();
+  if (fold_live_.empty()) {
+    fold_done_.store(true, std::memory_order_release);
+    return;
   }
-  // The chunks keep only their time now.
+  fold_done_.store(false, std::memory_order_release);
+  fold_path_ = dir_ + "/claims-" + std::to_string(fold_target_) + ".sst";
+  folder_ = std::thread([this] {
+    fold_status_ = fold_claims(db_, claims_, sst_options_, fold_path_, folding_, fold_live_,
+                               fold_fp_bytes_, fold_order_);
+    fold_done_.store(true, std::memory_order_release);
+  });
+}
+
+sdk::Status PartitionStore::finish_fold(bool wait) {
+  if (!folding_active_) return sdk::Status::ok();
+  if (!wait && !fold_done_.load(std::memory_order_acquire)) return sdk::Status::ok();
+  if (folder_.joinable()) folder_.join();
+  folding_active_ = false;
+  if (!fold_status_.ok()) {
+    // The claims stay in their chunks (meta.indexed did not move): the next open reads
+    // them back. This store folds no more.
+    fold_failed_ = true;
+    return sdk::Status::fatal("dedupe: cannot fold claims into store " + dir_ + ": " +
+                              fold_status_.ToString());
+  }
+  const auto& claims = folding_.claims();
+  for (uint32_t i : fold_live_) {
+    if (presence_) presence_->add(claims[i].hash);
+    if (building_) folded_while_building_.push_back(claims[i].hash);
+  }
+  // Evicted keys stay in the filter: once they outnumber the live ones, rebuild it; and
+  // in one layer when growth has stacked several (their false positives add up).
+  if (!fold_live_.empty() && presence_ && !building_ &&
+      (presence_->layers() > 3 ||
+       presence_->count() > 2 * std::max<uint64_t>(int_property(claims_, "rocksdb.estimate-num-keys"), 1u << 20)))
+    start_filter_build();
+  // The folded chunks keep only their time now.
   rocksdb::WriteBatch wb;
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), seq_));
   for (it->Seek(seq_key(meta_.indexed)); it->Valid(); it->Next()) {
     if (it->key().size() != 8) continue;
+    if (seq_from_key(std::string_view(it->key().data(), 8)) >= fold_target_) break;
     const char* p = it->value().data();
     const char* end = p + it->value().size();
     uint64_t ms = 0;
@@ -191,15 +197,15 @@ sdk::Status PartitionStore::index_claims() {
   }
   it.reset();
   StoreMeta next = meta_;
-  next.indexed = meta_.next_seq;
+  next.indexed = std::max(meta_.indexed, fold_target_);
   wb.Put(seq_, rocksdb::Slice(), next.encode());
   rocksdb::WriteOptions wo;
   wo.sync = true;
   rocksdb::Status st = db_->Write(wo, &wb);
+  folding_.clear();
   if (!st.ok())
     return sdk::Status::fatal("dedupe: cannot write store " + dir_ + ": " + st.ToString());
   meta_ = next;
-  unindexed_.clear();
   return sdk::Status::ok();
 }
 
@@ -253,8 +259,10 @@ PartitionStore::~PartitionStore() {
   stop_filter_build();  // it reads db_ (an open iterator must not outlive it)
   if (db_ == nullptr) return;
   // A clean close folds the gathered claims, so the next open has nothing to read back.
-  // If it fails, the next open reads them back from their chunks.
+  // If it fails, the next open reads them back from their chunks (a fold that was
+  // running is waited for first).
   (void)index_claims();
+  if (folder_.joinable()) folder_.join();
   if (claims_) db_->DestroyColumnFamilyHandle(claims_);
   if (seq_) db_->DestroyColumnFamilyHandle(seq_);
   db_->Close();
@@ -420,12 +428,25 @@ sdk::Status PartitionStore::apply_round(const RoundPlan& plan, bool sync, int64_
   oldest_chunk_ms_ = meta_.floor < meta_.next_seq ? plan.oldest_ms : -1;
   filter_.publish_floor(meta_.floor);
   const uint32_t fp_bytes = plan.fp_bytes;
-  if (unindexed_.empty()) unindexed_fp_bytes_ = fp_bytes;
+  // One width for both tables: a running fold's claims are compared with it too.
+  if (unindexed_.empty() && !folding_active_) unindexed_fp_bytes_ = fp_bytes;
   unindexed_fp_bytes_ = std::min(unindexed_fp_bytes_, fp_bytes);
   for (const auto& c : round_.claims())
     if (c.seq >= meta_.floor) unindexed_.upsert(round_.key_of(c), c.hash, c.seq, c.offset, c.fingerprint);
   round_.clear();
-  if (unindexed_.size() >= index_threshold_) return index_claims();
+  // The fold runs beside the pipeline; a round waits for it only when the next one has
+  // gathered twice the threshold meanwhile (memory stays bounded).
+  sdk::Status fs = finish_fold(false);
+  if (!fs) return fs;
+  if (unindexed_.size() >= index_threshold_) {
+    if (folding_active_) {
+      if (unindexed_.size() < 2 * index_threshold_) return sdk::Status::ok();
+      fs = finish_fold(true);
+      if (!fs) return fs;
+    }
+    start_fold();
+    if (!background_fold_) return finish_fold(true);
+  }
   return sdk::Status::ok();
 }
 

@@ -68,8 +68,12 @@ class PartitionStore {
   uint64_t presence_filter_bytes() const { return presence_ ? presence_->bytes() : 0; }
   // Written claims not folded into the claims column family yet (check before lookup
   // results: they are newer). Their fingerprints have unindexed_fp_bytes() bytes.
+  // A fold in progress keeps its table here until it is adopted: older than unindexed_,
+  // newer than the column family.
   const RoundClaims::Claim* find_unindexed(std::string_view key, uint64_t hash) const {
-    return unindexed_.empty() ? nullptr : unindexed_.find(key, hash);
+    if (!unindexed_.empty())
+      if (const auto* c = unindexed_.find(key, hash)) return c;
+    return folding_active_ && !folding_.empty() ? folding_.find(key, hash) : nullptr;
   }
   uint32_t unindexed_fp_bytes() const { return unindexed_fp_bytes_; }
   // A stored claim counts only at or above the floor (below it, it is evicted).
@@ -120,7 +124,14 @@ class PartitionStore {
 
  private:
   PartitionStore() = default;
+  // Folds every written claim now (restore, close): waits for a running fold, then folds
+  // the rest and waits for that too.
   sdk::Status index_claims();
+  // The fold of unindexed_ into the claims column family runs on a thread of its own
+  // (the sort and the SST file are most of a commit's CPU otherwise); finish_fold adopts
+  // its result on the pipeline thread (filter, chunk trim, meta.indexed).
+  void start_fold();
+  sdk::Status finish_fold(bool wait);
   sdk::Status flush_restore_batch();
   void replay_chunks();
   void load_oldest_chunk_ms();
@@ -146,6 +157,7 @@ class PartitionStore {
   RoundClaims unindexed_;
   uint32_t unindexed_fp_bytes_ = 8;
   size_t index_threshold_ = 0;
+  bool background_fold_ = true;
   rocksdb::Options sst_options_;
   uint64_t next_seq_ = 0;
   int64_t round_high_ = -1;
@@ -154,7 +166,6 @@ class PartitionStore {
   uint64_t restored_claims_ = 0;
   bool round_fresh_ = true;
   uint64_t key_bytes_seen_ = 0, keys_seen_ = 0;
-  KeyOrder order_;
 
   std::unique_ptr<PresenceFilter> presence_;  // null: not built yet, every key is looked up
   bool building_ = false;
@@ -163,6 +174,20 @@ class PartitionStore {
   std::atomic<bool> build_done_{false}, build_stop_{false};
   std::unique_ptr<PresenceFilter> built_;  // the builder's result, adopted by this thread
   std::vector<uint64_t> folded_while_building_;
+
+  // The fold thread reads folding_, fold_live_ and fold_fp_bytes_ and writes fold_order_
+  // and fold_status_; the pipeline thread leaves them alone until fold_done_.
+  RoundClaims folding_;
+  std::vector<uint32_t> fold_live_;
+  uint32_t fold_fp_bytes_ = 8;
+  uint64_t fold_target_ = 0;  // meta.indexed once the fold is adopted
+  std::string fold_path_;
+  KeyOrder fold_order_;
+  rocksdb::Status fold_status_;
+  std::thread folder_;
+  std::atomic<bool> fold_done_{false};
+  bool folding_active_ = false;
+  bool fold_failed_ = false;
 };
 
 }  // namespace exactly::dedupe

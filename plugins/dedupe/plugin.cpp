@@ -81,6 +81,10 @@ const ex_config_field kFields[] = {
     field("rocksdb.filter.bits.per.key", EX_CFG_DOUBLE, "filter bits per id", "10"),
     field("rocksdb.compression", EX_CFG_STRING,
           "compression of the bottommost level (where most ids live)", "zstd", kCompression),
+    field("rocksdb.fold.background", EX_CFG_BOOL,
+          "fold gathered claims into the store on a thread of each store's own while the "
+          "pipeline goes on (false: on the pipeline thread, inside a commit)",
+          "true"),
 };
 
 const char* const kDurability[] = {"none", "aof-always", "replicas", nullptr};

@@ -17,6 +17,7 @@ struct StoreTuning {
   std::string filter = "bloom";  // bloom | ribbon
   double filter_bits_per_key = 10;
   std::string compression = "zstd";  // of the bottommost level: none | lz4 | zstd
+  bool background_fold = true;  // fold claims into SST files on a thread of the store's own
 };
 
 inline constexpr const char* kSeqColumnFamily = "seq";

@@ -162,8 +162,12 @@ launch_node() {         # node number; runs with fd of the port lock closed
 wait_listening() {
     local n="$1" deadline=$(( SECONDS + ${2:-60} ))
     local bp=$(( BROKER_BASE + n - 1 )) cp=$(( CTRL_BASE + n - 1 ))
+    local pid; pid="$(node_pid "$n")"
     while (( SECONDS < deadline )); do
-        node_running "$n" || return 1
+        # Not node_running: until the launched shell has exec'd java its cmdline is still
+        # this script's, and under load that window is long enough to call a healthy
+        # start dead. A pid that is gone is dead; one that is alive is starting.
+        pid_gone "$pid" && return 1
         if [[ -n "$(ss -Htln "( sport = :$bp or sport = :$cp )" 2>/dev/null | sed -n 2p)" ]]; then return 0; fi
         sleep 0.1
     done

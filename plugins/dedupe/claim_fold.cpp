@@ -1,0 +1,48 @@
+#include "claim_fold.hpp"
+
+#include "claim_codec.hpp"
+
+#include <rocksdb/sst_file_writer.h>
+
+#include <cstdio>
+
+namespace exactly::dedupe {
+
+rocksdb::Status fold_claims(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
+                            const rocksdb::Options& sst_options, const std::string& path,
+                            const RoundClaims& table, const std::vector<uint32_t>& live,
+                            uint32_t fp_bytes, KeyOrder& key_order) {
+  const auto& claims = table.claims();
+  const auto& order = key_order.sort_ids(
+      live.size(), [&](size_t i) { return live[i]; },
+      [&](uint32_t c) { return table.key_of(claims[c]); });
+  // Keep the new file in the page cache: it is read right away (duplicates, filter
+  // false positives).
+  rocksdb::SstFileWriter writer(rocksdb::EnvOptions(), sst_options, cf,
+                                /*invalidate_page_cache=*/false);
+  rocksdb::Status st = writer.Open(path);
+  char buf[kMaxClaimValue];
+  // Key order is a random walk over the table: fetch a few claims ahead.
+  constexpr size_t kAhead = 32;
+  for (size_t j = 0; j < kAhead && j < order.size(); ++j) __builtin_prefetch(&claims[order[j]]);
+  for (size_t j = 0; st.ok() && j < order.size(); ++j) {
+    if (j + kAhead < order.size()) __builtin_prefetch(&claims[order[j + kAhead]]);
+    if (j + kAhead / 2 < order.size())
+      __builtin_prefetch(table.key_of(claims[order[j + kAhead / 2]]).data());
+    const auto& c = claims[order[j]];
+    size_t n = encode_claim(buf, c.seq, c.offset, c.fingerprint, fp_bytes);
+    auto k = table.key_of(c);
+    st = writer.Put(rocksdb::Slice(k.data(), k.size()), rocksdb::Slice(buf, n));
+  }
+  if (st.ok()) st = writer.Finish();
+  if (st.ok()) {
+    rocksdb::IngestExternalFileOptions ingest;
+    ingest.move_files = true;
+    ingest.snapshot_consistency = false;
+    st = db->IngestExternalFile(cf, {path}, ingest);
+  }
+  if (!st.ok()) std::remove(path.c_str());
+  return st;
+}
+
+}  // namespace exactly::dedupe
