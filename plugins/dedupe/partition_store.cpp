@@ -8,8 +8,11 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <cstdio>
+#include <ctime>
 
 namespace exactly::dedupe {
 
@@ -55,6 +58,13 @@ struct ChunkWalk {
 };
 
 size_t claim_bytes(size_t key_len, uint32_t fp_bytes) { return 1 + key_len + 3 + fp_bytes; }
+
+// Adds the calling thread's CPU time so far (it ends right after).
+void add_thread_cpu(std::atomic<double>& to) {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  to.fetch_add(static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9);
+}
 }  // namespace
 
 sdk::Status PartitionStore::open(const std::string& dir, const StoreTuning& tuning,
@@ -86,6 +96,12 @@ sdk::Status PartitionStore::open(const std::string& dir, const StoreTuning& tuni
   s->index_threshold_ = index_threshold(tuning);
   s->background_fold_ = tuning.background_fold;
   s->sst_options_ = rocksdb::Options(make_db_options(tuning), cfs[0].options);
+  // SstFileWriter compresses with the bottommost setting (an ingested file may land
+  // there), but random ids overlap every level: a fold's file always lands in L0 and is
+  // rewritten by the next compaction, which compresses what reaches the bottom.
+  // Compressing each fold too cost more CPU than the rest of the fold.
+  s->sst_options_.bottommost_compression = rocksdb::kDisableCompressionOption;
+  s->sst_options_.compression = rocksdb::kNoCompression;
   s->replay_chunks();
 
   s->load_oldest_chunk_ms();
@@ -154,8 +170,10 @@ void PartitionStore::start_fold() {
   fold_done_.store(false, std::memory_order_release);
   fold_path_ = dir_ + "/claims-" + std::to_string(fold_target_) + ".sst";
   folder_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "dedupe-fold");
     fold_status_ = fold_claims(db_, claims_, sst_options_, fold_path_, folding_, fold_live_,
                                fold_fp_bytes_, fold_order_);
+    add_thread_cpu(fold_cpu_);
     fold_done_.store(true, std::memory_order_release);
   });
 }
@@ -223,6 +241,7 @@ void PartitionStore::start_filter_build() {
   ro.readahead_size = 4u << 20;
   std::shared_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, claims_));
   builder_ = std::thread([this, it, expected] {
+    pthread_setname_np(pthread_self(), "dedupe-filter");
     // Room to grow to twice the size before the next layer.
     auto f = std::make_unique<PresenceFilter>(2 * expected);
     uint64_t n = 0;
@@ -231,6 +250,7 @@ void PartitionStore::start_filter_build() {
       f->add(XXH3_64bits(it->key().data(), it->key().size()));
     }
     if (it->status().ok() && !build_stop_.load()) built_ = std::move(f);
+    add_thread_cpu(build_cpu_);
     build_done_.store(true, std::memory_order_release);
   });
 }

@@ -121,6 +121,13 @@ class PartitionStore {
   uint64_t restored_claims() const { return restored_claims_; }
 
   StoreGauges gauges(int64_t now_ms) const;
+  // CPU seconds the fold and filter-build threads spent since the last call.
+  struct BackgroundCpu {
+    double fold = 0, filter_build = 0;
+  };
+  BackgroundCpu take_background_cpu() {
+    return {fold_cpu_.exchange(0.0), build_cpu_.exchange(0.0)};
+  }
 
  private:
   PartitionStore() = default;
@@ -188,6 +195,7 @@ class PartitionStore {
   std::atomic<bool> fold_done_{false};
   bool folding_active_ = false;
   bool fold_failed_ = false;
+  std::atomic<double> fold_cpu_{0.0}, build_cpu_{0.0};
 };
 
 }  // namespace exactly::dedupe

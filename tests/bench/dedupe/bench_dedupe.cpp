@@ -244,6 +244,8 @@ int main(int argc, char** argv) {
   const double cpu_rate = static_cast<double>(records) / cpu;
   const double rss = peak_rss_mib();
   const double dups = host.metric("dedupe_duplicates_total{partition=bench-0}");
+  const double fold_cpu = host.metric("dedupe_fold_cpu_seconds_total{partition=bench-0}");
+  const double build_cpu = host.metric("dedupe_filter_build_cpu_seconds_total{partition=bench-0}");
   vt->destroy(self);  // joins a running fold: its CPU counts
   // Every other thread's CPU (the fold, the filter build, RocksDB's flushes and
   // compactions) is the stage's too: the all-threads rate charges it.
@@ -260,6 +262,8 @@ int main(int argc, char** argv) {
               rate, cpu_rate, rss);
   std::printf("dedupe: %.3f s CPU on other threads (fold, filter build, RocksDB background); "
               "%.0f records/s (all threads' CPU)\n", others, all_cpu_rate);
+  std::printf("dedupe: of it, reported before close: fold %.3f s, presence filter builds %.3f s\n",
+              fold_cpu, build_cpu);
   bool correct = counter.kept == distinct && static_cast<uint64_t>(dups) == expected_dups;
   if (!correct) std::printf("dedupe: WRONG RESULT: emitted != distinct or duplicates differ\n");
 
