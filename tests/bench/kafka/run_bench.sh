@@ -24,11 +24,14 @@
 #   m  Kafka Connect 3.9.1 standalone (ConnectStandalone) running MirrorMaker 2's
 #      MirrorSourceConnector, at-least-once, Connect's and MM2's defaults: the peer of e.
 #      Source and target cluster are the broker itself; DefaultReplicationPolicy with the
-#      source alias bench-out-m-REP-TAG names the output bench-out-m-REP-TAG.<input>
+#      source alias bench-out-CASE-REP-TAG names the output bench-out-CASE-REP-TAG.<input>
 #      (created beforehand like every other output); tasks.max = partitions; offset syncs,
 #      topic config and ACL sync off (no heartbeat/checkpoint connectors run); source
 #      offsets in a file in the run's dir. Jars: connect-runtime, connect-mirror,
 #      connect-json from Maven Central (connect-mm2/pom.xml).
+#   mt m with its clients tuned as the Streams app's are: producer linger.ms 5, batch.size
+#      1 MiB, and (idempotent, so still in order) 5 requests in flight instead of
+#      Connect's 1; consumer max.poll.records 10000. Not in the default cases.
 #   ct, et, c0t (any exactly case + "t"): the same with rdkafka: {queued.min.messages:
 #      PREFETCH}. The kafka source defaults to 1000000 since 2026-11-23, so with the
 #      default PREFETCH "t" equals the plain case; it remains for sweeping other values
@@ -202,8 +205,8 @@ write_yaml() {  # case delivery with_dedupe dir group out tuned changelog_off ch
 # sets them); the REST listener takes a free loopback port; plugins are found through
 # their ServiceLoader manifests (plugin.discovery=service_load: startup without the
 # classpath scan; it only makes the peer faster).
-write_connect_config() {  # case rep dir
-  local c="$1" rep="$2" d="$3"
+write_connect_config() {  # case rep dir tuned
+  local c="$1" rep="$2" d="$3" tuned="$4"
   {
     echo "bootstrap.servers=$B"
     echo "key.converter=org.apache.kafka.connect.converters.ByteArrayConverter"
@@ -212,6 +215,12 @@ write_connect_config() {  # case rep dir
     echo "offset.storage.file.filename=$d/connect.offsets"
     echo "listeners=http://127.0.0.1:0"
     echo "plugin.discovery=service_load"
+    if [[ $tuned == 1 ]]; then
+      echo "producer.linger.ms=5"
+      echo "producer.batch.size=1048576"
+      echo "producer.enable.idempotence=true"
+      echo "producer.max.in.flight.requests.per.connection=5"
+    fi
   } >"$d/connect-worker.properties"
   {
     echo "name=bench-mm2-$c-$rep-$tag"
@@ -227,6 +236,7 @@ write_connect_config() {  # case rep dir
     echo "emit.offset-syncs.enabled=false"
     echo "sync.topic.configs.enabled=false"
     echo "sync.topic.acls.enabled=false"
+    if [[ $tuned == 1 ]]; then echo "source.consumer.max.poll.records=10000"; fi
   } >"$d/mm2-source.properties"
   {
     echo "log4j.rootLogger=INFO, stdout"
@@ -244,8 +254,8 @@ run_case() {  # case rep
   local c="$1" rep="$2"
   local d="$work/$c-$rep" out="bench-out-$c-$rep-$tag" group="bench-$c-$rep-$tag"
   # MM2 names its output <source alias>.<input> (DefaultReplicationPolicy); the alias is
-  # bench-out-m-REP-TAG, so the output is still a topic of this run alone.
-  [[ $c == m ]] && out="bench-out-$c-$rep-$tag.$in"
+  # bench-out-CASE-REP-TAG, so the output is still a topic of this run alone.
+  [[ ${c:0:1} == m ]] && out="bench-out-$c-$rep-$tag.$in"
   local base="${c:0:1}" tuned=0 nocl=0 cl="bench-changelog-$c-$rep-$tag"
   case "${c:1}" in
     "") ;;
@@ -295,8 +305,7 @@ run_case() {  # case rep
                   --caching "$streams_caching") || rc=$?
       ;;
     m)
-      [[ $tuned == 0 ]] || die "case $c: Connect's consumer is no librdkafka one to tune"
-      write_connect_config "$c" "$rep" "$d"
+      write_connect_config "$c" "$rep" "$d" "$tuned"
       json=$("$build/bench_run_until_committed" --end-offsets --bootstrap "$B" --topic "$out" \
                --target "$records" --broker-pid "$broker_pid" --log "$d/log.txt" \
                -- java -Xmx1g -Dlog4j.configuration="file:$d/connect-log4j.properties" \
@@ -372,7 +381,8 @@ summary="$work/summary.md"
       m) what="Kafka Connect standalone + MM2 MirrorSourceConnector (at-least-once)" ;;
     esac
     [[ ${c:1} == 0* ]] && what="${what/changelog on/changelog off}"
-    [[ ${c:1} == *t ]] && what="$what, source prefetch $prefetch"
+    if [[ $c == mt ]]; then what="$what, clients tuned as d's"
+    elif [[ ${c:1} == *t ]]; then what="$what, source prefetch $prefetch"; fi
     awk -F'\t' -v c="$c" -v what="$what" '
       function median(arr, n,   i, j, t) {
         for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (arr[j] < arr[i]) { t = arr[i]; arr[i] = arr[j]; arr[j] = t }
@@ -395,6 +405,7 @@ summary="$work/summary.md"
       if (("e" in med) && ("a" in med)) printf "e/a = %.2f\n", med["e"] / med["a"]
       if (("e" in med) && ("m" in med)) printf "e/m = %.2f (target >= 3)\n", med["e"] / med["m"]
       if (("m" in med) && ("a" in med)) printf "m/a = %.2f\n", med["m"] / med["a"]
+      if (("e" in med) && ("mt" in med)) printf "e/mt = %.2f (m with tuned clients)\n", med["e"] / med["mt"]
       if (("b" in med) && ("a" in med)) printf "b/a = %.2f\n", med["b"] / med["a"]
       if (("ct" in med) && ("d" in med)) printf "ct/d = %.2f (target >= 3)\n", med["ct"] / med["d"]
       if (("ct" in med) && ("a" in med)) printf "ct/a = %.2f (target >= 0.6)\n", med["ct"] / med["a"]
