@@ -2,7 +2,7 @@
 # Kafka benchmarks, in one invocation against one real broker (KRaft, Kafka 3.9.1).
 #
 #   tests/bench/kafka/run_bench.sh [--records 2000000] [--repeats 3]
-#       [--cases a,b,c,c0,d,e,ct,et] [--size 150] [--dup-ratio 0.006] [--partitions 4]
+#       [--cases a,b,c,c0,d,e,m,ct,et] [--size 150] [--dup-ratio 0.006] [--partitions 4]
 #       [--commit-interval-ms 1000] [--commit-max-records 1000000]
 #       [--prefetch 1000000] [--streams-threads 1] [--streams-caching false]
 #       [--workdir DIR] [--keep]
@@ -21,6 +21,17 @@
 #      setup measured before the changelog existed; c0/c is the changelog's cost
 #   d  Kafka Streams 3.9.1, exactly_once_v2, RocksDB KeyValueStore dedupe
 #   e  exactly, exactly_once,  kafka -> kafka (plain copy)
+#   m  Kafka Connect 3.9.1 standalone (ConnectStandalone) running MirrorMaker 2's
+#      MirrorSourceConnector, at-least-once, Connect's and MM2's defaults: the peer of e.
+#      Source and target cluster are the broker itself; DefaultReplicationPolicy with the
+#      source alias bench-out-CASE-REP-TAG names the output bench-out-CASE-REP-TAG.<input>
+#      (created beforehand like every other output); tasks.max = partitions; offset syncs,
+#      topic config and ACL sync off (no heartbeat/checkpoint connectors run); source
+#      offsets in a file in the run's dir. Jars: connect-runtime, connect-mirror,
+#      connect-json from Maven Central (connect-mm2/pom.xml).
+#   mt m with its clients tuned as the Streams app's are: producer linger.ms 5, batch.size
+#      1 MiB, and (idempotent, so still in order) 5 requests in flight instead of
+#      Connect's 1; consumer max.poll.records 10000. Not in the default cases.
 #   ct, et, c0t (any exactly case + "t"): the same with rdkafka: {queued.min.messages:
 #      PREFETCH}. The kafka source defaults to 1000000 since 2026-11-23, so with the
 #      default PREFETCH "t" equals the plain case; it remains for sweeping other values
@@ -28,16 +39,20 @@
 #      partition whose queue filled up is fetched again only ~1 s later). The raw copy
 #      (a) always uses PREFETCH: it is the tuned limit.
 # Time: from process start until the group's committed offsets cover the input (b-e;
-# bench_run_until_committed), until every record was delivered (a). Every output is then
-# checked by tests/tools/kafka-tool.sh verify (copy for a, e; dedupe for b, c, c0, d; b may
-# show duplicates, nothing else). Prints a table of medians and the ratios c/d, c/a,
-# e/a (and ct/d, ct/a, et/a; c0/c = changelog off vs on, c0/d, c0/a); everything (logs,
+# bench_run_until_committed), until every record was delivered (a), until the output
+# topic's end offsets reach the input's record count (m: MM2 commits no group offsets;
+# bench_run_until_committed --end-offsets; "first commit" is then the first output
+# record). Every output is then checked by tests/tools/kafka-tool.sh verify (copy for a,
+# e, m; dedupe for b, c, c0, d; b and m, at-least-once, may show duplicates, nothing
+# else). Prints a table of medians and the ratios c/d, c/a, e/a, e/m (and ct/d, ct/a,
+# et/a; c0/c = changelog off vs on, c0/d, c0/a); everything (logs,
 # YAML, JSON, metrics scrapes) stays in the work dir, which is printed. Results and
 # analysis: docs/benchmarks.md.
 #
 # Broker: $EXACTLY_KAFKA_BOOTSTRAP if set, else one started (and stopped) here.
 # BUILD_DIR (default build-bench): a Release build of its own, never build/.
 # Streams app: built with Maven into ${EXACTLY_CACHE:-~/.cache/exactly}/streams-dedupe.
+# Connect + MM2: jars copied with Maven into ${EXACTLY_CACHE:-~/.cache/exactly}/connect-mm2/libs.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -47,7 +62,7 @@ cache="${EXACTLY_CACHE:-$HOME/.cache/exactly}"
 tool="$root/tests/tools/kafka-tool.sh"
 broker_sh="$root/tests/tools/kafka-broker.sh"
 
-records=2000000 repeats=3 cases="a,b,c,c0,d,e,ct,et" size=150 dup=0.006 partitions=4
+records=2000000 repeats=3 cases="a,b,c,c0,d,e,m,ct,et" size=150 dup=0.006 partitions=4
 interval_ms=1000 max_records=1000000 streams_threads=1 streams_caching=false prefetch=1000000
 work="" keep=0 seed=7
 while [[ $# -gt 0 ]]; do
@@ -91,6 +106,24 @@ log "building the Kafka Streams app into $streams_target"
 mvn_build -o >"$streams_target/build.log" 2>&1 || mvn_build >>"$streams_target/build.log" 2>&1 ||
   { tail -n 30 "$streams_target/build.log" >&2; die "maven build of streams-dedupe failed"; }
 streams_cp="$streams_target/classes:$(cat "$streams_target/classpath.txt")"
+# Kafka Connect + MirrorMaker 2 (case m): nothing to compile, only the runtime jars,
+# copied again only when connect-mm2/pom.xml changed.
+connect_target="$cache/connect-mm2"
+connect_stamp="$(sha256sum "$here/connect-mm2/pom.xml" | cut -c1-16)"
+mkdir -p "$connect_target"
+if [[ "$(cat "$connect_target/libs.stamp" 2>/dev/null)" != "$connect_stamp" ]]; then
+  mvn_copy() {
+    rm -rf "$connect_target/libs.tmp"
+    (cd "$connect_target" && mvn -B -q "$@" -f "$here/connect-mm2/pom.xml" \
+      dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$connect_target/libs.tmp")
+  }
+  log "copying the Kafka Connect + MirrorMaker 2 jars into $connect_target/libs"
+  mvn_copy -o >"$connect_target/build.log" 2>&1 || mvn_copy >>"$connect_target/build.log" 2>&1 ||
+    { tail -n 30 "$connect_target/build.log" >&2; die "maven copy of the connect-mm2 jars failed"; }
+  rm -rf "$connect_target/libs" && mv "$connect_target/libs.tmp" "$connect_target/libs"
+  echo "$connect_stamp" >"$connect_target/libs.stamp"
+fi
+connect_cp="$connect_target/libs/*"
 "$tool" build >/dev/null
 
 # ---------------------------------------------------------------- broker
@@ -167,12 +200,62 @@ write_yaml() {  # case delivery with_dedupe dir group out tuned changelog_off ch
   } >"$d/pipeline.yaml"
 }
 
+# Case m: a Connect worker (standalone) and one MirrorSourceConnector, source and target
+# cluster both the broker under test. Converters pass bytes through (as MM2's own driver
+# sets them); the REST listener takes a free loopback port; plugins are found through
+# their ServiceLoader manifests (plugin.discovery=service_load: startup without the
+# classpath scan; it only makes the peer faster).
+write_connect_config() {  # case rep dir tuned
+  local c="$1" rep="$2" d="$3" tuned="$4"
+  {
+    echo "bootstrap.servers=$B"
+    echo "key.converter=org.apache.kafka.connect.converters.ByteArrayConverter"
+    echo "value.converter=org.apache.kafka.connect.converters.ByteArrayConverter"
+    echo "header.converter=org.apache.kafka.connect.converters.ByteArrayConverter"
+    echo "offset.storage.file.filename=$d/connect.offsets"
+    echo "listeners=http://127.0.0.1:0"
+    echo "plugin.discovery=service_load"
+    if [[ $tuned == 1 ]]; then
+      echo "producer.linger.ms=5"
+      echo "producer.batch.size=1048576"
+      echo "producer.enable.idempotence=true"
+      echo "producer.max.in.flight.requests.per.connection=5"
+    fi
+  } >"$d/connect-worker.properties"
+  {
+    echo "name=bench-mm2-$c-$rep-$tag"
+    echo "connector.class=org.apache.kafka.connect.mirror.MirrorSourceConnector"
+    echo "tasks.max=$partitions"
+    echo "source.cluster.alias=bench-out-$c-$rep-$tag"
+    echo "target.cluster.alias=bench-target"
+    echo "source.cluster.bootstrap.servers=$B"
+    echo "target.cluster.bootstrap.servers=$B"
+    echo "topics=$in"
+    echo "replication.policy.class=org.apache.kafka.connect.mirror.DefaultReplicationPolicy"
+    echo "replication.factor=1"
+    echo "emit.offset-syncs.enabled=false"
+    echo "sync.topic.configs.enabled=false"
+    echo "sync.topic.acls.enabled=false"
+    if [[ $tuned == 1 ]]; then echo "source.consumer.max.poll.records=10000"; fi
+  } >"$d/mm2-source.properties"
+  {
+    echo "log4j.rootLogger=INFO, stdout"
+    echo "log4j.appender.stdout=org.apache.log4j.ConsoleAppender"
+    echo "log4j.appender.stdout.layout=org.apache.log4j.PatternLayout"
+    echo "log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n"
+    echo "log4j.logger.org.reflections=ERROR"
+  } >"$d/connect-log4j.properties"
+}
+
 results="$work/results.tsv"
 printf 'case\trep\trecords_per_s\tseconds\tcpu_s\tpeak_rss_mb\tbroker_cpu_s\tfirst_s\tsteady_per_s\tload1\tverify\tverify_json\n' >"$results"
 
 run_case() {  # case rep
   local c="$1" rep="$2"
   local d="$work/$c-$rep" out="bench-out-$c-$rep-$tag" group="bench-$c-$rep-$tag"
+  # MM2 names its output <source alias>.<input> (DefaultReplicationPolicy); the alias is
+  # bench-out-CASE-REP-TAG, so the output is still a topic of this run alone.
+  [[ ${c:0:1} == m ]] && out="bench-out-$c-$rep-$tag.$in"
   local base="${c:0:1}" tuned=0 nocl=0 cl="bench-changelog-$c-$rep-$tag"
   case "${c:1}" in
     "") ;;
@@ -221,6 +304,14 @@ run_case() {  # case rep
                   --commit-interval-ms "$interval_ms" --threads "$streams_threads" \
                   --caching "$streams_caching") || rc=$?
       ;;
+    m)
+      write_connect_config "$c" "$rep" "$d" "$tuned"
+      json=$("$build/bench_run_until_committed" --end-offsets --bootstrap "$B" --topic "$out" \
+               --target "$records" --broker-pid "$broker_pid" --log "$d/log.txt" \
+               -- java -Xmx1g -Dlog4j.configuration="file:$d/connect-log4j.properties" \
+                  -cp "$connect_cp" org.apache.kafka.connect.cli.ConnectStandalone \
+                  "$d/connect-worker.properties" "$d/mm2-source.properties") || rc=$?
+      ;;
     *) die "unknown case $c" ;;
   esac
   [[ $rc -eq 0 ]] || { echo "$json" >"$d/result.json"; tail -n 20 "$d/log.txt" >&2; die "case $c run $rep failed: $json"; }
@@ -244,8 +335,9 @@ run_case() {  # case rep
   echo "$v" >"$d/verify.json"
   local verdict=ok
   if [[ $vrc -ne 0 ]]; then
-    # at_least_once may write duplicates (nothing else); every other case must pass strictly.
-    if [[ $base == b && $vrc -eq 1 ]] &&
+    # at_least_once (b, m) may write duplicates (nothing else; a repeat sent again may
+    # also come out of order); every other case must pass strictly.
+    if [[ ( $base == b || $base == m ) && $vrc -eq 1 ]] &&
        jq -e '.missing == 0 and .extra == 0 and .wrong_payload == 0' <<<"$v" >/dev/null; then
       verdict="dups=$(jq .duplicated <<<"$v")"
     else
@@ -286,9 +378,11 @@ summary="$work/summary.md"
       c) what="exactly exactly_once + dedupe (changelog on)" ;;
       d) what="Kafka Streams EOS v2 + RocksDB dedupe" ;;
       e) what="exactly exactly_once copy" ;;
+      m) what="Kafka Connect standalone + MM2 MirrorSourceConnector (at-least-once)" ;;
     esac
     [[ ${c:1} == 0* ]] && what="${what/changelog on/changelog off}"
-    [[ ${c:1} == *t ]] && what="$what, source prefetch $prefetch"
+    if [[ $c == mt ]]; then what="$what, clients tuned as d's"
+    elif [[ ${c:1} == *t ]]; then what="$what, source prefetch $prefetch"; fi
     awk -F'\t' -v c="$c" -v what="$what" '
       function median(arr, n,   i, j, t) {
         for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (arr[j] < arr[i]) { t = arr[i]; arr[i] = arr[j]; arr[j] = t }
@@ -309,6 +403,9 @@ summary="$work/summary.md"
       if (("c" in med) && ("d" in med)) printf "c/d = %.2f (target >= 3)\n", med["c"] / med["d"]
       if (("c" in med) && ("a" in med)) printf "c/a = %.2f (target >= 0.6)\n", med["c"] / med["a"]
       if (("e" in med) && ("a" in med)) printf "e/a = %.2f\n", med["e"] / med["a"]
+      if (("e" in med) && ("m" in med)) printf "e/m = %.2f (target >= 3)\n", med["e"] / med["m"]
+      if (("m" in med) && ("a" in med)) printf "m/a = %.2f\n", med["m"] / med["a"]
+      if (("e" in med) && ("mt" in med)) printf "e/mt = %.2f (m with tuned clients)\n", med["e"] / med["mt"]
       if (("b" in med) && ("a" in med)) printf "b/a = %.2f\n", med["b"] / med["a"]
       if (("ct" in med) && ("d" in med)) printf "ct/d = %.2f (target >= 3)\n", med["ct"] / med["d"]
       if (("ct" in med) && ("a" in med)) printf "ct/a = %.2f (target >= 0.6)\n", med["ct"] / med["a"]

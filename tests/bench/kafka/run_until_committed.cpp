@@ -5,6 +5,7 @@
 //   bench_run_until_committed --bootstrap B --group G --topic IN --target N
 //       [--broker-pid P] [--interval-ms 100] [--timeout-s 900] [--stop-timeout-s 60]
 //       [--log FILE] [--on-done 'shell command'] -- COMMAND ARGS...
+//   bench_run_until_committed --end-offsets --bootstrap B --topic OUT --target N ... -- COMMAND
 //
 // Committed offsets are the finish line because they are what every contender commits
 // last: exactly's exactly_once sink and Streams' exactly_once_v2 commit them in the
@@ -14,6 +15,12 @@
 // moment the target is reached, so shutdown does not count. It runs in its own process
 // so the measured one carries no measuring code; its own cost is one OffsetFetch per
 // interval.
+//
+// --end-offsets is for a contender with no consumer group to watch (Kafka Connect running
+// MirrorMaker 2's MirrorSourceConnector keeps its source offsets in Connect's offset
+// store): the finish line is then the sum of --topic's end offsets (high watermarks, one
+// ListOffsets per partition per interval) reaching --target, i.e. the output is all there;
+// --group is not needed. first_commit_s is then the time to the first output record.
 #include "proc_stats.hpp"
 
 #include <librdkafka/rdkafka.h>
@@ -47,6 +54,7 @@ struct Options {
   int interval_ms = 100;
   int timeout_s = 900;
   int stop_timeout_s = 60;
+  bool end_offsets = false;
   std::vector<char*> command;
 };
 
@@ -54,7 +62,9 @@ struct Options {
   std::fprintf(stderr,
                "bench_run_until_committed: %s\nusage: bench_run_until_committed --bootstrap B "
                "--group G --topic IN --target N [--broker-pid P] [--interval-ms 100] "
-               "[--timeout-s 900] [--stop-timeout-s 60] [--log FILE] [--on-done CMD] -- CMD...\n",
+               "[--timeout-s 900] [--stop-timeout-s 60] [--log FILE] [--on-done CMD] -- CMD...\n"
+               "       bench_run_until_committed --end-offsets --bootstrap B --topic OUT --target N "
+               "[same options] -- CMD...\n",
                why);
   std::exit(2);
 }
@@ -65,6 +75,7 @@ Options parse(int argc, char** argv) {
   for (; i < argc; ++i) {
     std::string_view a = argv[i];
     if (a == "--") { ++i; break; }
+    if (a == "--end-offsets") { o.end_offsets = true; continue; }
     if (i + 1 >= argc) usage(("missing value for " + std::string(a)).c_str());
     const char* v = argv[++i];
     if (a == "--bootstrap") o.bootstrap = v;
@@ -81,9 +92,10 @@ Options parse(int argc, char** argv) {
   }
   for (; i < argc; ++i) o.command.push_back(argv[i]);
   o.command.push_back(nullptr);
-  if (o.bootstrap.empty() || o.group.empty() || o.topic.empty() || o.target <= 0 ||
-      o.command.size() < 2)
-    usage("--bootstrap, --group, --topic, a positive --target and a command are required");
+  if (o.bootstrap.empty() || (o.group.empty() && !o.end_offsets) || o.topic.empty() ||
+      o.target <= 0 || o.command.size() < 2)
+    usage("--bootstrap, --group (unless --end-offsets), --topic, a positive --target and a "
+          "command are required");
   return o;
 }
 
@@ -139,7 +151,7 @@ int main(int argc, char** argv) {
 
   rd_kafka_conf_t* c = rd_kafka_conf_new();
   set(c, "bootstrap.servers", o.bootstrap);
-  set(c, "group.id", o.group);
+  if (!o.group.empty()) set(c, "group.id", o.group);
   set(c, "isolation.level", "read_committed");
   set(c, "enable.auto.commit", "false");
   char err[512];
@@ -192,8 +204,24 @@ int main(int argc, char** argv) {
       failure = "timeout: committed " + std::to_string(total) + " of " + std::to_string(o.target);
       break;
     }
-    for (int p = 0; p < parts; ++p) list->elems[p].offset = RD_KAFKA_OFFSET_INVALID;
-    if (rd_kafka_committed(rk, list, 5000) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+    bool got = false;
+    if (o.end_offsets) {
+      got = true;
+      for (int p = 0; p < parts; ++p) {
+        int64_t lo = 0, hi = 0;
+        if (rd_kafka_query_watermark_offsets(rk, o.topic.c_str(), p, &lo, &hi, 5000) ==
+            RD_KAFKA_RESP_ERR_NO_ERROR) {
+          list->elems[p].offset = hi;
+          list->elems[p].err = RD_KAFKA_RESP_ERR_NO_ERROR;
+        } else {
+          got = false;
+        }
+      }
+    } else {
+      for (int p = 0; p < parts; ++p) list->elems[p].offset = RD_KAFKA_OFFSET_INVALID;
+      got = rd_kafka_committed(rk, list, 5000) == RD_KAFKA_RESP_ERR_NO_ERROR;
+    }
+    if (got) {
       int64_t sum = 0;
       for (int p = 0; p < parts; ++p)
         if (list->elems[p].err == RD_KAFKA_RESP_ERR_NO_ERROR && list->elems[p].offset > 0)
