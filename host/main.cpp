@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   if (cmd == "run") return cmd_run(args);
   if (cmd == "validate") return cmd_validate(args);
   if (cmd == "plugins") return cmd_plugins(args);
+  if (cmd == "test") return cmd_test(args);
   std::fprintf(stderr, "exactly: unknown command '%s'\n\n", cmd.c_str());
   print_usage();
   return 2;

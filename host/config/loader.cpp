@@ -1,5 +1,7 @@
 #include "config/loader.hpp"
 
+#include <cstring>
+
 #include "config/interpolate.hpp"
 #include "config/units.hpp"
 #include "util/secrets.hpp"
@@ -572,6 +574,16 @@ void read_pipeline(const YAML::Node& node, const Mark& at, const std::string& fi
 
 }  // namespace
 
+bool is_pipeline_file_name(const std::string& name) {
+  auto ends = [&](const char* s) {
+    const size_t n = std::strlen(s);
+    return name.size() >= n && name.compare(name.size() - n, n, s) == 0;
+  };
+  if (name.empty() || name[0] == '.') return false;  // editor temp files, .swp
+  if (ends(".test.yaml") || ends(".test.yml")) return false;  // `exactly test` cases
+  return ends(".yaml") || ends(".yml");
+}
+
 std::vector<std::string> expand_paths(const std::vector<std::string>& paths,
                                       std::vector<Diagnostic>* errors) {
   std::vector<std::string> files;
@@ -580,9 +592,7 @@ std::vector<std::string> expand_paths(const std::vector<std::string>& paths,
     if (fs::is_directory(p, ec)) {
       std::vector<std::string> found;
       for (auto& e : fs::directory_iterator(p, ec)) {
-        auto ext = e.path().extension().string();
-        auto fname = e.path().filename().string();
-        if ((ext == ".yaml" || ext == ".yml") && fname[0] != '.') found.push_back(e.path().string());
+        if (is_pipeline_file_name(e.path().filename().string())) found.push_back(e.path().string());
       }
       std::sort(found.begin(), found.end());
       files.insert(files.end(), found.begin(), found.end());

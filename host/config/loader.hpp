@@ -16,7 +16,10 @@ struct LoadResult {
   bool ok() const { return errors.empty(); }
 };
 
-// Expands directories (their *.yaml / *.yml, sorted, not recursive) into files.
+// A file a directory contributes: *.yaml / *.yml, not hidden, not a *.test.yaml of
+// `exactly test`.
+bool is_pipeline_file_name(const std::string& name);
+// Expands directories (their pipeline files, sorted, not recursive) into files.
 std::vector<std::string> expand_paths(const std::vector<std::string>& paths,
                                       std::vector<Diagnostic>* errors);
 

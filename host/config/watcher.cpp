@@ -1,5 +1,7 @@
 #include "config/watcher.hpp"
 
+#include "config/loader.hpp"
+
 #include "util/log.hpp"
 
 #include <poll.h>
@@ -52,8 +54,7 @@ bool Watcher::relevant(const std::string& dir, const std::string& name) const {
   std::string full = (fs::path(dir) / name).lexically_normal().string();
   if (files_.count(full)) return true;
   if (!dirs_.count(dir)) return false;
-  auto ext = fs::path(name).extension().string();
-  return ext == ".yaml" || ext == ".yml";
+  return is_pipeline_file_name(name);
 }
 
 bool Watcher::poll(std::chrono::milliseconds timeout) {

@@ -6,6 +6,14 @@
 #       [--commit-interval-ms 1000] [--commit-max-records 1000000]
 #       [--prefetch 1000000] [--streams-threads 1] [--streams-caching false]
 #       [--workdir DIR] [--keep]
+#   tests/bench/kafka/run_bench.sh --latency RATE [--seconds 60] [--warmup-s 10]
+#       [--cases c,d] [--commit-interval-ms 100] ...
+#
+# Latency mode (--latency RATE): each contender (b, c, d, e) is started on an empty input
+# topic of its own; then the input is produced at RATE records/s for --seconds while a
+# read_committed reader (kafka-tool latency) records, per output record, the time from
+# the input record's CreateTime to its receipt. Records of the first --warmup-s are not
+# measured (startup, first assignment). Prints p50/p90/p99/p99.9/max per case.
 #
 # Loads one input topic (UUID-text ids in JSON, keyed by id so duplicates share a
 # partition), then each contender reads ALL of it from the beginning into its own
@@ -64,7 +72,7 @@ broker_sh="$root/tests/tools/kafka-broker.sh"
 
 records=2000000 repeats=3 cases="a,b,c,c0,d,e,m,ct,et" size=150 dup=0.006 partitions=4
 interval_ms=1000 max_records=1000000 streams_threads=1 streams_caching=false prefetch=1000000
-work="" keep=0 seed=7
+work="" keep=0 seed=7 latency_rate=0 latency_s=60 warmup_s=10
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --records) records="$2"; shift 2 ;;
@@ -81,6 +89,9 @@ while [[ $# -gt 0 ]]; do
     --seed) seed="$2"; shift 2 ;;
     --workdir) work="$2"; shift 2 ;;
     --keep) keep=1; shift ;;
+    --latency) latency_rate="$2"; shift 2 ;;
+    --seconds) latency_s="$2"; shift 2 ;;
+    --warmup-s) warmup_s="$2"; shift 2 ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "run_bench.sh: unknown option $1" >&2; exit 2 ;;
   esac
@@ -160,6 +171,7 @@ cpu_of() {  # utime+stime of a pid in seconds
 # ---------------------------------------------------------------- input
 tag="$(date +%s)"
 in="bench-in-$tag"
+if [[ "$latency_rate" == 0 ]]; then
 "$tool" create-topic --bootstrap "$B" --topic "$in" --partitions "$partitions" >/dev/null
 log "producing $records records ($size bytes, dup ratio $dup, keyed by id) into $in"
 t0=$(date +%s.%N)
@@ -168,6 +180,7 @@ t0=$(date +%s.%N)
 log "loaded in $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s: $(cat "$work/produce.json")"
 total_end=$("$tool" end-offsets --bootstrap "$B" --topic "$in" | jq .total_end)
 [[ "$total_end" == "$records" ]] || die "input has $total_end records, expected $records"
+fi
 # The first group and the first transaction on a fresh broker create __consumer_offsets
 # and __transaction_state (~1 s each); do it here so no contender pays for it.
 "$tool" create-topic --bootstrap "$B" --topic "bench-warmup-$tag" --partitions 1 >/dev/null
@@ -358,6 +371,82 @@ run_case() {  # case rep
     rm -rf "$d/dedupe" "$d/state"
   fi
 }
+
+# Latency mode: a contender on an empty topic, then input at a fixed rate while a
+# read_committed reader measures each output record's age.
+run_latency_case() {  # case rep
+  local c="$1" rep="$2"
+  local d="$work/lat-$c-$rep" out="bench-lout-$c-$rep-$tag" group="bench-l$c-$rep-$tag"
+  local cl="bench-changelog-l$c-$rep-$tag" count=$(( latency_rate * latency_s ))
+  in="bench-lin-$c-$rep-$tag"
+  mkdir -p "$d"
+  "$tool" create-topic --bootstrap "$B" --topic "$in" --partitions "$partitions" >/dev/null
+  "$tool" create-topic --bootstrap "$B" --topic "$out" --partitions "$partitions" >/dev/null
+  local pid
+  case "$c" in
+    b|c|e)
+      local delivery=exactly_once dedupe=1
+      [[ $c == b ]] && delivery=at_least_once
+      [[ $c == e ]] && dedupe=0
+      write_yaml "$c" "$delivery" "$dedupe" "$d" "$group" "$out" 0 0 "$cl"
+      "$build/exactly" run --no-watch "$d/pipeline.yaml" >"$d/log.txt" 2>&1 &
+      pid=$! ;;
+    d)
+      java -Xmx1g -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -cp "$streams_cp" \
+        exactly.bench.StreamsDedupe --bootstrap "$B" --input "$in" --output "$out" \
+        --application-id "$group" --state-dir "$d/state" \
+        --commit-interval-ms "$interval_ms" --threads "$streams_threads" \
+        --caching "$streams_caching" >"$d/log.txt" 2>&1 &
+      pid=$! ;;
+    *) die "latency mode: case $c is not one of b, c, d, e" ;;
+  esac
+  "$tool" latency --bootstrap "$B" --topic "$out" --warmup-s "$warmup_s" \
+    --expect-file "$d/expect" --idle-timeout-s 60 >"$d/latency.json" 2>"$d/latency.err" &
+  local reader=$!
+  log "latency: case $c -> $out, $latency_rate records/s for $latency_s s (load $(cut -d' ' -f1 /proc/loadavg))"
+  "$tool" produce --bootstrap "$B" --topic "$in" --count "$count" --partitions "$partitions" \
+    --dup-ratio "$dup" --size "$size" --seed "$seed" --keyed --rate "$latency_rate" \
+    --linger-ms 5 >"$d/produce.json" 2>"$d/produce.err" || die "case $c: producing failed: $(tail -n 3 "$d/produce.err")"
+  local rate_seen
+  rate_seen=$(jq '.produced / .seconds | floor' "$d/produce.json")
+  # The reader expects every record of a copy and every distinct id of a dedupe.
+  if [[ $c == e ]]; then jq .produced "$d/produce.json" >"$d/expect.tmp"
+  else jq .distinct_ids "$d/produce.json" >"$d/expect.tmp"; fi
+  mv "$d/expect.tmp" "$d/expect"
+  local rrc=0
+  wait "$reader" || rrc=$?
+  kill -TERM "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  local verdict=ok
+  [[ $rrc -eq 0 ]] || verdict="incomplete($(jq -c '{received, expected}' "$d/latency.json" 2>/dev/null))"
+  log "  $(cat "$d/latency.json") produced at $rate_seen/s verify=$verdict"
+  jq -r --arg c "$c" --arg r "$rep" --arg v "$verdict" --argjson ps "$rate_seen" \
+    '[$c, $r, $ps, .measured, .p50_ms, .p90_ms, .p99_ms, .p999_ms, .max_ms, $v] | @tsv' \
+    "$d/latency.json" >>"$work/latency.tsv"
+  if [[ $keep -eq 0 ]]; then
+    local t
+    for t in "$in" "$out" "$cl" "$group-dedupe-ids-changelog"; do
+      "$tool" delete-topic --bootstrap "$B" --topic "$t" >/dev/null 2>&1 || true
+    done
+    rm -rf "$d/dedupe" "$d/state"
+  fi
+}
+
+if [[ "$latency_rate" != 0 ]]; then
+  log "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+  for rep in $(seq 1 "$repeats"); do
+    for c in "${case_list[@]}"; do run_latency_case "$c" "$rep"; done
+  done
+  {
+    echo "latency at $latency_rate records/s for $latency_s s ($warmup_s s warm-up not measured), $size B, dup ratio $dup, $partitions partitions, commit ${interval_ms} ms, Streams threads $streams_threads"
+    echo
+    echo "| case | run | produced/s | measured | p50 ms | p90 ms | p99 ms | p99.9 ms | max ms | complete |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+    awk -F'\t' '{ printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10 }' "$work/latency.tsv"
+  } >"$work/latency.md"
+  cat "$work/latency.md"
+  exit 0
+fi
 
 log "machine: $(nproc) cores, $(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), load $(cut -d' ' -f1-3 /proc/loadavg)"
 for rep in $(seq 1 "$repeats"); do

@@ -20,6 +20,8 @@
 //   end-offsets          --topic T
 //   consume-group-offsets --group G --topic T
 //   transactions         (lists transactional ids and their state; open ones are flagged)
+//   latency              --topic T [--warmup-s 10] [--expect-file F] [--idle-timeout-s 60]
+//                        (end-to-end latency: read_committed, now - record timestamp)
 //
 // Exit codes: 0 ok / check passed, 1 check failed, 2 usage or runtime error.
 
@@ -119,6 +121,7 @@ public final class KafkaTool {
             case "end-offsets": return cmdEndOffsets(a);
             case "consume-group-offsets": return cmdGroupOffsets(a);
             case "transactions": return cmdTransactions(a);
+            case "latency": return cmdLatency(a);
             default: throw new UsageException("unknown subcommand: " + cmd);
         }
     }
@@ -842,6 +845,81 @@ public final class KafkaTool {
         long n = readTopic(topic, a.flag("read-committed"), a.getLong("stall-timeout-s", 60), (p, o, k, v) -> {});
         System.out.println(n);
         return 0;
+    }
+
+    /**
+     * End-to-end latency of records as a read_committed reader sees them: the wall clock
+     * at receipt minus the record's timestamp (CreateTime, set by the producer of the input
+     * and carried through by the pipeline under test; same machine, same clock). Start it
+     * before the input is produced. Records stamped within --warmup-s of the first one are
+     * not measured (startup and the first rebalance). It ends once it has received the
+     * count in --expect-file (written when the input is complete), or --idle-timeout-s
+     * after the last record; then prints percentiles as JSON.
+     */
+    static int cmdLatency(Args a) throws Exception {
+        String topic = a.req("topic");
+        long warmupMs = (long) (a.getDouble("warmup-s", 10.0) * 1000);
+        String expectFile = a.opts.get("expect-file");
+        long idleMs = (long) (a.getDouble("idle-timeout-s", 60.0) * 1000);
+        Properties p = baseProps();
+        p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+        p.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, 10000);
+        // A reader that waits for bytes would add its own wait to what it measures.
+        p.put(ConsumerConfig.FETCH_MAX_WAIT_MS_CONFIG, 10);
+        p.put(ConsumerConfig.CLIENT_ID_CONFIG, "exactly-kafka-tool-latency");
+        p.put(ConsumerConfig.ALLOW_AUTO_CREATE_TOPICS_CONFIG, "false");
+        long[] lat = new long[1 << 20];
+        int n = 0;
+        long received = 0, expect = -1, first = -1, maxMs = 0;
+        long lastRecord = System.currentTimeMillis();
+        try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p)) {
+            List<TopicPartition> tps = partitionsOf(c, topic);
+            c.assign(tps);
+            c.seekToBeginning(tps);
+            while (true) {
+                ConsumerRecords<byte[], byte[]> recs = c.poll(Duration.ofMillis(20));
+                long now = System.currentTimeMillis();
+                for (ConsumerRecord<byte[], byte[]> r : recs) {
+                    received++;
+                    long ts = r.timestamp();
+                    if (first < 0) first = ts;
+                    if (ts < first + warmupMs) continue;
+                    long l = Math.max(0, now - ts);
+                    if (n == lat.length) lat = Arrays.copyOf(lat, lat.length * 2);
+                    lat[n++] = l;
+                    maxMs = Math.max(maxMs, l);
+                }
+                if (!recs.isEmpty()) lastRecord = now;
+                if (expect < 0 && expectFile != null) {
+                    try {
+                        String s = new String(java.nio.file.Files.readAllBytes(java.nio.file.Paths.get(expectFile)),
+                                StandardCharsets.UTF_8).trim();
+                        if (!s.isEmpty()) expect = Long.parseLong(s);
+                    } catch (java.nio.file.NoSuchFileException e) {
+                        // not yet: the input is still being produced
+                    }
+                }
+                if (expect >= 0 && received >= expect) break;
+                if (now - lastRecord > idleMs) {
+                    System.err.println("kafka-tool latency: nothing new for " + idleMs / 1000 + " s after "
+                            + received + " records" + (expect >= 0 ? " of " + expect : ""));
+                    break;
+                }
+            }
+        }
+        final int m = n;
+        final long[] s = Arrays.copyOf(lat, m);
+        Arrays.sort(s);
+        java.util.function.DoubleFunction<Long> pct = q -> m == 0 ? -1L : s[Math.min(m - 1, (int) Math.floor(q * m))];
+        System.out.println("{\"topic\":" + jsonStr(topic) + ",\"received\":" + received + ",\"expected\":" + expect
+                + ",\"measured\":" + n + ",\"p50_ms\":" + pct.apply(0.50) + ",\"p90_ms\":" + pct.apply(0.90)
+                + ",\"p99_ms\":" + pct.apply(0.99) + ",\"p999_ms\":" + pct.apply(0.999)
+                + ",\"max_ms\":" + (n == 0 ? -1 : maxMs) + "}");
+        return expect >= 0 && received >= expect ? 0 : 1;
     }
 
     static int cmdEndOffsets(Args a) {

@@ -1,0 +1,225 @@
+#include "cli/test_cases.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+namespace exactly::cli {
+namespace fs = std::filesystem;
+
+namespace {
+
+[[noreturn]] void fail(const std::string& where, const std::string& what) {
+  throw TestFileError(where + ": " + what);
+}
+
+std::string at(const std::string& file, const YAML::Node& n) {
+  return file + ":" + std::to_string(n.Mark().line + 1);
+}
+
+bool plain_literal(const std::string& s) {
+  if (s == "true" || s == "false" || s == "null") return true;
+  if (s.empty()) return false;
+  char* end = nullptr;
+  std::strtod(s.c_str(), &end);
+  return end != nullptr && *end == '\0';
+}
+
+void json_string(std::string& out, const std::string& s) {
+  out.push_back('"');
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          char b[8];
+          std::snprintf(b, sizeof b, "\\u%04x", c);
+          out += b;
+        } else {
+          out.push_back(static_cast<char>(c));
+        }
+    }
+  }
+  out.push_back('"');
+}
+
+void write_json(std::string& out, const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Map: {
+      out.push_back('{');
+      bool first = true;
+      for (const auto& kv : n) {
+        if (!first) out.push_back(',');
+        first = false;
+        json_string(out, kv.first.Scalar());
+        out.push_back(':');
+        write_json(out, kv.second);
+      }
+      out.push_back('}');
+      break;
+    }
+    case YAML::NodeType::Sequence: {
+      out.push_back('[');
+      for (size_t i = 0; i < n.size(); ++i) {
+        if (i) out.push_back(',');
+        write_json(out, n[i]);
+      }
+      out.push_back(']');
+      break;
+    }
+    case YAML::NodeType::Null:
+      out += "null";
+      break;
+    default:
+      // A quoted scalar has the tag "!": always a string.
+      if (n.Tag() != "!" && plain_literal(n.Scalar())) out += n.Scalar();
+      else json_string(out, n.Scalar());
+  }
+}
+
+TestRecord parse_record(const YAML::Node& n, const std::string& where, bool expected) {
+  if (!n.IsMap()) fail(where, "a record is a map with value (and optionally key, headers, partition, topic, offset, timestamp)");
+  TestRecord r;
+  r.where = where;
+  static const char* const kKeys[] = {"value", "key", "headers", "partition", "topic", "offset", "timestamp"};
+  for (const auto& kv : n) {
+    const std::string k = kv.first.Scalar();
+    bool known = false;
+    for (const char* x : kKeys) known |= k == x;
+    if (!known) fail(where, "unknown record key '" + k + "' (known: value, key, headers, partition, topic, offset, timestamp)");
+  }
+  const YAML::Node v = n["value"];
+  if (!v) fail(where, "record without 'value'");
+  if (v.IsMap() || v.IsSequence()) {
+    r.value = to_json(v);
+    if (expected) r.value_json = v;
+  } else if (!v.IsNull()) {
+    r.value = v.Scalar();
+  }
+  try {
+    if (n["key"] && !n["key"].IsNull()) r.key = n["key"].Scalar();
+    if (n["topic"]) r.topic = n["topic"].Scalar();
+    if (n["partition"]) r.partition = n["partition"].as<int32_t>();
+    if (n["offset"]) r.offset = n["offset"].as<int64_t>();
+    if (n["timestamp"]) r.timestamp_ms = n["timestamp"].as<int64_t>();
+  } catch (const YAML::Exception&) {
+    fail(where, "partition, offset and timestamp are integers");
+  }
+  if (const YAML::Node h = n["headers"]) {
+    if (!h.IsMap()) fail(where, "headers is a map of name: value");
+    for (const auto& kv : h) r.headers.emplace_back(kv.first.Scalar(), kv.second.Scalar());
+  }
+  return r;
+}
+
+// A list inline, or a file of JSON lines (relative to the test file).
+std::vector<TestRecord> parse_records(const YAML::Node& n, const std::string& file,
+                                      const std::string& key, bool expected) {
+  std::vector<TestRecord> out;
+  if (n.IsSequence()) {
+    for (const auto& r : n) out.push_back(parse_record(r, at(file, r), expected));
+    return out;
+  }
+  if (!n.IsScalar()) fail(at(file, n), key + ": a list of records or the path of a JSON-lines file");
+  fs::path p = n.Scalar();
+  if (p.is_relative()) p = fs::path(file).parent_path() / p;
+  std::ifstream in(p);
+  if (!in) fail(at(file, n), key + ": cannot read " + p.string());
+  std::string line;
+  for (int no = 1; std::getline(in, line); ++no) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const std::string where = p.string() + ":" + std::to_string(no);
+    YAML::Node r;
+    try {
+      r = YAML::Load(line);
+    } catch (const YAML::Exception& e) {
+      fail(where, "not a JSON record: " + e.msg);
+    }
+    out.push_back(parse_record(r, where, expected));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string to_json(const YAML::Node& n) {
+  std::string out;
+  write_json(out, n);
+  return out;
+}
+
+bool same_json(const YAML::Node& a, const YAML::Node& b) {
+  if (a.Type() != b.Type()) return false;
+  switch (a.Type()) {
+    case YAML::NodeType::Map: {
+      if (a.size() != b.size()) return false;
+      for (const auto& kv : a) {
+        const YAML::Node other = b[kv.first.Scalar()];
+        if (!other || !same_json(kv.second, other)) return false;
+      }
+      return true;
+    }
+    case YAML::NodeType::Sequence:
+      if (a.size() != b.size()) return false;
+      for (size_t i = 0; i < a.size(); ++i)
+        if (!same_json(a[i], b[i])) return false;
+      return true;
+    case YAML::NodeType::Scalar:
+      return a.Scalar() == b.Scalar();
+    default:
+      return true;
+  }
+}
+
+std::string test_file_for(const std::string& pipeline_file) {
+  fs::path p(pipeline_file);
+  return (p.parent_path() / (p.stem().string() + ".test.yaml")).string();
+}
+
+std::vector<TestCase> load_test_cases(const std::string& path) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    throw TestFileError(path + ": cannot read the test file");
+  } catch (const YAML::Exception& e) {
+    throw TestFileError(path + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
+  }
+  const YAML::Node tests = root["tests"];
+  if (!tests || !tests.IsSequence() || tests.size() == 0)
+    fail(path + ":1", "expected 'tests:' with a list of cases");
+  std::vector<TestCase> out;
+  for (const auto& t : tests) {
+    const std::string where = at(path, t);
+    if (!t.IsMap()) fail(where, "a case is a map (name, input, expect)");
+    for (const auto& kv : t) {
+      const std::string k = kv.first.Scalar();
+      if (k != "name" && k != "pipeline" && k != "input" && k != "expect" && k != "batch" &&
+          k != "rejected")
+        fail(at(path, kv.first), "unknown key '" + k + "' (known: name, pipeline, input, expect, batch, rejected)");
+    }
+    TestCase c;
+    c.where = where;
+    c.name = t["name"] ? t["name"].Scalar() : "case at line " + std::to_string(t.Mark().line + 1);
+    if (t["pipeline"]) c.pipeline = t["pipeline"].Scalar();
+    if (!t["input"]) fail(where, "case '" + c.name + "' has no 'input'");
+    if (!t["expect"]) fail(where, "case '" + c.name + "' has no 'expect' (an empty list if nothing comes out)");
+    c.input = parse_records(t["input"], path, "input", false);
+    c.expect = parse_records(t["expect"], path, "expect", true);
+    try {
+      if (t["batch"]) c.batch = t["batch"].as<size_t>();
+      if (t["rejected"]) c.rejected = t["rejected"].as<size_t>();
+    } catch (const YAML::Exception&) {
+      fail(where, "batch and rejected are counts (0 or more)");
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+}  // namespace exactly::cli

@@ -1,0 +1,133 @@
+// `exactly test` through the real binary and the real filter and dedupe plugins: cases
+// that pass exit 0, a mismatch exits 1 and shows the record, a wrong file exits 2 with
+// its file:line, and the pipeline's own state directory is never touched.
+#include <gtest/gtest.h>
+
+#include "test_util.hpp"
+
+using namespace exactly::test;
+
+namespace {
+
+std::string pipeline(const fs::path& state) {
+  return "pipelines:\n"
+         "  - name: orders\n"
+         "    delivery: exactly_once\n"
+         "    source: { plugin: kafka, config: { bootstrap.servers: \"127.0.0.1:1\", group.id: g, topics: [orders] } }\n"
+         "    transforms:\n"
+         "      - plugin: filter\n"
+         "        config: { field: /type, value: order }\n"
+         "      - plugin: dedupe\n"
+         "        config: { id: { json: /id }, state.dir: " + state.string() + " }\n"
+         "    sink: { plugin: kafka, config: { bootstrap.servers: \"127.0.0.1:1\", topic: out } }\n";
+}
+
+const char* kPassing =
+    "tests:\n"
+    "  - name: a repeated order leaves once\n"
+    "    input:\n"
+    "      - { value: '{\"id\":\"a\",\"type\":\"order\",\"n\":1}' }\n"
+    "      - { value: '{\"id\":\"b\",\"type\":\"ping\"}' }\n"
+    "      - { value: '{\"id\":\"a\",\"type\":\"order\",\"n\":1}' }\n"
+    "      - { value: '{\"id\":\"c\",\"type\":\"order\"}', partition: 1, key: k }\n"
+    "    expect:\n"
+    "      - { value: { id: a, type: order, n: 1 } }\n"
+    "      - { value: '{\"id\":\"c\",\"type\":\"order\"}', key: k, partition: 1 }\n"
+    "  - name: records from a file, one batch each\n"
+    "    input: in.jsonl\n"
+    "    batch: 1\n"
+    "    expect: out.jsonl\n"
+    "    rejected: 1\n";
+
+}  // namespace
+
+TEST(PipelineTest, PassingCasesExitZeroAndTheStateDirIsLeftAlone) {
+  auto dir = temp_dir("ptest");
+  write_file(dir / "orders.yaml", pipeline(dir / "state"));
+  write_file(dir / "orders.test.yaml", kPassing);
+  write_file(dir / "in.jsonl",
+             "{\"value\": \"{\\\"id\\\":\\\"x\\\",\\\"type\\\":\\\"order\\\"}\"}\n"
+             "{\"value\": \"not json\"}\n"
+             "{\"value\": \"{\\\"id\\\":\\\"x\\\",\\\"type\\\":\\\"order\\\"}\"}\n");
+  write_file(dir / "out.jsonl", "{\"value\": {\"id\": \"x\", \"type\": \"order\"}}\n");
+  auto r = run(exactly_bin() + " test " + (dir / "orders.yaml").string(), dir);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("ok    orders: a repeated order leaves once (4 in, 2 out, 0 rejected)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ok    orders: records from a file, one batch each (3 in, 1 out, 1 rejected)"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("2 passed, 0 failed"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(dir / "state")) << "the test wrote into the pipeline's state.dir";
+}
+
+TEST(PipelineTest, AMismatchExitsOneAndShowsTheRecordAndAnUnexpectedReject) {
+  auto dir = temp_dir("ptest");
+  write_file(dir / "orders.yaml", pipeline(dir / "state"));
+  write_file(dir / "orders.test.yaml",
+             "tests:\n"
+             "  - name: wrong id\n"
+             "    input: [ { value: '{\"id\":\"x\",\"type\":\"order\"}' } ]\n"
+             "    expect:\n"
+             "      - { value: { id: y, type: order } }\n"
+             "  - name: a reject nobody expected\n"
+             "    input: [ { value: 'not json' } ]\n"
+             "    expect: []\n");
+  auto r = run(exactly_bin() + " test " + (dir / "orders.yaml").string(), dir);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("FAIL  orders: wrong id (" + (dir / "orders.test.yaml").string() + ":2)"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("record 1 (" + (dir / "orders.test.yaml").string() + ":5): value"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("expected: {\"id\":\"y\",\"type\":\"order\"}"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("actual:   {\"id\":\"x\",\"type\":\"order\"}"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("expected 0 rejected record(s), got 1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("rejected: transforms[0] (filter)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("0 passed, 2 failed"), std::string::npos) << r.out;
+}
+
+TEST(PipelineTest, WrongFilesExitTwoWithFileLineAndKey) {
+  auto dir = temp_dir("ptest");
+  write_file(dir / "orders.yaml", pipeline(dir / "state"));
+  // No test file.
+  auto r = run(exactly_bin() + " test " + (dir / "orders.yaml").string(), dir);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("no test file: write " + (dir / "orders.test.yaml").string()), std::string::npos) << r.err;
+  // An unknown key in a case.
+  write_file(dir / "orders.test.yaml", "tests:\n  - name: x\n    inputs: []\n    expect: []\n");
+  r = run(exactly_bin() + " test " + (dir / "orders.yaml").string(), dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("orders.test.yaml:3: unknown key 'inputs'"), std::string::npos) << r.err;
+  // A JSON-lines file with a bad line.
+  write_file(dir / "orders.test.yaml", "tests:\n  - name: x\n    input: in.jsonl\n    expect: []\n");
+  write_file(dir / "in.jsonl", "{\"value\": \"ok\"}\n{\"valu\": 1}\n");
+  r = run(exactly_bin() + " test " + (dir / "orders.yaml").string(), dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("in.jsonl:2: unknown record key 'valu'"), std::string::npos) << r.err;
+  // The pipeline file itself wrong: the same file:line:col message as validate.
+  write_file(dir / "orders.yaml", pipeline(dir / "state") + "    bogus: 1\n");
+  r = run(exactly_bin() + " test " + (dir / "orders.yaml").string(), dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("orders.yaml:11:"), std::string::npos) << r.err;
+  // A transform config the plugin refuses at create: its key is named.
+  write_file(dir / "orders.yaml", "pipelines:\n  - name: orders\n"
+             "    source: { plugin: kafka, config: { bootstrap.servers: \"127.0.0.1:1\", group.id: g, topics: [orders] } }\n"
+             "    transforms: [ { plugin: filter, config: { field: /type, op: regex, value: \"(\" } } ]\n"
+             "    sink: { plugin: kafka, config: { bootstrap.servers: \"127.0.0.1:1\", topic: out } }\n");
+  write_file(dir / "orders.test.yaml", "tests:\n  - name: x\n    input: [ { value: '{}' } ]\n    expect: []\n");
+  r = run(exactly_bin() + " test " + (dir / "orders.yaml").string(), dir);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("transforms[0] (filter): create failed"), std::string::npos) << r.out;
+}
+
+TEST(PipelineTest, ADirectoryOfPipelinesIgnoresItsTestFiles) {
+  auto dir = temp_dir("ptest");
+  write_file(dir / "orders.yaml", pipeline(dir / "state"));
+  write_file(dir / "orders.test.yaml", kPassing);
+  auto r = run(exactly_bin() + " validate " + dir.string(), dir);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("1 pipeline(s) in 1 file(s) are valid"), std::string::npos) << r.out;
+}
+
+TEST(PipelineTest, TheQuickstartsCasesPass) {
+  auto r = run(exactly_bin() + " test " + std::string(EXACTLY_SOURCE_DIR) + "/configs/quickstart.yaml");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("2 passed, 0 failed"), std::string::npos) << r.out;
+}
