@@ -70,13 +70,13 @@ RunResult run_case(const config::PipelineSpec& p, const TestCase& c, const fs::p
     }
     try {
       libs.push_back(std::make_unique<exactly::testing::Library>(spec.library->path));
+      hosts.push_back(std::make_unique<exactly::testing::FakeHost>(p.name));
+      stages.push_back(std::make_unique<exactly::testing::TransformHarness>(
+          *libs.back(), spec.plugin, values, hosts.back().get()));
     } catch (const std::exception& e) {
       r.error = stage + ": " + e.what();
       return r;
     }
-    hosts.push_back(std::make_unique<exactly::testing::FakeHost>(p.name));
-    stages.push_back(std::make_unique<exactly::testing::TransformHarness>(*libs.back(), spec.plugin,
-                                                                           values, hosts.back().get()));
     auto& h = *stages.back();
     if (!h.ok()) {
       r.error = stage + ": create failed: " + h.create_status().message() +

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <set>
+#include <thread>
 
 namespace exactly::kafka {
 
@@ -87,34 +88,42 @@ rd_kafka_t* ConfBuilder::create(rd_kafka_type_t type) {
 sdk::Status check_cluster(rd_kafka_t* rk, const std::string& servers, int64_t timeout_ms,
                           const std::vector<std::string>& topics,
                           const std::string& topics_key) {
-  const int64_t deadline = now_ms() + timeout_ms;
-  const rd_kafka_metadata_t* md = nullptr;
-  rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
-  // Short attempts so a broker that comes up during the wait is seen quickly.
+  const int64_t start = now_ms();
+  const int64_t deadline = start + timeout_ms;
+  // A topic created a moment ago may not be in every broker's metadata yet: one that is
+  // missing is asked for again for up to this long before it counts as missing.
+  const int64_t missing_deadline = start + std::min<int64_t>(timeout_ms, 5000);
   for (;;) {
-    int64_t left = deadline - now_ms();
-    int attempt = static_cast<int>(std::max<int64_t>(100, std::min<int64_t>(left, 2000)));
-    err = rd_kafka_metadata(rk, 1, nullptr, &md, attempt);
-    if (err == RD_KAFKA_RESP_ERR_NO_ERROR) break;
-    md = nullptr;
-    if (rd_kafka_fatal_error(rk, nullptr, 0) != RD_KAFKA_RESP_ERR_NO_ERROR)
-      return sdk::Status::fatal("kafka client failed fatally while contacting " + servers);
-    if (now_ms() >= deadline)
-      return sdk::Status::retriable("cannot reach " + servers + ": " + rd_kafka_err2str(err) +
-                                    " (no metadata within " + std::to_string(timeout_ms) +
-                                    " ms)");
+    const rd_kafka_metadata_t* md = nullptr;
+    rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
+    // Short attempts so a broker that comes up during the wait is seen quickly.
+    for (;;) {
+      int64_t left = deadline - now_ms();
+      int attempt = static_cast<int>(std::max<int64_t>(100, std::min<int64_t>(left, 2000)));
+      err = rd_kafka_metadata(rk, 1, nullptr, &md, attempt);
+      if (err == RD_KAFKA_RESP_ERR_NO_ERROR) break;
+      md = nullptr;
+      if (rd_kafka_fatal_error(rk, nullptr, 0) != RD_KAFKA_RESP_ERR_NO_ERROR)
+        return sdk::Status::fatal("kafka client failed fatally while contacting " + servers);
+      if (now_ms() >= deadline)
+        return sdk::Status::retriable("cannot reach " + servers + ": " + rd_kafka_err2str(err) +
+                                      " (no metadata within " + std::to_string(timeout_ms) +
+                                      " ms)");
+      rd_kafka_poll(rk, 0);
+    }
+    std::set<std::string> have;
+    for (int i = 0; i < md->topic_cnt; ++i)
+      if (md->topics[i].err == RD_KAFKA_RESP_ERR_NO_ERROR) have.insert(md->topics[i].topic);
+    rd_kafka_metadata_destroy(md);
+    std::string missing;
+    for (const auto& t : topics)
+      if (missing.empty() && !t.empty() && t[0] != '^' && have.count(t) == 0) missing = t;
+    if (missing.empty()) return sdk::Status::ok();
+    if (now_ms() >= missing_deadline)
+      return sdk::Status::config(topics_key, "topic " + missing + " does not exist on " + servers);
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
     rd_kafka_poll(rk, 0);
   }
-  std::set<std::string> have;
-  for (int i = 0; i < md->topic_cnt; ++i)
-    if (md->topics[i].err == RD_KAFKA_RESP_ERR_NO_ERROR) have.insert(md->topics[i].topic);
-  rd_kafka_metadata_destroy(md);
-  for (const auto& t : topics) {
-    if (!t.empty() && t[0] == '^') continue;
-    if (have.count(t) == 0)
-      return sdk::Status::config(topics_key, "topic " + t + " does not exist on " + servers);
-  }
-  return sdk::Status::ok();
 }
 
 std::string partition_name(const std::string& topic, int32_t partition) {

@@ -10,6 +10,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <chrono>
+#include <thread>
 
 using exactly::sdk::Checkpoint;
 using exactly::sdk::Status;
@@ -223,6 +225,24 @@ TEST(KafkaConfig, MissingTopicIsAConfigErrorNamingIt) {
 
   SinkHarness ok(lib(), "kafka", {{"bootstrap.servers", mc.servers()}, {"topic", "present"}});
   EXPECT_TRUE(ok.open().is_ok());
+}
+
+TEST(KafkaConfig, ATopicThatAppearsWhileOpeningIsFound) {
+  // A topic created a moment before the pipeline starts may not be in every broker's
+  // metadata yet (seen on a 3-broker cluster): open asks again for a few seconds before
+  // calling it missing.
+  MockCluster mc;
+  std::thread later([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    mc.topic("late-out", 1);
+  });
+  SinkHarness sink(lib(), "kafka", {{"bootstrap.servers", mc.servers()}, {"topic", "late-out"}});
+  ASSERT_TRUE(sink.ok());
+  const auto t0 = std::chrono::steady_clock::now();
+  Status st = sink.open();
+  later.join();
+  EXPECT_TRUE(st.is_ok()) << st.message();
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(1400));
 }
 
 // ------------------------------------------------------------------ source
