@@ -335,10 +335,11 @@ Status DedupeTransform::open_partition(const sdk::Partition& p, std::unique_ptr<
                            std::to_string(covered) + ".." + std::to_string(p.start_offset - 1) +
                            " are missing, so later duplicates of those records would pass. "
                            "The store was deleted, restored from an older copy, or the "
-                           "partition moved here from another host. Fix: use the kafka sink "
-                           "(changelog: auto restores moved partitions); restore the newest "
-                           "copy of that directory; or set on.store.behind: ignore to go on "
-                           "and accept duplicates of the missing range.");
+                           "partition moved here from another host. Fix: restore the newest "
+                           "copy of that directory, or set on.store.behind: ignore to go on "
+                           "and accept duplicates of the missing range. So that stores follow "
+                           "their partitions from then on, keep a changelog (changelog: auto "
+                           "with the kafka sink).");
     if (!st) return st;
   }
   out = std::move(part);
