@@ -515,9 +515,10 @@ void read_pipeline(const YAML::Node& node, const Mark& at, const std::string& fi
   p.error_policy = pol == "skip" ? ErrorPolicy::skip
                    : pol == "dead-letter" ? ErrorPolicy::dead_letter
                                           : ErrorPolicy::stop;
-  // Zero would spin a core committing empty rounds (or retrying with no pause).
+  // Zero would spin a core committing empty rounds (or retrying with no pause); zero
+  // aborts allowed would rebuild the instance at every abort.
   for (const char* k : {"commit.max.records", "commit.interval", "restart.backoff.initial",
-                        "restart.backoff.max"})
+                        "restart.backoff.max", "errors.max.consecutive.aborts"})
     if (num(k, 1) <= 0)
       ctx.error(c.marks.count(k) ? c.marks[k] : at,
                 fmt::format("{}: key '{}' must be positive", context, k));

@@ -232,6 +232,14 @@ TEST_F(ValidateTest, ACommitIntervalOfZeroIsRefused) {
   EXPECT_NE(r.err.find("key 'commit.interval' must be positive"), std::string::npos) << r.err;
 }
 
+TEST_F(ValidateTest, ZeroConsecutiveAbortsIsRefused) {
+  std::string y = kGood;
+  y.insert(y.find("    source:"), "    errors: { max.consecutive.aborts: 0 }\n");
+  auto r = validate(y);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("key 'errors.max.consecutive.aborts' must be positive"), std::string::npos) << r.err;
+}
+
 TEST_F(ValidateTest, MetricsListenMustBeAnAddressAndPort) {
   for (const std::string bad : {"127.0.0.1:99999", "not-an-address", "''", "a b:80"}) {
     auto r = validate("metrics.listen: " + bad + "\n" + kGood);
