@@ -4,7 +4,7 @@
 #   1. `cargo test`: unit tests, and src/abi.rs checked against plugin_abi.h (a C program
 #      generated from the header prints every struct's size/alignment, every member's
 #      offset/size and every constant; they must equal the Rust definitions).
-#   2. `cargo build --release` -> libexactly_mask.so, installed as exactly_mask.so.
+#   2. `cargo build --release` -> libmask.so, installed as exactly_mask.so.
 #   3. generator -> mask(payload, seq) -> file beside generator -> file: the masked output
 #      must equal the unmasked one with exactly those members replaced (last 4
 #      characters of the payload kept); a file with a line that is not JSON goes to the
@@ -25,7 +25,7 @@ export CARGO_TARGET_DIR=$build_dir/examples/rust-mask-target
 export CC=${CC:-cc}
 (cd "$crate" && cargo test --release --offline) || fail "cargo test (bindings vs plugin_abi.h, unit tests)"
 (cd "$crate" && cargo build --release --offline) || fail "cargo build"
-so=$CARGO_TARGET_DIR/release/libexactly_mask.so
+so=$CARGO_TARGET_DIR/release/libmask.so
 [ -f "$so" ] || fail "$so was not built"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/exactly-rust-example-XXXXXX")
