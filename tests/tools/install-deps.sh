@@ -6,12 +6,19 @@ PKGS=(build-essential cmake ninja-build pkg-config
       librdkafka-dev librocksdb-dev libboost-dev libboost-filesystem-dev libyaml-cpp-dev
       libgtest-dev libgmock-dev libsimdjson-dev libfmt-dev libxxhash-dev libcivetweb-dev libcurl4-openssl-dev
       rocksdb-tools python3 python3-prometheus-client openssl
-      libhiredis-dev redis-server redis-tools)
+      libhiredis-dev redis-server redis-tools
+      cargo)  # the Rust example plugin (examples/rust-mask); Debian 12's 1.63 is enough
 if [ "${1:-}" = "--with-java" ]; then PKGS+=(default-jdk-headless maven iproute2 util-linux); fi
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# cargo may come from rustup: accept any on PATH.
+if command -v cargo >/dev/null; then
+  keep=()
+  for p in "${missing[@]+"${missing[@]}"}"; do [ "$p" = cargo ] || keep+=("$p"); done
+  missing=("${keep[@]+"${keep[@]}"}")
+fi
 # Java and Maven may come from outside apt (a preinstalled JDK): accept them if on PATH.
 if [ "${1:-}" = "--with-java" ]; then
   keep=()
