@@ -7,8 +7,9 @@
 #      man page (covering every command of `exactly --help`), the systemd unit
 #   3. installed in a clean root, then from the installed files: `exactly plugins`
 #      through the default plugin path, the quickstart pipeline, the unit's ExecStart
-#      run as its user (SIGHUP reloads, SIGTERM commits and exits 0), and
-#      examples/upper-case built against the installed exactly-dev and run by the host
+#      run as its user (SIGHUP reloads, SIGTERM commits and exits 0),
+#      examples/upper-case built against the installed exactly-dev and run by the host,
+#      and a program built on the installed test harness that drives that plugin
 #
 #   tests/package/package_install_test.sh <build dir>
 #
@@ -221,6 +222,43 @@ YAML
   ! grep -q '"payload":"[^"]*[a-z]' "$ex/out.jsonl" || fail "example: payloads not upper-cased"
   echo "example: built with exactly_sdk_DIR=$sdk_dir, 300 records upper-cased by the installed host"
 
+  note "the installed test harness drives the example plugin (a plugin author's unit test)"
+  local ht=$scratch/harness-test
+  mkdir -p "$ht"
+  cat > "$ht/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.22)
+project(harness_check LANGUAGES CXX)
+find_package(exactly_sdk REQUIRED)
+add_executable(harness_check harness_check.cpp)
+target_link_libraries(harness_check PRIVATE exactly::sdk ${CMAKE_DL_LIBS})
+CMAKE
+  cat > "$ht/harness_check.cpp" <<'CPP'
+#include <exactly/testing/harness.hpp>
+#include <cstdio>
+int main(int argc, char** argv) {
+  using namespace exactly::testing;
+  Library lib(argv[1]);
+  TransformHarness t(lib, "upper_case", {{"field", "/name"}});
+  if (!t.ok()) { std::puts(t.create_status().message().c_str()); return 1; }
+  auto out = t.process({rec(std::nullopt, R"({"name":"ada"})"), rec(std::nullopt, R"({"id":1})")});
+  // records: every output record in order; kept: the input indices passed without a copy.
+  if (out.records.size() != 2 || out.records[0].value != R"({"name":"ADA"})" ||
+      out.records[1].value != R"({"id":1})") {
+    std::printf("records: %zu\n", out.records.size());
+    for (auto& r : out.records) std::printf("  %s\n", r.value.c_str());
+    return 2;
+  }
+  if (out.kept.size() != 1 || out.kept[0] != 1) return 3;
+  std::puts("harness: upper_case turned ada into ADA and kept the record without the field");
+  return argc == 2 ? 0 : 4;
+}
+CPP
+  cmake -S "$ht" -B "$ht/build" "${gen[@]}" -DCMAKE_PREFIX_PATH="$R/usr" \
+    -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DCMAKE_FIND_USE_SYSTEM_PACKAGE_REGISTRY=OFF \
+    >"$ht/configure.log" 2>&1 || { cat "$ht/configure.log"; fail "harness check configure"; }
+  cmake --build "$ht/build" >"$ht/build.log" 2>&1 || { cat "$ht/build.log"; fail "harness check build"; }
+  "$ht/build/harness_check" "$ex/plugins/exactly_upper_case.so" || fail "harness check (exit $?)"
+
   if [ "$how" = dpkg ]; then
     note "dpkg --purge"
     DEBIAN_FRONTEND=noninteractive dpkg --purge exactly-dev exactly
@@ -405,6 +443,7 @@ if [ "$mode" = chroot ]; then
   unshare -m --propagation private bash "$0" --chroot "$work" || fail "chroot checks"
 else
   note "clean root: dpkg-deb -x into a fresh directory (no mount namespace or overlayfs here)"
-  installed_checks "$work/root" extract "$work/debs"
+  # Scratch dirs under $work: removed on exit, also after a failure.
+  TMPDIR=$work installed_checks "$work/root" extract "$work/debs"
 fi
 echo "PASS (clean root by $mode)"
