@@ -22,7 +22,34 @@
 set -euo pipefail
 umask 022
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
+# A service process started by the test is killed when the test fails.
+service_pid=""
+fail() {
+  echo "FAIL: $*" >&2
+  if [ -n "$service_pid" ]; then kill -KILL "$service_pid" 2>/dev/null || true; fi
+  exit 1
+}
+# The pid of a process named exactly that descends from $1 (the service's main process).
+# From /proc: pgrep (procps) may be missing on a minimal system.
+ppid_of() {
+  local s
+  s=$(cat "/proc/$1/stat" 2>/dev/null) || { echo 0; return 0; }
+  s=${s##*) }   # after "pid (comm) ": state ppid ...
+  set -- $s
+  echo "$2"
+}
+find_exactly() {
+  local d a
+  for d in /proc/[0-9]*; do
+    [ "$(cat "$d/comm" 2>/dev/null)" = exactly ] || continue
+    a=${d#/proc/}
+    while [ "$a" -gt 1 ]; do
+      a=$(ppid_of "$a")
+      if [ "$a" = "$1" ]; then echo "${d#/proc/}"; return 0; fi
+    done
+  done
+  return 0
+}
 note() { echo "== $*"; }
 
 # ---------------------------------------------------------------------------------------
@@ -174,11 +201,17 @@ YAML
   cmd=${cmd//\/usr\/bin\/exactly/$bin}
   (cd "${workdir/\/var\/lib\/exactly/$varlib}" && as_user $cmd >"$scratch/svc.out" 2>"$scratch/svc.log") &
   local pid=$!
-  local i
-  for i in $(seq 1 100); do [ -s "$varlib/out.jsonl" ] && break; sleep 0.1; done
+  local i main=""
+  for i in $(seq 1 100); do
+    main=$(find_exactly "$pid" | head -n1)
+    [ -n "$main" ] && break
+    sleep 0.1
+  done
+  [ -n "$main" ] || fail "no service process"
+  service_pid=$main
+  for i in $(seq 1 300); do [ -s "$varlib/out.jsonl" ] && break; sleep 0.1; done
   [ -s "$varlib/out.jsonl" ] || { cat "$scratch/svc.log"; fail "the service wrote nothing"; }
   # ExecReload=/bin/kill -HUP $MAINPID
-  local main; main=$(pgrep -f "^$bin run $etc\$" | head -n1) || fail "no service process"
   kill -HUP "$main"
   for i in $(seq 1 50); do grep -q "SIGHUP: applied" "$scratch/svc.log" && break; sleep 0.1; done
   grep "\[reload\]" "$scratch/svc.log" || true
@@ -186,6 +219,7 @@ YAML
   # systemctl stop: SIGTERM commits the running round, exit 0 (not a failure to restart).
   kill -TERM "$main"
   local rc=0; wait "$pid" || rc=$?
+  service_pid=""
   [ "$rc" -eq 0 ] || { tail -20 "$scratch/svc.log"; fail "service exit code $rc after SIGTERM"; }
   [ -d "$varlib/dedupe" ] || fail "dedupe state not under $varlib"
   echo "service: $(wc -l < "$varlib/out.jsonl") records out, reloaded on SIGHUP, exit 0 on SIGTERM"
@@ -340,7 +374,7 @@ dpkg-deb -f "$dev" Package Version Architecture Depends Recommends
 [ "$(dpkg-deb -f "$dev" Architecture)" = all ] || fail "dev package architecture"
 depends=$(dpkg-deb -f "$deb" Depends)
 # From dpkg-shlibdeps: the libraries the host and the plugins link.
-for lib in adduser libc6 'libstdc\+\+6' librdkafka1 'librocksdb[0-9.]*' 'libyaml-cpp[0-9.]*' \
+for lib in adduser procps libc6 'libstdc\+\+6' librdkafka1 'librocksdb[0-9.]*' 'libyaml-cpp[0-9.]*' \
            'libfmt[0-9]*' 'libboost-filesystem[0-9.]*' 'libcivetweb[0-9]*' 'libcurl4' \
            'libhiredis[0-9.]*' 'libsimdjson[0-9]*'; do
   echo "$depends" | tr ',' '\n' | sed 's/^ *//' | grep -qE "^($lib)( |$)" \
