@@ -1,12 +1,13 @@
-# exactly_add_plugin(<name> SOURCES ...) builds exactly_<name>.so: hidden visibility
-# (only the descriptor function is exported), no "lib" prefix, linked to the SDK.
-# A plugin whose sources are all C (.c) links exactly::abi (the C header alone) instead
-# of exactly::sdk, so a C project needs no C++ compiler.
+# exactly_add_plugin(<name> SOURCES ... [NO_INSTALL]) builds exactly_<name>.so: hidden
+# visibility (only the descriptor function is exported), no "lib" prefix, linked to the
+# SDK. A plugin whose sources are all C (.c) links exactly::abi (the C header alone)
+# instead of exactly::sdk, so a C project needs no C++ compiler. NO_INSTALL: no install
+# rule (test fixtures).
 set(EXACTLY_PLUGIN_INSTALL_DIR "lib/exactly/plugins" CACHE STRING
     "where `cmake --install` puts plugin libraries, relative to the install prefix")
 
 function(exactly_add_plugin name)
-  cmake_parse_arguments(P "" "" "SOURCES" ${ARGN})
+  cmake_parse_arguments(P "NO_INSTALL" "" "SOURCES" ${ARGN})
   add_library(exactly_plugin_${name} MODULE ${P_SOURCES})
   set_target_properties(exactly_plugin_${name} PROPERTIES
     PREFIX "" OUTPUT_NAME "exactly_${name}"
@@ -33,6 +34,8 @@ function(exactly_add_plugin name)
   target_link_options(exactly_plugin_${name} PRIVATE -Wl,--no-undefined)
   # `cmake --install` puts plugins where plugin.path usually points; out-of-tree
   # plugins get the same rule.
-  install(TARGETS exactly_plugin_${name}
-          LIBRARY DESTINATION ${EXACTLY_PLUGIN_INSTALL_DIR} COMPONENT plugins)
+  if(NOT P_NO_INSTALL)
+    install(TARGETS exactly_plugin_${name}
+            LIBRARY DESTINATION ${EXACTLY_PLUGIN_INSTALL_DIR} COMPONENT plugins)
+  endif()
 endfunction()

@@ -7,7 +7,8 @@ PKGS=(build-essential cmake ninja-build pkg-config
       libgtest-dev libgmock-dev libsimdjson-dev libfmt-dev libxxhash-dev libcivetweb-dev libcurl4-openssl-dev
       rocksdb-tools python3 python3-prometheus-client openssl
       libhiredis-dev redis-server redis-tools
-      cargo)  # the Rust example plugin (examples/rust-mask); Debian 12's 1.63 is enough
+      cargo  # the Rust example plugin (examples/rust-mask); Debian 12's 1.63 is enough
+      adduser procps dpkg-dev scdoc systemd)   # packaging: the .deb's Depends, dpkg-shlibdeps, man page, systemd-analyze
 if [ "${1:-}" = "--with-java" ]; then PKGS+=(default-jdk-headless maven iproute2 util-linux); fi
 missing=()
 for p in "${PKGS[@]}"; do
