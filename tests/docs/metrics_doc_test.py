@@ -98,7 +98,8 @@ for doc in [root / "docs" / "plugin-authoring.md"] + sorted((root / "examples").
 # library files (exactly_<name>.so) and plugin targets (exactly_plugin_<name>).
 NOT_METRICS = {"exactly_once", "exactly_once_v2", "exactly_sdk", "exactly_add_plugin",
                "exactly_add_test", "exactly_plugin_descriptor"}
-PREFIXED = re.compile(r"\bexactly_[a-z0-9_]+")
+# A metric name starts with a letter (exactly_0.1.0_amd64.deb is a package file).
+PREFIXED = re.compile(r"\bexactly_[a-z][a-z0-9_]*")
 # Plugin metric families, as the plugin READMEs write them (without the prefix):
 # dedupe_, filter_, kafka_source_, http_sink_, ...
 
