@@ -377,7 +377,9 @@ depends=$(dpkg-deb -f "$deb" Depends)
 for lib in adduser procps libc6 'libstdc\+\+6' librdkafka1 'librocksdb[0-9.]*' 'libyaml-cpp[0-9.]*' \
            'libfmt[0-9]*' 'libboost-filesystem[0-9.]*' 'libcivetweb[0-9]*' 'libcurl4' \
            'libhiredis[0-9.]*' 'libsimdjson[0-9]*'; do
-  echo "$depends" | tr ',' '\n' | sed 's/^ *//' | grep -qE "^($lib)( |$)" \
+  # grep -q on a here-string, never at the end of a pipe: with pipefail, a grep -q that
+  # exits at its first match can kill the writer with SIGPIPE and fail the pipeline.
+  grep -qE "^($lib)( |$)" <<<"$(tr ',' '\n' <<<"$depends" | sed 's/^ *//')" \
     || fail "Depends lacks $lib: $depends"
 done
 for f in "$deb" "$dev"; do
@@ -419,7 +421,7 @@ awk '$2 != "root/root" {print; bad=1} END {exit bad}' "$work/deb.list" "$work/de
 mkdir -p "$work/x"
 dpkg-deb -x "$deb" "$work/x"
 for f in "$work/x/usr/bin/exactly" "$work"/x/usr/lib/exactly/plugins/*.so; do
-  if readelf -S "$f" | grep -q '\.symtab'; then fail "$f not stripped"; fi
+  if grep -q '\.symtab' <<<"$(readelf -S "$f")"; then fail "$f not stripped"; fi
 done
 
 note "maintainer scripts"
@@ -432,16 +434,18 @@ grep -q "adduser .*--system" "$work/control/postinst" || fail "postinst creates 
 
 note "man page"
 man_src=$(zcat "$work/x/usr/share/man/man1/exactly.1.gz")
-echo "$man_src" | grep -q '^\.TH "*exactly"* "*1"*' || fail "man page has no .TH exactly 1"
+grep -q '^\.TH "*exactly"* "*1"*' <<<"$man_src" || fail "man page has no .TH exactly 1"
+man_plain=$(sed 's/\\-/-/g; s/\\f[BIRP]//g' <<<"$man_src")
+man_dashes=$(sed 's/\\-/-/g' <<<"$man_src")
 # Every command of the binary's own --help is in the man page.
 "$work/x/usr/bin/exactly" --help | sed -n 's/^  exactly \([a-z-]*\).*/\1/p' > "$work/help-commands"
 [ -s "$work/help-commands" ] || fail "no commands in exactly --help"
 while read -r c; do
-  echo "$man_src" | sed 's/\\-/-/g; s/\\f[BIRP]//g' | grep -q -- "exactly $c" \
+  grep -q -- "exactly $c" <<<"$man_plain" \
     || fail "man page does not cover 'exactly $c'"
 done < "$work/help-commands"
 for opt in --log-level --no-watch --json --plugin-path EXACTLY_PLUGIN_PATH SIGHUP /etc/exactly /var/lib/exactly; do
-  echo "$man_src" | sed 's/\\-/-/g' | grep -q -- "$opt" || fail "man page does not mention $opt"
+  grep -q -- "$opt" <<<"$man_dashes" || fail "man page does not mention $opt"
 done
 if command -v groff >/dev/null; then
   warnings=$(echo "$man_src" | groff -man -Tutf8 -ww -z 2>&1) || true
