@@ -110,6 +110,13 @@ class Host {
   int starts_ = 0;
 };
 
+// How often `needle` appears in the logs of all `hosts` together.
+inline int count_in_logs(const std::vector<std::unique_ptr<Host>>& hosts, const std::string& needle) {
+  int n = 0;
+  for (const auto& h : hosts) n += count_of(read_file(h->log()), needle);
+  return n;
+}
+
 inline std::string log_tails(const std::vector<std::unique_ptr<Host>>& hosts, size_t n = 4000) {
   std::string s;
   for (auto& h : hosts) s += "\n===== " + h->name() + " log tail (" + h->log().string() + "):\n" + h->log_tail(n);

@@ -320,12 +320,8 @@ TEST(ScaleOut, DedupeExactlyOnceAcrossHostsKillsJoinsAndLeaves) {
   if (o.catch_up_s >= 0) std::printf("catch-up time: %.1f s\n", o.catch_up_s);
   // The joining host (empty state dir) restored in the background, its partitions held
   // back while the others flowed; some moves were taken over from warm copies.
-  int background = 0, warm = 0;
-  for (auto& h : o.hosts) {
-    std::string log = read_file(h->log());
-    background += count_of(log, "restoring it in the background");
-    warm += count_of(log, "(from its standby copy)");
-  }
+  const int background = count_in_logs(o.hosts, "restoring it in the background");
+  const int warm = count_in_logs(o.hosts, "(from its standby copy)");
   std::printf("background restores: %d, takeovers from standby copies: %d\n", background, warm);
   EXPECT_GT(background, 0) << "no partition was restored in the background";
   print_logs_on_failure(o);
@@ -447,12 +443,8 @@ TEST(ScaleOut, RedisStoreReshardedTwoToThreeWhileRunning) {
   expect_dedupe_exactly_once(o.in, o.out, sc.records);
   expect_markers_visible(o.out);
   EXPECT_GT(redis_keys(c), 0) << "nothing was claimed on the new shard";
-  int reconfigured = 0, retired = 0;
-  for (auto& h : o.hosts) {
-    std::string log = read_file(h->log());
-    reconfigured += count_of(log, "dedupe-redis: reconfigured");
-    retired += count_of(log, "retired: every claim made in it has expired");
-  }
+  const int reconfigured = count_in_logs(o.hosts, "dedupe-redis: reconfigured");
+  const int retired = count_in_logs(o.hosts, "retired: every claim made in it has expired");
   std::printf("in-place reconfigurations: %d, retirements logged: %d\n", reconfigured, retired);
   EXPECT_GT(reconfigured, 0) << "no host changed its layout in place";
   EXPECT_GT(retired, 0) << "the previous layout was never retired";
@@ -478,8 +470,7 @@ TEST(ScaleOut, RedisStoreServerKilledAndRestartedWithAofAlways) {
   wait_output_settled(o.out);
   expect_dedupe_exactly_once(o.in, o.out, sc.records);
   expect_markers_visible(o.out);
-  int redis_errors = 0;
-  for (auto& h : o.hosts) redis_errors += count_of(read_file(h->log()), redis.address());
+  const int redis_errors = count_in_logs(o.hosts, redis.address());
   std::printf("log lines naming the Redis server: %d\n", redis_errors);
   EXPECT_GT(redis_errors, 0) << "the hosts never noticed Redis going away";
   print_logs_on_failure(o);
