@@ -105,6 +105,7 @@ TestRecord parse_record(const YAML::Node& n, const std::string& where, bool expe
     if (n["key"] && !n["key"].IsNull()) r.key = n["key"].Scalar();
     if (n["topic"]) r.topic = n["topic"].Scalar();
     if (n["partition"]) r.partition = n["partition"].as<int32_t>();
+    r.placed = n["topic"] || n["partition"];
     if (n["offset"]) r.offset = n["offset"].as<int64_t>();
     if (n["timestamp"]) r.timestamp_ms = n["timestamp"].as<int64_t>();
   } catch (const YAML::Exception&) {

@@ -15,6 +15,7 @@ namespace exactly::cli {
 struct TestRecord {
   std::string topic = "test";
   int32_t partition = 0;
+  bool placed = false;  // topic or partition written: an expected record compares them
   int64_t offset = -1;  // -1: the next one of its partition
   int64_t timestamp_ms = -1;
   std::optional<std::string> key;

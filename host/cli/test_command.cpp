@@ -150,7 +150,7 @@ std::vector<std::string> compare(const TestCase& c, const RunResult& r) {
                      (a.key ? shorten(*a.key) : std::string("(none)")));
     if (!e.headers.empty() && e.headers != a.headers) what.push_back("headers");
     auto tp = r.partitions.find(a.partition);
-    if (tp != r.partitions.end() && (e.topic != "test" || e.partition != 0) &&
+    if (tp != r.partitions.end() && e.placed &&
         (tp->second.first != e.topic || tp->second.second != e.partition))
       what.push_back("partition: expected " + e.topic + "-" + std::to_string(e.partition) + ", actual " +
                      tp->second.first + "-" + std::to_string(tp->second.second));
