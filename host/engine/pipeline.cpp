@@ -355,7 +355,10 @@ void Pipeline::cb_release(void* ctx, const ex_partition* part) {
 }
 
 // After a poll: pauses asked for by holds, resumes of released partitions, and the
-// batch without records of held partitions (the source reports them at their start).
+// batch without records of partitions that are held or were paused or resumed just now.
+// A pause or a resume puts the source back at the partition's start, so records of it
+// that this poll returned are read again later: letting them through as well would emit
+// them twice (a hold and its release can both land while one poll runs).
 Outcome Pipeline::apply_holds(Instance& in, ex_batch& b, std::vector<ex_record>& kept) {
   std::string scope = "pipeline:" + spec_.name;
   auto to_abi = [](const std::vector<HeldPartitions::Part>& parts) {
@@ -363,25 +366,32 @@ Outcome Pipeline::apply_holds(Instance& in, ex_batch& b, std::vector<ex_record>&
     for (const auto& x : parts) v.push_back(x.abi());
     return v;
   };
+  std::vector<int32_t> repositioned;
   auto pauses = held_.take_pauses();
   if (!pauses.empty()) {
     Outcome o = in.source->pause_partitions(to_abi(pauses), true);
     if (!o.ok()) return Outcome{EX_ERR_FATAL, "source could not pause a held partition: " + o.message, o.key};
+    for (const auto& x : pauses) repositioned.push_back(x.id);
   }
   auto resumes = held_.take_resumes();
   if (!resumes.empty()) {
     Outcome o = in.source->pause_partitions(to_abi(resumes), false);
     if (!o.ok()) return Outcome{EX_ERR_FATAL, "source could not resume a held partition: " + o.message, o.key};
     in.commit_fast_until = Clock::now() + std::chrono::milliseconds(spec_.commit_after_takeover_ms);
-    for (const auto& x : resumes)
+    for (const auto& x : resumes) {
+      repositioned.push_back(x.id);
       log::info(scope, "resumed {} at offset {}: its stages are ready", x.name, x.start);
+    }
   }
-  if (held_.empty() || b.count == 0) return {};
+  if ((held_.empty() && repositioned.empty()) || b.count == 0) return {};
+  auto dropped = [&](int32_t id) {
+    return held_.held(id) || std::find(repositioned.begin(), repositioned.end(), id) != repositioned.end();
+  };
   kept.clear();
   for (size_t i = 0; i < b.count; ++i) {
     const ex_record& r = *reinterpret_cast<const ex_record*>(reinterpret_cast<const char*>(b.records) +
                                                              i * b.record_size);
-    if (!held_.held(r.partition)) kept.push_back(r);
+    if (!dropped(r.partition)) kept.push_back(r);
   }
   if (kept.size() != b.count) {
     b.records = kept.data();

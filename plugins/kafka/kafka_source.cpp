@@ -354,6 +354,7 @@ void KafkaSource::on_assign(rd_kafka_topic_partition_list_t* parts) {
     p.assigned = true;
     p.start = start;
     p.next = start;
+    p.assigned_at = start;
     host_parts.push_back(sdk::Partition{id, p.name, p.topic, p.number, start >= 0 ? start : -1});
   }
   sdk::Status st = host_.assigned(host_parts);
@@ -399,7 +400,7 @@ void KafkaSource::on_revoke(rd_kafka_topic_partition_list_t* parts) {
     PartState& p = parts_[static_cast<size_t>(it->second)];
     p.assigned = false;
     p.held = false;
-    p.start = p.next = RD_KAFKA_OFFSET_INVALID;
+    p.start = p.next = p.assigned_at = RD_KAFKA_OFFSET_INVALID;
   }
   drop_pending_of_unassigned();
   host_.gauge("kafka_source_assigned_partitions",
@@ -606,6 +607,10 @@ sdk::Status KafkaSource::rewind(const sdk::Checkpoint& positions) {
     if (!p.assigned) continue;
     auto it = at.find({p.topic, p.number});
     int64_t target = it != at.end() ? it->second : p.start >= 0 ? p.start : reset_offset();
+    // The host's last committed positions may be from an earlier assignment of this
+    // partition; another member has moved it on since, and going back there would
+    // replay what that member committed.
+    if (p.assigned_at >= 0 && target < p.assigned_at) target = p.assigned_at;
     targets.emplace_back(&p, target);
     if (target >= 0) p.start = target;
     p.next = target >= 0 ? target : RD_KAFKA_OFFSET_INVALID;
@@ -662,7 +667,8 @@ sdk::Status KafkaSource::pause_partitions(const std::vector<sdk::Partition>& par
   }
   if (list->cnt == 0) return sdk::Status::ok();
   if (paused) {
-    // Records of it already in a batch handed out stay valid; later ones are dropped.
+    // Records of it in the batch just handed out are dropped by the host (it continues
+    // from the start given here); later ones are dropped by poll().
     rd_kafka_resp_err_t err = rd_kafka_pause_partitions(rk_, list.get());
     if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
       return sdk::Status::retriable(std::string("kafka source: pause: ") + rd_kafka_err2str(err));

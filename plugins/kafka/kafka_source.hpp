@@ -47,6 +47,8 @@ class KafkaSource final : public sdk::Source, public ClientContext {
     int64_t start = RD_KAFKA_OFFSET_INVALID;
     // Next offset to hand out: last returned + 1; RD_KAFKA_OFFSET_INVALID until known.
     int64_t next = RD_KAFKA_OFFSET_INVALID;
+    // The group's offset when this assignment began: no rewind goes back before it.
+    int64_t assigned_at = RD_KAFKA_OFFSET_INVALID;
   };
 
   static void rebalance_cb(rd_kafka_t* rk, rd_kafka_resp_err_t err,

@@ -461,3 +461,115 @@ TEST_F(KafkaBroker, APausedPartitionWaitsThenContinuesFromItsStart) {
   for (int64_t i = 0; i < 200; ++i) EXPECT_EQ(offsets0[static_cast<size_t>(i)], i);
   EXPECT_TRUE(eoi) << "idle once both partitions are drained";
 }
+
+// A host's last committed positions can name a partition it owned in an earlier
+// assignment. When the partition comes back after another member moved it on, an abort
+// of the first round must rewind it to where it now starts, not to the old position: that
+// would replay (and, with dedupe's owner rule, emit again) everything the other member
+// committed in between. This is how a scale-out run once emitted 1,862 ids twice.
+TEST_F(KafkaBroker, ARewindNeverTakesAPartitionBackBeforeItsNewStart) {
+  const std::string in = kt::unique("in"), group = kt::unique("g");
+  create_topic(servers(), in, 1);
+  kt::produce(servers(), in, 0, 300);
+  // The range assignor gives the partition to the member whose id sorts first; the broker
+  // makes member ids from the client.id.
+  auto cfg = [&](const std::string& client) {
+    kt::Pairs c = source_cfg(group, in);
+    for (auto& kv : c)
+      if (kv.first == "batch.size") kv.second = "50";
+    c.emplace_back("rdkafka.client.id", client);
+    return c;
+  };
+  FakeHost ha;
+  SourceHarness a(lib(), "kafka", cfg("zz-late"), &ha);
+  ASSERT_TRUE(a.open().is_ok());
+  auto first = kt::poll_n(a, 100);
+  ASSERT_GE(first.size(), 100u);
+  Checkpoint stale = a.checkpoint();  // a's last commit while it owns the partition
+  ASSERT_TRUE(a.commit(stale).is_ok());
+  const int64_t stale_at = first.back().offset + 1;
+
+  int64_t b_end = -1;
+  {
+    FakeHost hb;
+    SourceHarness b(lib(), "kafka", cfg("aa-early"), &hb);
+    ASSERT_TRUE(b.open().is_ok());
+    std::vector<OwnedRecord> got;
+    const int64_t end = kt::now_ms() + 60000;
+    while (got.size() < 100 && kt::now_ms() < end) {
+      a.poll(100);
+      for (auto& r : b.poll(100)) got.push_back(std::move(r));
+    }
+    ASSERT_GE(got.size(), 100u) << "the partition did not move to the member that sorts first";
+    ASSERT_FALSE(ha.revoked.empty());
+    b_end = got.back().offset + 1;
+    ASSERT_GT(b_end, stale_at);
+    ASSERT_TRUE(b.commit(b.checkpoint()).is_ok());
+  }  // b leaves the group
+
+  const size_t before = ha.assigned.size();
+  std::vector<OwnedRecord> back;
+  const int64_t end = kt::now_ms() + 60000;
+  while (ha.assigned.size() == before && kt::now_ms() < end) {
+    for (auto& r : a.poll(100)) back.push_back(std::move(r));
+  }
+  ASSERT_GT(ha.assigned.size(), before) << "the partition never came back";
+  EXPECT_EQ(ha.assigned.back().start_offset, b_end);
+  // The first round after the return aborts: rewind to the last positions a committed.
+  ASSERT_TRUE(a.rewind(stale).is_ok());
+  back.clear();
+  const int64_t end2 = kt::now_ms() + 30000;
+  while (back.empty() && kt::now_ms() < end2)
+    for (auto& r : a.poll(100)) back.push_back(std::move(r));
+  ASSERT_FALSE(back.empty());
+  EXPECT_EQ(back.front().offset, b_end) << "rewound to " << back.front().offset
+                                        << ", before the start of this assignment (" << b_end
+                                        << "): records the other member committed replay";
+}
+
+// The source's side of holds with a backlog: two partitions held back from their
+// assignment (both restoring) and released one after the other while the first already
+// flows (the second's resume may re-assign both when its fetcher has not started): every
+// record of both comes out once, in order.
+TEST_F(KafkaBroker, TwoHeldPartitionsReleasedInTurnRepeatNothing) {
+  const std::string in = kt::unique("in"), group = kt::unique("g");
+  create_topic(servers(), in, 2);
+  const int n = 6000;
+  kt::produce(servers(), in, 0, n, "a", 0);
+  kt::produce(servers(), in, 0, n, "b", 1);
+  FakeHost h;
+  SourceHarness src(lib(), "kafka", source_cfg(group, in), &h);
+  ASSERT_TRUE(src.open().is_ok());
+  const int64_t join_end = kt::now_ms() + 60000;
+  while (h.assigned.size() < 2 && kt::now_ms() < join_end) src.poll(100);  // held: dropped
+  ASSERT_EQ(h.assigned.size(), 2u);
+  std::map<int32_t, int32_t> number_of;
+  for (auto& p : h.assigned) number_of[p.id] = p.number;
+  ASSERT_TRUE(src.pause_partitions(h.assigned, true).is_ok());
+  std::map<int32_t, std::vector<int64_t>> seen;  // by partition number
+  std::set<int32_t> held{0, 1};
+  auto poll_once = [&] {
+    for (auto& r : src.poll(100))
+      if (!held.count(number_of[r.partition])) seen[number_of[r.partition]].push_back(r.offset);
+  };
+  for (int i = 0; i < 5; ++i) poll_once();
+  for (int number : {0, 1}) {
+    exactly::sdk::Partition p = h.assigned[0].number == number ? h.assigned[0] : h.assigned[1];
+    ASSERT_TRUE(src.pause_partitions({p}, false).is_ok());
+    held.erase(number);
+    // The first one runs through part of its backlog before the second is released.
+    const int64_t until = kt::now_ms() + 30000;
+    while (seen[0].size() < 2000 && kt::now_ms() < until) poll_once();
+  }
+  const int64_t end = kt::now_ms() + 60000;
+  while ((seen[0].size() < n || seen[1].size() < n) && kt::now_ms() < end) poll_once();
+  for (int number : {0, 1}) {
+    const auto& v = seen[number];
+    EXPECT_EQ(v.size(), static_cast<size_t>(n)) << "partition " << number;
+    for (size_t i = 0; i < v.size() && i < static_cast<size_t>(n); ++i)
+      if (v[i] != static_cast<int64_t>(i)) {
+        ADD_FAILURE() << "partition " << number << ": record " << i << " has offset " << v[i];
+        break;
+      }
+  }
+}
