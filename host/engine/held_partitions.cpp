@@ -57,6 +57,12 @@ std::vector<HeldPartitions::Part> HeldPartitions::take_resumes() {
 
 void HeldPartitions::forget(int32_t id) {
   held_.erase(id);
+  {
+    // A release that raced the revocation must not count against a later hold of the
+    // same partition (its stage would still be preparing it).
+    std::lock_guard<std::mutex> g(mu_);
+    released_.erase(std::remove(released_.begin(), released_.end(), id), released_.end());
+  }
   to_pause_.erase(std::remove_if(to_pause_.begin(), to_pause_.end(), [&](const Part& p) { return p.id == id; }),
                   to_pause_.end());
 }
