@@ -167,9 +167,9 @@ sdk::Status ChangelogStore::check_policy(const std::string& topic) {
         "kafka sink: changelog topic " + topic + " has cleanup.policy=" +
             (policy.empty() ? std::string("(unknown)") : policy) +
             "; a changelog must be compacted and never deleted by time or size (claims "
-            "would be lost). Fix: kafka-configs --alter --entity-type topics --entity-name " +
-            topic + " --add-config cleanup.policy=compact, or name another topic in "
-                    "changelog.topic");
+            "would be lost). Fix: kafka-configs.sh --bootstrap-server " + connect_ +
+            " --alter --entity-type topics --entity-name " + topic +
+            " --add-config cleanup.policy=compact, or name another topic in changelog.topic");
   return sdk::Status::ok();
 }
 

@@ -86,6 +86,9 @@ TEST(KafkaChangelog, AChangelogThatDeletesOldRecordsIsRefused) {
   auto r = run_pipeline(s);
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("has cleanup.policy=delete"), std::string::npos) << r.err.substr(0, 4000);
+  // The fix is a command that runs as printed: it names the cluster.
+  EXPECT_NE(r.err.find("kafka-configs.sh --bootstrap-server " + kafka_bootstrap() + " --alter"),
+            std::string::npos) << r.err.substr(0, 4000);
   EXPECT_NE(r.err.find("--add-config cleanup.policy=compact"), std::string::npos);
   EXPECT_EQ(count_out(s), 0);
 }
