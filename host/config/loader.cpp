@@ -10,6 +10,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <thread>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
@@ -333,6 +334,10 @@ const std::vector<Field>& pipeline_fields() {
           "for this long after the source is given partitions (other than at start) or resumes "
           "a held one, every batch commits at once, so a takeover's first output is not held "
           "back for commit.interval; 0 = off"),
+      fld("threads", EX_CFG_INT, "0",
+          "tasks the pipeline's partitions are split into, each running its own instances of "
+          "the transforms on its own thread (a partition always stays in one task, so its order "
+          "is kept; the sink and the commit stay one); 0 = the machine's cores"),
       fld("errors.policy", EX_CFG_STRING, "stop", "what a record error does",
           {"stop", "skip", "dead-letter"}),
       fld("errors.max.consecutive.aborts", EX_CFG_INT, "10",
@@ -508,6 +513,12 @@ void read_pipeline(const YAML::Node& node, const Mark& at, const std::string& fi
   if (p.commit_after_takeover_ms < 0)
     ctx.error(c.marks.count("commit.after.takeover") ? c.marks["commit.after.takeover"] : at,
               fmt::format("{}: key 'commit.after.takeover' must not be negative", context));
+  p.threads = num("threads", 0);
+  if (p.threads < 0 || p.threads > 256)
+    ctx.error(c.marks.count("threads") ? c.marks["threads"] : at,
+              fmt::format("{}: key 'threads' must be between 0 (the machine's cores) and 256, got {}",
+                          context, p.threads));
+  if (p.threads == 0) p.threads = std::max<int64_t>(1, std::thread::hardware_concurrency());
   p.max_consecutive_aborts = num("errors.max.consecutive.aborts", 10);
   p.backoff_initial_ms = num("restart.backoff.initial", 1000);
   p.backoff_max_ms = num("restart.backoff.max", 60000);

@@ -63,6 +63,9 @@ struct PipelineSpec {
   int64_t commit_interval_ms = 1000;
   int64_t commit_max_records = 100000;
   int64_t commit_after_takeover_ms = 2000;
+  // Tasks the pipeline's partitions are split into, each with its own transform
+  // instances on its own thread (0 in the YAML = the machine's cores).
+  int64_t threads = 1;
   ErrorPolicy error_policy = ErrorPolicy::stop;
   std::optional<ComponentSpec> dead_letter;
   int64_t backoff_initial_ms = 1000;

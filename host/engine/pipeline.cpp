@@ -2,6 +2,7 @@
 
 #include "engine/fatal_signal.hpp"
 #include "engine/standby_set.hpp"
+#include "engine/task_pool.hpp"
 
 #include "util/log.hpp"
 
@@ -35,13 +36,37 @@ const char* to_string(State s) {
   }
 }
 
+// A rejected record kept until the tasks of a batch are joined (handle_reject runs on
+// the pipeline thread): a deep copy in the task's arena.
+struct TaskReject {
+  std::string stage;
+  ex_record record;
+  std::string reason;
+};
+
+// One share of the pipeline's partitions (partition id % tasks) with its own instances of
+// every transform: its records go through them on a thread of their own.
+struct Task {
+  std::vector<std::unique_ptr<Transform>> transforms;
+  Arena arena;                       // records the transforms emit, rejected copies
+  std::vector<ex_record> in;         // its share of the batch, in batch order
+  std::vector<ex_record> bufs[2];
+  const ex_batch* out = nullptr;     // what its last transform kept
+  ex_batch views[2]{};
+  ex_batch in_view{};
+  std::vector<TaskReject> rejects;
+  Outcome failure;
+};
+
 // One build of the pipeline's plugin objects. Torn down source first, so nothing
 // the source does while closing (a consumer's final revocation) reaches stages
 // that are already gone.
 struct Pipeline::Instance {
   std::unique_ptr<Sink> sink;
   std::unique_ptr<Sink> dlq;
-  std::vector<std::unique_ptr<Transform>> transforms;
+  std::vector<Task> tasks;  // at least one
+  std::unique_ptr<TaskPool> pool;
+  std::vector<ex_record> merged;  // the tasks' outputs, for the sink
   std::unique_ptr<Source> source;
 
   bool has_last = false;  // last committed positions (what an abort rewinds to)
@@ -70,9 +95,19 @@ struct Pipeline::Instance {
   }
   void teardown() {
     source.reset();
-    transforms.clear();
+    pool.reset();
+    tasks.clear();
     dlq.reset();
     sink.reset();
+  }
+  size_t task_of(int32_t partition_id) const {
+    return static_cast<size_t>(partition_id < 0 ? 0 : partition_id) % tasks.size();
+  }
+  // The partitions of `parts` that belong to each task.
+  std::vector<std::vector<ex_partition>> split(const std::vector<ex_partition>& parts) const {
+    std::vector<std::vector<ex_partition>> out(tasks.size());
+    for (const auto& x : parts) out[task_of(x.id)].push_back(x);
+    return out;
   }
 };
 
@@ -222,9 +257,13 @@ int32_t Pipeline::cb_assigned(void* ctx, const ex_partition* parts, size_t n, ex
     }
     return o.code;
   };
-  for (auto& t : in->transforms) {
-    Outcome o = t->assign(copy);
-    if (!o.ok()) return report(o, t->id());
+  auto shares = in->split(copy);
+  for (size_t k = 0; k < in->tasks.size(); ++k) {
+    if (shares[k].empty()) continue;
+    for (auto& t : in->tasks[k].transforms) {
+      Outcome o = t->assign(shares[k]);
+      if (!o.ok()) return report(o, t->id());
+    }
   }
   if (in->sink) {
     Outcome o = in->sink->assign(copy);
@@ -256,11 +295,15 @@ int32_t Pipeline::cb_revoked(void* ctx, const ex_partition* parts, size_t n, ex_
     }
   }
   std::vector<ex_partition> copy(parts, parts + n);
-  for (auto& t : in->transforms) {
-    Outcome o = t->revoke(copy);
-    if (!o.ok()) {
-      in->callback_failure = o;
-      if (err) err->code = o.code;
+  auto shares = in->split(copy);
+  for (size_t k = 0; k < in->tasks.size(); ++k) {
+    if (shares[k].empty()) continue;
+    for (auto& t : in->tasks[k].transforms) {
+      Outcome o = t->revoke(shares[k]);
+      if (!o.ok()) {
+        in->callback_failure = o;
+        if (err) err->code = o.code;
+      }
     }
   }
   if (in->sink) in->sink->revoke(copy);
@@ -407,13 +450,16 @@ void Pipeline::tick_standby(Instance& in) {
   auto now = StandbySet::Clock::now();
   if (!in.standby.due(now)) return;
   const auto& parts = in.standby.without([&](int32_t id) { return partitions_.count(id) != 0; });
-  for (auto& t : in.transforms) {
-    if (!t->has_standby()) continue;
-    Outcome o = t->standby(parts);
-    if (!o.ok() && in.standby_failures++ % 30 == 0)
-      log::warn("pipeline:" + spec_.name, "{} could not keep its standby copies warm ({}); "
-                "a partition moving here restores in full", t->id(), o.message);
-  }
+  // Every task hears its share, an empty one too: it drops the copies it no longer needs.
+  auto shares = in.split(parts);
+  for (size_t k = 0; k < in.tasks.size(); ++k)
+    for (auto& t : in.tasks[k].transforms) {
+      if (!t->has_standby()) continue;
+      Outcome o = t->standby(shares[k]);
+      if (!o.ok() && in.standby_failures++ % 30 == 0)
+        log::warn("pipeline:" + spec_.name, "{} could not keep its standby copies warm ({}); "
+                  "a partition moving here restores in full", t->id(), o.message);
+    }
   in.standby.called(now);
   metrics::global().set("standby_partitions", labels(), static_cast<double>(parts.size()));
 }
@@ -456,12 +502,10 @@ bool Pipeline::handle_reject(Instance& in, const std::string& stage, const ex_re
 
 namespace {
 struct EmitCtx {
-  Pipeline* pipeline;
   const ex_batch* in;
   std::vector<ex_record>* out;
-  Arena* arena;
-  std::function<void(size_t, std::string)> reject;
-  size_t rejected = 0;
+  Task* task;
+  const std::string* stage;
 };
 const ex_record& at(const ex_batch* b, size_t i) {
   return *reinterpret_cast<const ex_record*>(reinterpret_cast<const char*>(b->records) +
@@ -474,6 +518,53 @@ std::string Pipeline::batch_origin(const ex_batch* b) const {
   return b->count > 1 ? fmt::format("{} and {} more", first, b->count - 1) : first;
 }
 
+// One task's records through its own transforms, on whichever thread runs the task.
+// Rejects are kept (copied) for the pipeline thread, which applies the error policy
+// once every task is done.
+void Pipeline::run_task(Task& task, const ex_batch* batch) {
+  task.rejects.clear();
+  task.failure = Outcome{};
+  const ex_batch* cur = batch;
+  for (size_t i = 0; i < task.transforms.size(); ++i) {
+    auto& t = task.transforms[i];
+    auto& out = task.bufs[i % 2];
+    out.clear();
+    out.reserve(cur->count);
+    const std::string stage = t->id();
+    EmitCtx ctx{cur, &out, &task, &stage};
+    ex_emitter em{sizeof(ex_emitter), &ctx,
+                  [](void* c, size_t idx) -> int32_t {
+                    auto* x = static_cast<EmitCtx*>(c);
+                    if (idx >= x->in->count) return EX_ERR_FATAL;
+                    x->out->push_back(at(x->in, idx));
+                    return EX_OK;
+                  },
+                  [](void* c, const ex_record* r) -> int32_t {
+                    auto* x = static_cast<EmitCtx*>(c);
+                    x->out->push_back(x->task->arena.copy(*r));
+                    return EX_OK;
+                  },
+                  [](void* c, size_t idx, const char* m, size_t n) -> int32_t {
+                    auto* x = static_cast<EmitCtx*>(c);
+                    if (idx < x->in->count)
+                      x->task->rejects.push_back(
+                          TaskReject{*x->stage, x->task->arena.copy(at(x->in, idx)), std::string(m, n)});
+                    return EX_OK;
+                  }};
+    if (cur->count > 0) set_next_call_origin(batch_origin(cur));
+    Outcome o = t->process(cur, &em);
+    if (!o.ok()) {
+      o.message = fmt::format("{}: {}", stage, o.message);
+      task.failure = o;
+      return;
+    }
+    // errors.policy stop: nothing after a rejected record's stage runs.
+    if (!task.rejects.empty() && spec_.error_policy == config::ErrorPolicy::stop) return;
+    task.views[i % 2] = ex_batch{sizeof(ex_batch), sizeof(ex_record), out.data(), out.size()};
+    cur = &task.views[i % 2];
+  }
+  task.out = cur;
+}
 
 Outcome Pipeline::process_batch(Instance& in, const ex_batch* batch) {
   auto t0 = Clock::now();
@@ -492,46 +583,43 @@ Outcome Pipeline::process_batch(Instance& in, const ex_batch* batch) {
   }
   metrics::global().add("records_in_total", labels(), static_cast<double>(batch->count));
 
-  std::vector<ex_record> bufs[2];
-  ex_batch views[2];
-  const ex_batch* cur = batch;
-  for (size_t i = 0; i < in.transforms.size(); ++i) {
-    auto& t = in.transforms[i];
-    auto& out = bufs[i % 2];
-    out.clear();
-    out.reserve(cur->count);
-    EmitCtx ctx{this, cur, &out, &in.arena, {}, 0};
-    std::string stage = t->id();
-    ctx.reject = [&](size_t idx, std::string reason) {
-      if (idx < cur->count) handle_reject(in, stage, at(cur, idx), reason);
-    };
-    ex_emitter em{sizeof(ex_emitter), &ctx,
-                  [](void* c, size_t idx) -> int32_t {
-                    auto* x = static_cast<EmitCtx*>(c);
-                    if (idx >= x->in->count) return EX_ERR_FATAL;
-                    x->out->push_back(at(x->in, idx));
-                    return EX_OK;
-                  },
-                  [](void* c, const ex_record* r) -> int32_t {
-                    auto* x = static_cast<EmitCtx*>(c);
-                    x->out->push_back(x->arena->copy(*r));
-                    return EX_OK;
-                  },
-                  [](void* c, size_t idx, const char* m, size_t n) -> int32_t {
-                    auto* x = static_cast<EmitCtx*>(c);
-                    x->reject(idx, std::string(m, n));
-                    return EX_OK;
-                  }};
-    if (cur->count > 0) set_next_call_origin(batch_origin(cur));
-    Outcome o = t->process(cur, &em);
-    if (!o.ok()) {
-      o.message = fmt::format("{}: {}", stage, o.message);
-      return o;
-    }
-    if (in.policy_stop) return Outcome::make(EX_ERR_CONFIG, *in.policy_stop);
-    views[i % 2] = ex_batch{sizeof(ex_batch), sizeof(ex_record), out.data(), out.size()};
-    cur = &views[i % 2];
+  // The tasks: each its share of the batch (partition id % tasks, batch order kept).
+  const size_t n = in.tasks.size();
+  for (auto& task : in.tasks) {
+    task.arena.reset();
+    task.out = nullptr;
   }
+  if (n == 1) {
+    run_task(in.tasks[0], batch);
+  } else {
+    for (auto& task : in.tasks) task.in.clear();
+    for (size_t i = 0; i < batch->count; ++i) {
+      const ex_record& r = at(batch, i);
+      in.tasks[in.task_of(r.partition)].in.push_back(r);
+    }
+    in.pool->run(n, [&](size_t k) {
+      Task& task = in.tasks[k];
+      if (task.in.empty()) return;
+      task.in_view = ex_batch{sizeof(ex_batch), sizeof(ex_record), task.in.data(), task.in.size()};
+      run_task(task, &task.in_view);
+    });
+  }
+  for (auto& task : in.tasks)
+    for (const auto& rj : task.rejects) handle_reject(in, rj.stage, rj.record, rj.reason);
+  for (auto& task : in.tasks)
+    if (!task.failure.ok()) return task.failure;
+  if (in.policy_stop) return Outcome::make(EX_ERR_CONFIG, *in.policy_stop);
+  const ex_batch* cur = in.tasks[0].out;
+  ex_batch merged_view{};
+  if (n > 1) {
+    in.merged.clear();
+    for (auto& task : in.tasks)
+      if (task.out != nullptr)
+        for (size_t i = 0; i < task.out->count; ++i) in.merged.push_back(at(task.out, i));
+    merged_view = ex_batch{sizeof(ex_batch), sizeof(ex_record), in.merged.data(), in.merged.size()};
+    cur = &merged_view;
+  }
+  if (cur == nullptr) cur = batch;  // no transforms ran (n == 1 and an empty chain)
 
   size_t sink_rejects = 0;
   struct SinkCtx {
@@ -606,15 +694,21 @@ Outcome Pipeline::commit_round(Instance& in) {
       read.push_back(ex_partition{sizeof(ex_partition), id, bv(it->second.name),
                                   bv(it->second.topic), it->second.number, pos});
     }
-    for (auto& t : in.transforms) {
-      o = t->positions(read);
-      if (!o.ok()) return Outcome{o.code, t->id() + " positions: " + o.message, o.key};
+    auto shares = in.split(read);
+    for (size_t k = 0; k < in.tasks.size(); ++k) {
+      if (shares[k].empty()) continue;
+      for (auto& t : in.tasks[k].transforms) {
+        o = t->positions(shares[k]);
+        if (!o.ok()) return Outcome{o.code, t->id() + " positions: " + o.message, o.key};
+      }
     }
   }
-  for (auto& t : in.transforms) {
-    o = t->prepare_commit();
-    if (!o.ok()) return Outcome{o.code, t->id() + " prepare_commit: " + o.message, o.key};
-  }
+  // Serially, on this thread: a stage's changelog records go into the sink's round.
+  for (auto& task : in.tasks)
+    for (auto& t : task.transforms) {
+      o = t->prepare_commit();
+      if (!o.ok()) return Outcome{o.code, t->id() + " prepare_commit: " + o.message, o.key};
+    }
   o = in.sink->prepare_commit();
   if (!o.ok()) return Outcome{o.code, in.sink->id() + " prepare_commit: " + o.message, o.key};
   // Dead letters are flushed before the main commit: never lost, at worst repeated.
@@ -650,15 +744,16 @@ Outcome Pipeline::commit_round(Instance& in) {
                 "source could not commit its positions ({}); they are committed with the next round",
                 o.message);
   }
-  for (auto& t : in.transforms) {
-    Outcome c = t->commit();
-    if (c.ok()) continue;
-    // The round is committed; a stage that could not follow must be rebuilt (a store
-    // with a changelog restores what it missed).
-    log::error("pipeline:" + spec_.name, "{} commit: {}", t->id(), c.message);
-    if (!in.callback_failure)
-      in.callback_failure = Outcome{EX_ERR_FATAL, t->id() + " commit: " + c.message, {}};
-  }
+  for (auto& task : in.tasks)
+    for (auto& t : task.transforms) {
+      Outcome c = t->commit();
+      if (c.ok()) continue;
+      // The round is committed; a stage that could not follow must be rebuilt (a store
+      // with a changelog restores what it missed).
+      log::error("pipeline:" + spec_.name, "{} commit: {}", t->id(), c.message);
+      if (!in.callback_failure)
+        in.callback_failure = Outcome{EX_ERR_FATAL, t->id() + " commit: " + c.message, {}};
+    }
   in.round_positions.clear();
   in.has_last = true;
   in.last_format = fmt_s;
@@ -679,7 +774,8 @@ void Pipeline::abort_round(Instance& in, const std::string& why) {
   log::warn(scope, "aborting round of {} records: {}", in.round_records, why);
   if (in.sink) in.sink->abort();
   if (in.dlq) in.dlq->abort();
-  for (auto& t : in.transforms) t->abort();
+  for (auto& task : in.tasks)
+    for (auto& t : task.transforms) t->abort();
   if (in.source) {
     ex_checkpoint last = in.last();
     Outcome o = in.source->rewind(&last);
@@ -709,16 +805,22 @@ void Pipeline::apply_reconfigure(Instance& in) {
   std::lock_guard<std::mutex> g(reconf_mu_);
   if (!reconf_spec_) return;
   const config::PipelineSpec& next = *reconf_spec_;
-  bool ok = next.transforms.size() == in.transforms.size();
+  const auto& stages = in.tasks[0].transforms;  // every task has the same stages
+  bool ok = next.transforms.size() == stages.size();
   auto refuse = [&](const std::string& id, const Outcome& o) {
     log::info("pipeline:" + spec_.name, "{} cannot change in place ({}); restarting instead", id,
               o.message);
     ok = false;
   };
-  for (size_t i = 0; ok && i < in.transforms.size(); ++i) {
-    if (next.transforms[i].fingerprint() == in.transforms[i]->spec().fingerprint()) continue;
-    Outcome o = in.transforms[i]->reconfigure(next.transforms[i]);
-    if (!o.ok()) refuse(in.transforms[i]->id(), o);
+  for (size_t i = 0; ok && i < stages.size(); ++i) {
+    if (next.transforms[i].fingerprint() == stages[i]->spec().fingerprint()) continue;
+    for (auto& task : in.tasks) {
+      Outcome o = task.transforms[i]->reconfigure(next.transforms[i]);
+      if (!o.ok()) {
+        refuse(task.transforms[i]->id(), o);
+        break;
+      }
+    }
   }
   if (ok && next.source.fingerprint() != in.source->spec().fingerprint()) {
     Outcome o = in.source->reconfigure(next.source);
@@ -770,18 +872,24 @@ Pipeline::RunResult Pipeline::run_instance() {
       return cleanup(classify(o));
     }
   }
-  for (size_t i = 0; i < spec_.transforms.size(); ++i) {
-    auto& ts = spec_.transforms[i];
-    std::string id = ts.label.empty() ? fmt::format("transforms[{}]/{}", i, ts.plugin)
-                                      : fmt::format("transforms[{}]/{}", i, ts.label);
-    auto t = std::make_unique<Transform>(ts, binding(id));
-    o = t->create();
-    if (!o.ok()) {
-      fail(t->describe_create_error(o));
-      return cleanup(classify(o));
+  // Every task gets its own instance of every transform (same stage id: the instances
+  // of one stage share metrics series, state directory and changelog).
+  const size_t n_tasks = static_cast<size_t>(std::max<int64_t>(1, spec_.threads));
+  in.tasks.resize(n_tasks);
+  for (size_t k = 0; k < n_tasks; ++k)
+    for (size_t i = 0; i < spec_.transforms.size(); ++i) {
+      auto& ts = spec_.transforms[i];
+      std::string id = ts.label.empty() ? fmt::format("transforms[{}]/{}", i, ts.plugin)
+                                        : fmt::format("transforms[{}]/{}", i, ts.label);
+      auto t = std::make_unique<Transform>(ts, binding(id));
+      o = t->create();
+      if (!o.ok()) {
+        fail(t->describe_create_error(o));
+        return cleanup(classify(o));
+      }
+      in.tasks[k].transforms.push_back(std::move(t));
     }
-    in.transforms.push_back(std::move(t));
-  }
+  if (n_tasks > 1) in.pool = std::make_unique<TaskPool>(n_tasks - 1, spec_.name);
   in.source = std::make_unique<Source>(spec_.source, binding("source/" + spec_.source.plugin));
   o = in.source->create();
   if (!o.ok()) {

@@ -38,6 +38,8 @@ struct Stats {
   std::atomic<uint64_t> restarts{0};
 };
 
+struct Task;  // one share of the partitions with its own transform instances
+
 class Pipeline {
  public:
   explicit Pipeline(config::PipelineSpec spec);
@@ -63,6 +65,7 @@ class Pipeline {
  private:
   enum class RunResult { finished, stopped, failed_permanent, failed_retry };
   struct Instance;
+  void run_task(Task& task, const ex_batch* batch);
 
   void thread_main();
   RunResult run_instance();

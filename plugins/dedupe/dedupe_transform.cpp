@@ -1,5 +1,8 @@
 #include "dedupe_transform.hpp"
 
+#include <map>
+#include <mutex>
+
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
@@ -60,13 +63,30 @@ std::string default_changelog_topic(const std::string& pipeline, const std::stri
 }
 }  // namespace
 
+namespace {
+// The instances of one stage on a pipeline's task threads (`threads:`) share one block
+// cache, so rocksdb.block.cache bounds the stage, not each of its tasks.
+std::shared_ptr<rocksdb::Cache> shared_cache(const std::string& state_dir, size_t bytes) {
+  static std::mutex mu;
+  static auto* caches = new std::map<std::string, std::weak_ptr<rocksdb::Cache>>;
+  std::lock_guard<std::mutex> g(mu);
+  auto& slot = (*caches)[state_dir];
+  auto cache = slot.lock();
+  if (!cache || cache->GetCapacity() != bytes) {
+    cache = rocksdb::NewLRUCache(bytes);
+    slot = cache;
+  }
+  return cache;
+}
+}  // namespace
+
 DedupeTransform::DedupeTransform(sdk::Host host, const sdk::Config& config)
     : host_(host), settings_(Settings::parse(config)), ids_(settings_.id) {
-  cache_ = rocksdb::NewLRUCache(settings_.block_cache_bytes);
   Status st = lock_.acquire(settings_.state_dir, ".exactly-lock",
                             std::string("pipeline '") + host_.pipeline() + "' stage " +
                                 host_.component_id());
   if (!st) throw sdk::ConfigError("state.dir", "dedupe: " + st.message());
+  cache_ = shared_cache(settings_.state_dir, settings_.block_cache_bytes);
   changelog_topic_ = settings_.changelog_topic.empty()
                          ? default_changelog_topic(host_.pipeline(), host_.component_id())
                          : settings_.changelog_topic;

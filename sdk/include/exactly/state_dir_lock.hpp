@@ -13,6 +13,8 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <string>
 
 namespace exactly::sdk {
@@ -24,37 +26,71 @@ class StateDirLock {
   StateDirLock& operator=(const StateDirLock&) = delete;
   ~StateDirLock() { release(); }
 
-  // `what` names the holder in messages, e.g. "pipeline 'events' dedupe stage".
+  // `what` names the holder in messages, e.g. "pipeline 'events' dedupe stage". Holders
+  // in this process with the same `what` share the lock: the instances of one stage
+  // that a pipeline runs on several threads (`threads:`) use one directory.
   Status acquire(const std::string& dir, const std::string& file, const std::string& what) {
     release();
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec) return Status::fatal("cannot create state directory " + dir + ": " + ec.message());
-    path_ = (std::filesystem::path(dir) / file).string();
-    fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd_ < 0) return Status::fatal("cannot open " + path_ + ": " + std::strerror(errno));
-    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    std::string path = (std::filesystem::path(dir) / file).string();
+    Registry& r = registry();
+    std::lock_guard<std::mutex> g(r.mu);
+    auto held = r.held.find(path);
+    if (held != r.held.end()) {
+      if (held->second.what != what)
+        return Status::fatal("state directory " + dir + " is in use by " + held->second.what +
+                             " (pid " + std::to_string(::getpid()) +
+                             "); every host (and every pipeline) needs its own state.dir");
+      ++held->second.users;
+      path_ = path;
+      return Status::ok();
+    }
+    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return Status::fatal("cannot open " + path + ": " + std::strerror(errno));
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
       char buf[256] = {0};
-      ssize_t n = ::pread(fd_, buf, sizeof(buf) - 1, 0);
+      ssize_t n = ::pread(fd, buf, sizeof(buf) - 1, 0);
       std::string holder = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "another holder";
       while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
-      ::close(fd_);
-      fd_ = -1;
+      ::close(fd);
       return Status::fatal("state directory " + dir + " is in use by " + holder +
                            "; every host (and every pipeline) needs its own state.dir");
     }
     std::string me = what + " (pid " + std::to_string(::getpid()) + ")\n";
-    if (::ftruncate(fd_, 0) == 0) (void)!::pwrite(fd_, me.data(), me.size(), 0);
+    if (::ftruncate(fd, 0) == 0) (void)!::pwrite(fd, me.data(), me.size(), 0);
+    r.held.emplace(path, Held{fd, what, 1});
+    path_ = path;
     return Status::ok();
   }
 
   void release() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
+    if (path_.empty()) return;
+    Registry& r = registry();
+    std::lock_guard<std::mutex> g(r.mu);
+    auto held = r.held.find(path_);
+    if (held != r.held.end() && --held->second.users == 0) {
+      ::close(held->second.fd);
+      r.held.erase(held);
+    }
+    path_.clear();
   }
 
  private:
-  int fd_ = -1;
+  struct Held {
+    int fd;
+    std::string what;
+    int users;
+  };
+  struct Registry {
+    std::mutex mu;
+    std::map<std::string, Held> held;
+  };
+  static Registry& registry() {
+    static Registry* r = new Registry;  // never destroyed: locks may be released at exit
+    return *r;
+  }
   std::string path_;
 };
 

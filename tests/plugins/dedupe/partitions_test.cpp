@@ -38,13 +38,29 @@ TEST_F(DedupeTest, RecordsOfUnassignedPartitionsAreFatal) {
   EXPECT_THAT(out.kept, IsEmpty());
 }
 
+// A pipeline with `threads:` runs one instance of the stage per task: they share the
+// state directory (each owns the stores of its own partitions) and its lock.
+TEST_F(DedupeTest, InstancesOfOneStageShareTheStateDirectory) {
+  auto& t = start();
+  t.process({event("a", 0)});
+  commit_round();
+  FakeHost same_stage;  // same pipeline, same stage id: another task of it
+  TransformHarness twin(library(), "dedupe", config(), &same_stage);
+  ASSERT_TRUE(twin.ok()) << twin.create_status().message();
+  ASSERT_TRUE(twin.assign({part(1, "events-1")}).is_ok());
+  exactly::sdk::Status st;
+  auto out = twin.process({event("a", 0, 1)}, &st);
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  EXPECT_EQ(out.kept.size(), 1u);  // another partition's store: its own claims
+}
+
 TEST_F(DedupeTest, RevokeClosesTheStoreAndAssignReopensIt) {
   auto& t = start();
   t.process({event("a", 0)});
   commit_round();
   // While this stage lives, another one (another process, or another pipeline) cannot
   // use the same state directory, and says who holds it.
-  FakeHost other_host;
+  FakeHost other_host("another-pipeline");
   TransformHarness other(library(), "dedupe", config(), &other_host);
   ASSERT_FALSE(other.ok());
   EXPECT_EQ(other.create_status().code(), EX_ERR_CONFIG);

@@ -1,0 +1,97 @@
+// `threads:` through the real binary and real .so plugins: the pipeline's partitions are
+// split into tasks, each with its own transform instances on its own thread; every
+// partition stays in one task (its order kept), every record comes out once, and the
+// tasks really run at the same time.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <regex>
+#include <set>
+
+#include "test_util.hpp"
+
+using namespace exactly::test;
+
+namespace {
+const std::string kPluginPath = std::string(EXACTLY_BUILD_DIR) + "/test-plugins";
+
+struct Result {
+  RunResult run;
+  std::map<int, std::vector<int>> values;   // partition -> values in output order
+  std::map<int, std::set<std::string>> tags;  // partition -> instances that tagged it
+  long overlaps = -1;
+};
+
+Result run_with(int threads, int n) {
+  auto dir = temp_dir("threads");
+  write_file(dir / "p.yaml",
+             "plugin.path: [" + kPluginPath + "]\npipelines:\n  - name: t\n    delivery: exactly_once\n"
+             "    threads: " + std::to_string(threads) + "\n"
+             "    commit: { max.records: 1000, interval: 5s }\n"
+             "    source: { plugin: counters, config: { count: " + std::to_string(n) +
+             ", batch.size: 200, partitions: 4 } }\n"
+             "    transforms:\n      - { plugin: tag-task, config: { sleep.us: 20 } }\n"
+             "    sink: { plugin: faulty, config: { path: " + (dir / "out.txt").string() + " } }\n");
+  Result r;
+  r.run = run(exactly_bin() + " run " + (dir / "p.yaml").string(), dir);
+  std::regex line(R"((\d+):(\d+)@(\d+))");
+  for (const auto& l : lines_of(read_file(dir / "out.txt"))) {
+    std::smatch m;
+    if (!std::regex_match(l, m, line)) continue;
+    int p = std::stoi(m[1]);
+    r.values[p].push_back(std::stoi(m[2]));
+    r.tags[p].insert(m[3]);
+  }
+  std::smatch m;
+  std::string all = r.run.out + r.run.err;
+  if (std::regex_search(all, m, std::regex(R"(tag_task_overlaps_total\s+(\d+))"))) r.overlaps = std::stol(m[1]);
+  return r;
+}
+
+void expect_each_value_once_in_order(const Result& r, int n) {
+  ASSERT_EQ(r.values.size(), 4u) << r.run.err;
+  for (const auto& [p, v] : r.values) {
+    ASSERT_EQ(v.size(), static_cast<size_t>(n)) << "partition " << p;
+    for (int i = 0; i < n; ++i) ASSERT_EQ(v[static_cast<size_t>(i)], i) << "partition " << p;
+  }
+}
+}  // namespace
+
+TEST(Threads, TwoTasksSplitThePartitionsKeepTheirOrderAndRunAtOnce) {
+  const int n = 2000;
+  Result r = run_with(2, n);
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+  expect_each_value_once_in_order(r, n);
+  std::set<std::string> instances;
+  for (const auto& [p, tags] : r.tags) {
+    EXPECT_EQ(tags.size(), 1u) << "partition " << p << " went through more than one task";
+    instances.insert(tags.begin(), tags.end());
+  }
+  EXPECT_EQ(instances.size(), 2u) << "two tasks, each its own transform instance";
+  EXPECT_EQ(r.tags[0], r.tags[2]);  // partition id % tasks
+  EXPECT_EQ(r.tags[1], r.tags[3]);
+  EXPECT_GT(r.overlaps, 0) << "the two tasks never ran at the same time\n" << r.run.out << r.run.err;
+}
+
+TEST(Threads, OneThreadIsOneInstance) {
+  const int n = 500;
+  Result r = run_with(1, n);
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+  expect_each_value_once_in_order(r, n);
+  std::set<std::string> instances;
+  for (const auto& [p, tags] : r.tags) instances.insert(tags.begin(), tags.end());
+  EXPECT_EQ(instances.size(), 1u);
+  EXPECT_EQ(r.overlaps, 0);
+}
+
+TEST(Threads, AnOutOfRangeThreadCountIsRefusedAtItsLine) {
+  auto dir = temp_dir("threads");
+  write_file(dir / "p.yaml",
+             "plugin.path: [" + kPluginPath + "]\npipelines:\n  - name: t\n    threads: -1\n"
+             "    source: { plugin: counter, config: { count: 1 } }\n"
+             "    sink: { plugin: discard }\n");
+  auto r = run(exactly_bin() + " validate " + (dir / "p.yaml").string(), dir);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE((r.out + r.err).find("p.yaml:4"), std::string::npos) << r.out << r.err;
+  EXPECT_NE((r.out + r.err).find("'threads' must be between 0"), std::string::npos) << r.out << r.err;
+}
