@@ -40,6 +40,9 @@
 #   mt m with its clients tuned as the Streams app's are: producer linger.ms 5, batch.size
 #      1 MiB, and (idempotent, so still in order) 5 requests in flight instead of
 #      Connect's 1; consumer max.poll.records 10000. Not in the default cases.
+#   c1, e1, b1 (any exactly case + "1"): the same with `threads: 1` (one task: the
+#      transforms on the pipeline thread); the plain cases run at the default, one task
+#      per core. c/c1 is what the tasks give.
 #   ct, et, c0t (any exactly case + "t"): the same with rdkafka: {queued.min.messages:
 #      PREFETCH}. The kafka source defaults to 1000000 since 2026-11-23, so with the
 #      default PREFETCH "t" equals the plain case; it remains for sweeping other values
@@ -203,6 +206,7 @@ write_yaml() {  # case delivery with_dedupe dir group out tuned changelog_off ch
     echo "  - name: bench-$c"
     echo "    delivery: $delivery"
     echo "    commit: { interval: ${interval_ms}ms, max.records: $max_records }"
+    [[ -n "${yaml_threads:-}" ]] && echo "    threads: $yaml_threads"
     echo "    source: { plugin: kafka, config: { bootstrap.servers: \"$B\", group.id: $group, topics: [$in]$extra } }"
     if [[ "$dedupe" == 1 ]]; then
       echo "    transforms:"
@@ -269,10 +273,11 @@ run_case() {  # case rep
   # MM2 names its output <source alias>.<input> (DefaultReplicationPolicy); the alias is
   # bench-out-CASE-REP-TAG, so the output is still a topic of this run alone.
   [[ ${c:0:1} == m ]] && out="bench-out-$c-$rep-$tag.$in"
-  local base="${c:0:1}" tuned=0 nocl=0 cl="bench-changelog-$c-$rep-$tag"
+  local base="${c:0:1}" tuned=0 nocl=0 one=0 cl="bench-changelog-$c-$rep-$tag"
   case "${c:1}" in
     "") ;;
     t) tuned=1 ;;
+    1) one=1 ;;
     0) nocl=1 ;;
     0t) nocl=1 tuned=1 ;;
     *) die "unknown case $c" ;;
@@ -301,6 +306,8 @@ run_case() {  # case rep
       local delivery=exactly_once dedupe=1
       [[ $base == b ]] && delivery=at_least_once
       [[ $base == e ]] && dedupe=0
+      yaml_threads=""
+      [[ $one == 1 ]] && yaml_threads=1
       write_yaml "$c" "$delivery" "$dedupe" "$d" "$group" "$out" "$tuned" "$nocl" "$cl"
       json=$("$build/bench_run_until_committed" --bootstrap "$B" --group "$group" --topic "$in" \
                --target "$records" --broker-pid "$broker_pid" --log "$d/log.txt" \
@@ -472,6 +479,7 @@ summary="$work/summary.md"
     [[ ${c:1} == 0* ]] && what="${what/changelog on/changelog off}"
     if [[ $c == mt ]]; then what="$what, clients tuned as d's"
     elif [[ ${c:1} == *t ]]; then what="$what, source prefetch $prefetch"; fi
+    [[ ${c:1} == 1 ]] && what="$what, threads: 1"
     awk -F'\t' -v c="$c" -v what="$what" '
       function median(arr, n,   i, j, t) {
         for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (arr[j] < arr[i]) { t = arr[i]; arr[i] = arr[j]; arr[j] = t }
@@ -500,6 +508,8 @@ summary="$work/summary.md"
       if (("ct" in med) && ("a" in med)) printf "ct/a = %.2f (target >= 0.6)\n", med["ct"] / med["a"]
       if (("et" in med) && ("a" in med)) printf "et/a = %.2f\n", med["et"] / med["a"]
       if (("c0" in med) && ("c" in med)) printf "c0/c = %.2f (changelog off vs on)\n", med["c0"] / med["c"]
+      if (("c1" in med) && ("c" in med)) printf "c/c1 = %.2f (default threads vs threads: 1)\n", med["c"] / med["c1"]
+      if (("c1" in med) && ("a" in med)) printf "c1/a = %.2f\n", med["c1"] / med["a"]
       if (("c0" in med) && ("d" in med)) printf "c0/d = %.2f\n", med["c0"] / med["d"]
       if (("c0" in med) && ("a" in med)) printf "c0/a = %.2f\n", med["c0"] / med["a"]
     }' "$results"

@@ -1,0 +1,125 @@
+// The commit protocol: a round made durable by every stage, committed by the sink with
+// the source's positions, or aborted and rewound.
+#include "engine/pipeline_instance.hpp"
+
+#include "util/log.hpp"
+
+#include <fmt/format.h>
+
+namespace exactly::engine {
+
+Outcome Pipeline::commit_round(Instance& in) {
+  auto t0 = Clock::now();
+  ex_checkpoint cp{};
+  Outcome o = in.source->checkpoint(&cp);
+  if (!o.ok()) return o;
+  std::string fmt_s = sv(cp.format), data_s = sv(cp.data);
+  ex_checkpoint positions{sizeof(ex_checkpoint), bv(fmt_s), bv(data_s)};
+
+  // 1. every stateful stage makes the round durable, knowing how far the round read
+  if (!in.round_positions.empty()) {
+    std::vector<ex_partition> read;
+    for (auto [id, pos] : in.round_positions) {
+      auto it = partitions_.find(id);
+      if (it == partitions_.end()) continue;
+      read.push_back(ex_partition{sizeof(ex_partition), id, bv(it->second.name),
+                                  bv(it->second.topic), it->second.number, pos});
+    }
+    auto shares = in.split(read);
+    for (size_t k = 0; k < in.tasks.size(); ++k) {
+      if (shares[k].empty()) continue;
+      for (auto& t : in.tasks[k].transforms) {
+        o = t->positions(shares[k]);
+        if (!o.ok()) return Outcome{o.code, t->id() + " positions: " + o.message, o.key};
+      }
+    }
+  }
+  // Serially, on this thread: a stage's changelog records go into the sink's round.
+  for (auto& task : in.tasks)
+    for (auto& t : task.transforms) {
+      o = t->prepare_commit();
+      if (!o.ok()) return Outcome{o.code, t->id() + " prepare_commit: " + o.message, o.key};
+    }
+  o = in.sink->prepare_commit();
+  if (!o.ok()) return Outcome{o.code, in.sink->id() + " prepare_commit: " + o.message, o.key};
+  // Dead letters are flushed before the main commit: never lost, at worst repeated.
+  if (in.dlq) {
+    uint32_t f = 0;
+    o = in.dlq->prepare_commit();
+    if (o.ok()) o = in.dlq->commit(nullptr, &f);
+    if (!o.ok()) return Outcome{o.code, "dead-letter sink: " + o.message, o.key};
+  }
+  // 2. the sink commits output and, when it can, the positions with it
+  uint32_t flags = 0;
+  o = in.sink->commit(&positions, &flags);
+  if (!o.ok()) return Outcome{o.code, in.sink->id() + " commit: " + o.message, o.key};
+  if ((flags & EX_SINK_STORED_POSITIONS) != 0 && (flags & EX_SINK_POSITIONS_IN_SOURCE) == 0) {
+    // The sink keeps the positions with its output; the source's own store follows, so
+    // that whoever resumes a partition from it (another host of the group, or this one
+    // after a rebalance) does not start over. Best effort: the sink's copy is the truth.
+    o = in.source->commit(&positions);
+    if (!o.ok())
+      log::warn("pipeline:" + spec_.name, "source could not mirror the positions the sink stored ({})",
+                o.message);
+  } else if ((flags & EX_SINK_STORED_POSITIONS) == 0) {
+    if (spec_.delivery == config::Delivery::exactly_once)
+      return Outcome::make(
+          EX_ERR_CONFIG,
+          fmt::format("{}: delivery is exactly_once but sink '{}' cannot store the source's "
+                      "positions ({}) atomically with its output; use delivery: at_least_once "
+                      "or a sink/source pair that supports it",
+                      spec_.mark.str(), spec_.sink.plugin, fmt_s.empty() ? "none" : fmt_s));
+    o = in.source->commit(&positions);
+    if (!o.ok())
+      log::warn("pipeline:" + spec_.name,
+                "source could not commit its positions ({}); they are committed with the next round",
+                o.message);
+  }
+  for (auto& task : in.tasks)
+    for (auto& t : task.transforms) {
+      Outcome c = t->commit();
+      if (c.ok()) continue;
+      // The round is committed; a stage that could not follow must be rebuilt (a store
+      // with a changelog restores what it missed).
+      log::error("pipeline:" + spec_.name, "{} commit: {}", t->id(), c.message);
+      if (!in.callback_failure)
+        in.callback_failure = Outcome{EX_ERR_FATAL, t->id() + " commit: " + c.message, {}};
+    }
+  in.round_positions.clear();
+  in.has_last = true;
+  in.last_format = fmt_s;
+  in.last_data = data_s;
+  stats_.records_in += in.round_records;
+  stats_.records_out += in.round_out;
+  stats_.rejected += in.round_rejected;
+  in.round_records = in.round_out = in.round_rejected = 0;
+  in.consecutive_aborts = 0;
+  stats_.commits++;
+  metrics::global().add("commits_total", labels(), 1);
+  metrics::global().observe("commit_latency_seconds", labels(), seconds_since(t0));
+  return {};
+}
+
+void Pipeline::abort_round(Instance& in, const std::string& why) {
+  std::string scope = "pipeline:" + spec_.name;
+  log::warn(scope, "aborting round of {} records: {}", in.round_records, why);
+  if (in.sink) in.sink->abort();
+  if (in.dlq) in.dlq->abort();
+  for (auto& task : in.tasks)
+    for (auto& t : task.transforms) t->abort();
+  if (in.source) {
+    ex_checkpoint last = in.last();
+    Outcome o = in.source->rewind(&last);
+    if (!o.ok()) {
+      in.callback_failure = Outcome{EX_ERR_FATAL, "rewind failed: " + o.message, {}};
+    }
+  }
+  stats_.replayed += in.round_records;
+  in.round_records = in.round_out = in.round_rejected = 0;
+  in.round_positions.clear();
+  in.consecutive_aborts++;
+  stats_.aborts++;
+  metrics::global().add("aborts_total", labels(), 1);
+}
+
+}  // namespace exactly::engine

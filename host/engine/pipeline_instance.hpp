@@ -1,0 +1,112 @@
+// What the pipeline's files share: one build of its plugin objects (Instance), the
+// tasks its partitions are split into (threads:), and small helpers. Private to
+// host/engine/pipeline*.cpp.
+#pragma once
+
+#include "engine/arena.hpp"
+#include "engine/pipeline.hpp"
+#include "engine/standby_set.hpp"
+#include "engine/task_pool.hpp"
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace exactly::engine {
+namespace pipeline_detail {
+using Clock = std::chrono::steady_clock;
+
+inline std::string sv(ex_bytes b) {
+  return b.ptr ? std::string(reinterpret_cast<const char*>(b.ptr), b.len) : std::string();
+}
+inline ex_bytes bv(const std::string& s) {
+  return ex_bytes{reinterpret_cast<const uint8_t*>(s.data()), s.size()};
+}
+inline double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+inline Pipeline* owner_of(void* ctx) {
+  return static_cast<Pipeline*>(static_cast<HostBinding*>(ctx)->owner);
+}
+}  // namespace pipeline_detail
+using namespace pipeline_detail;
+
+// A rejected record kept until the tasks of a batch are joined (handle_reject runs on
+// the pipeline thread): a deep copy in the task's arena.
+struct TaskReject {
+  std::string stage;
+  ex_record record;
+  std::string reason;
+};
+
+// One share of the pipeline's partitions (partition id % tasks) with its own instances of
+// every transform: its records go through them on a thread of their own.
+struct Task {
+  std::vector<std::unique_ptr<Transform>> transforms;
+  Arena arena;                       // records the transforms emit, rejected copies
+  std::vector<ex_record> in;         // its share of the batch, in batch order
+  std::vector<ex_record> bufs[2];
+  const ex_batch* out = nullptr;     // what its last transform kept
+  ex_batch views[2]{};
+  ex_batch in_view{};
+  std::vector<TaskReject> rejects;
+  Outcome failure;
+};
+
+// One build of the pipeline's plugin objects. Torn down source first, so nothing
+// the source does while closing (a consumer's final revocation) reaches stages
+// that are already gone.
+struct Pipeline::Instance {
+  std::unique_ptr<Sink> sink;
+  std::unique_ptr<Sink> dlq;
+  std::vector<Task> tasks;  // at least one
+  std::unique_ptr<TaskPool> pool;
+  std::vector<ex_record> merged;  // the tasks' outputs, for the sink
+  std::unique_ptr<Source> source;
+
+  bool has_last = false;  // last committed positions (what an abort rewinds to)
+  std::string last_format, last_data;
+  uint64_t round_records = 0;
+  uint64_t round_out = 0, round_rejected = 0;  // folded into the stats when it commits
+  // Per partition id: the source position after the last record read this round.
+  std::map<int32_t, int64_t> round_positions;
+  int64_t consecutive_aborts = 0;
+  Clock::time_point round_start = Clock::now();
+  // For commit.after.takeover after partitions are assigned (not the instance's first
+  // assignment) or resumed, a round ends after each batch: a takeover's first output is
+  // visible without waiting out commit.interval.
+  Clock::time_point commit_fast_until{};
+  bool assigned_before = false;
+
+  Arena arena;
+  std::vector<ex_record> dlq_pending;
+  std::optional<std::string> policy_stop;
+  std::optional<Outcome> callback_failure;
+  StandbySet standby;  // partitions the source wants kept warm here (ABI 1.2)
+  int64_t standby_failures = 0;
+
+  ex_checkpoint last() const {
+    return ex_checkpoint{sizeof(ex_checkpoint), bv(last_format), bv(last_data)};
+  }
+  void teardown() {
+    source.reset();
+    pool.reset();
+    tasks.clear();
+    dlq.reset();
+    sink.reset();
+  }
+  size_t task_of(int32_t partition_id) const {
+    return static_cast<size_t>(partition_id < 0 ? 0 : partition_id) % tasks.size();
+  }
+  // The partitions of `parts` that belong to each task.
+  std::vector<std::vector<ex_partition>> split(const std::vector<ex_partition>& parts) const {
+    std::vector<std::vector<ex_partition>> out(tasks.size());
+    for (const auto& x : parts) out[task_of(x.id)].push_back(x);
+    return out;
+  }
+};
+
+}  // namespace exactly::engine

@@ -1,0 +1,223 @@
+// The record path: a batch split into tasks, through each task's transforms, rejects to
+// the error policy, the outputs to the sink and the dead-letter sink.
+#include "engine/pipeline_instance.hpp"
+
+#include "engine/plugin_call.hpp"
+#include "util/log.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace exactly::engine {
+
+bool Pipeline::handle_reject(Instance& in, const std::string& stage, const ex_record& r,
+                             const std::string& reason) {
+  std::string where = origin(r);
+  in.round_rejected++;
+  std::string scope = "pipeline:" + spec_.name;
+  switch (spec_.error_policy) {
+    case config::ErrorPolicy::stop:
+      if (!in.policy_stop)
+        in.policy_stop = fmt::format("record at {} rejected by {}: {} (errors.policy: stop)", where,
+                                     stage, reason);
+      metrics::global().add("records_rejected_total", {{"pipeline", spec_.name}, {"stage", stage}, {"outcome", "stop"}}, 1);
+      return false;
+    case config::ErrorPolicy::skip: {
+      uint64_t n = ++stats_.skipped;
+      if (n <= 10 || n % 1000 == 0)
+        log::warn(scope, "skipped record at {} rejected by {}: {} ({} skipped so far)", where, stage,
+                  reason, n);
+      metrics::global().add("records_rejected_total", {{"pipeline", spec_.name}, {"stage", stage}, {"outcome", "skipped"}}, 1);
+      return true;
+    }
+    case config::ErrorPolicy::dead_letter: {
+      std::string names[4] = {"exactly.error", "exactly.stage", "exactly.origin", "exactly.pipeline"};
+      std::string values[4] = {reason, stage, where, spec_.name};
+      std::vector<ex_header> extra;
+      for (int i = 0; i < 4; ++i) extra.push_back({bv(names[i]), bv(values[i])});
+      in.dlq_pending.push_back(in.arena.copy(r, extra));  // copies the strings too
+      stats_.dead_lettered++;
+      metrics::global().add("records_rejected_total", {{"pipeline", spec_.name}, {"stage", stage}, {"outcome", "dead_letter"}}, 1);
+      return true;
+    }
+  }
+  return false;
+}
+
+namespace {
+struct EmitCtx {
+  const ex_batch* in;
+  std::vector<ex_record>* out;
+  Task* task;
+  const std::string* stage;
+};
+const ex_record& at(const ex_batch* b, size_t i) {
+  return *reinterpret_cast<const ex_record*>(reinterpret_cast<const char*>(b->records) +
+                                             i * b->record_size);
+}
+}  // namespace
+
+std::string Pipeline::batch_origin(const ex_batch* b) const {
+  std::string first = origin(at(b, 0));
+  return b->count > 1 ? fmt::format("{} and {} more", first, b->count - 1) : first;
+}
+
+// One task's records through its own transforms, on whichever thread runs the task.
+// Rejects are kept (copied) for the pipeline thread, which applies the error policy
+// once every task is done.
+void Pipeline::run_task(Task& task, const ex_batch* batch) {
+  task.rejects.clear();
+  task.failure = Outcome{};
+  const ex_batch* cur = batch;
+  for (size_t i = 0; i < task.transforms.size(); ++i) {
+    auto& t = task.transforms[i];
+    auto& out = task.bufs[i % 2];
+    out.clear();
+    out.reserve(cur->count);
+    const std::string stage = t->id();
+    EmitCtx ctx{cur, &out, &task, &stage};
+    ex_emitter em{sizeof(ex_emitter), &ctx,
+                  [](void* c, size_t idx) -> int32_t {
+                    auto* x = static_cast<EmitCtx*>(c);
+                    if (idx >= x->in->count) return EX_ERR_FATAL;
+                    x->out->push_back(at(x->in, idx));
+                    return EX_OK;
+                  },
+                  [](void* c, const ex_record* r) -> int32_t {
+                    auto* x = static_cast<EmitCtx*>(c);
+                    x->out->push_back(x->task->arena.copy(*r));
+                    return EX_OK;
+                  },
+                  [](void* c, size_t idx, const char* m, size_t n) -> int32_t {
+                    auto* x = static_cast<EmitCtx*>(c);
+                    if (idx < x->in->count)
+                      x->task->rejects.push_back(
+                          TaskReject{*x->stage, x->task->arena.copy(at(x->in, idx)), std::string(m, n)});
+                    return EX_OK;
+                  }};
+    if (cur->count > 0) set_next_call_origin(batch_origin(cur));
+    Outcome o = t->process(cur, &em);
+    if (!o.ok()) {
+      o.message = fmt::format("{}: {}", stage, o.message);
+      task.failure = o;
+      return;
+    }
+    // errors.policy stop: nothing after a rejected record's stage runs.
+    if (!task.rejects.empty() && spec_.error_policy == config::ErrorPolicy::stop) return;
+    task.views[i % 2] = ex_batch{sizeof(ex_batch), sizeof(ex_record), out.data(), out.size()};
+    cur = &task.views[i % 2];
+  }
+  task.out = cur;
+}
+
+Outcome Pipeline::process_batch(Instance& in, const ex_batch* batch) {
+  auto t0 = Clock::now();
+  in.arena.reset();
+  in.dlq_pending.clear();
+  // Records of one partition come in runs: one map lookup per run, not per record.
+  int64_t* pos = nullptr;
+  int32_t pos_of = 0;
+  for (size_t i = 0; i < batch->count; ++i) {
+    const ex_record& r = at(batch, i);
+    if (pos == nullptr || r.partition != pos_of) {
+      pos_of = r.partition;
+      pos = &in.round_positions.try_emplace(pos_of, -1).first->second;
+    }
+    *pos = std::max(*pos, r.offset + 1);
+  }
+  metrics::global().add("records_in_total", labels(), static_cast<double>(batch->count));
+
+  // The tasks: each its share of the batch (partition id % tasks, batch order kept).
+  const size_t n = in.tasks.size();
+  for (auto& task : in.tasks) {
+    task.arena.reset();
+    task.out = nullptr;
+  }
+  if (n == 1) {
+    run_task(in.tasks[0], batch);
+  } else {
+    for (auto& task : in.tasks) task.in.clear();
+    for (size_t i = 0; i < batch->count; ++i) {
+      const ex_record& r = at(batch, i);
+      in.tasks[in.task_of(r.partition)].in.push_back(r);
+    }
+    in.pool->run(n, [&](size_t k) {
+      Task& task = in.tasks[k];
+      if (task.in.empty()) return;
+      task.in_view = ex_batch{sizeof(ex_batch), sizeof(ex_record), task.in.data(), task.in.size()};
+      run_task(task, &task.in_view);
+    });
+  }
+  for (auto& task : in.tasks)
+    for (const auto& rj : task.rejects) handle_reject(in, rj.stage, rj.record, rj.reason);
+  for (auto& task : in.tasks)
+    if (!task.failure.ok()) return task.failure;
+  if (in.policy_stop) return Outcome::make(EX_ERR_CONFIG, *in.policy_stop);
+  const ex_batch* cur = in.tasks[0].out;
+  ex_batch merged_view{};
+  if (n > 1) {
+    in.merged.clear();
+    for (auto& task : in.tasks)
+      if (task.out != nullptr)
+        for (size_t i = 0; i < task.out->count; ++i) in.merged.push_back(at(task.out, i));
+    merged_view = ex_batch{sizeof(ex_batch), sizeof(ex_record), in.merged.data(), in.merged.size()};
+    cur = &merged_view;
+  }
+  if (cur == nullptr) cur = batch;  // no transforms ran (n == 1 and an empty chain)
+
+  size_t sink_rejects = 0;
+  struct SinkCtx {
+    Pipeline* p;
+    Instance* in;
+    const ex_batch* batch;
+    std::string stage;
+    size_t* count;
+  } sctx{this, &in, cur, in.sink->id(), &sink_rejects};
+  ex_record_errors errs{sizeof(ex_record_errors), &sctx,
+                        [](void* c, size_t idx, const char* m, size_t n) -> int32_t {
+                          auto* x = static_cast<SinkCtx*>(c);
+                          if (idx >= x->batch->count) return EX_ERR_FATAL;
+                          ++*x->count;
+                          x->p->handle_reject(*x->in, x->stage, at(x->batch, idx), std::string(m, n));
+                          return EX_OK;
+                        }};
+  if (cur->count > 0) {
+    set_next_call_origin(batch_origin(cur));
+    Outcome o = in.sink->write(cur, &errs);
+    if (!o.ok()) {
+      o.message = fmt::format("{}: {}", in.sink->id(), o.message);
+      return o;
+    }
+  }
+  if (in.policy_stop) return Outcome::make(EX_ERR_CONFIG, *in.policy_stop);
+  if (!in.dlq_pending.empty()) {
+    ex_batch d{sizeof(ex_batch), sizeof(ex_record), in.dlq_pending.data(), in.dlq_pending.size()};
+    size_t dlq_rejects = 0;
+    struct DlqCtx {
+      size_t* n;
+    } dctx{&dlq_rejects};
+    ex_record_errors derrs{sizeof(ex_record_errors), &dctx,
+                           [](void* c, size_t, const char*, size_t) -> int32_t {
+                             ++*static_cast<DlqCtx*>(c)->n;
+                             return EX_OK;
+                           }};
+    Outcome o = in.dlq->write(&d, &derrs);
+    if (!o.ok()) {
+      o.message = fmt::format("dead-letter sink: {}", o.message);
+      return o;
+    }
+    // A record the dead-letter sink refuses has nowhere left to go: stop, never drop.
+    if (dlq_rejects > 0)
+      return Outcome::make(EX_ERR_CONFIG, fmt::format("the dead-letter sink rejected {} record(s); "
+                                                      "stopping rather than losing them",
+                                                      dlq_rejects));
+  }
+  uint64_t out = cur->count - sink_rejects;
+  in.round_out += out;
+  metrics::global().add("records_out_total", labels(), static_cast<double>(out));
+  metrics::global().observe("batch_latency_seconds", labels(), seconds_since(t0));
+  return {};
+}
+
+}  // namespace exactly::engine
