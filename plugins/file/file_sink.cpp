@@ -9,6 +9,8 @@
 
 #include "fs_util.hpp"
 
+#include <exactly/durable_file.hpp>
+
 namespace exactly::file {
 
 using sdk::Status;
@@ -55,7 +57,7 @@ Status FileSink::open(std::optional<sdk::Checkpoint>& stored) {
     // unfinished round of ours. Record it as committed before writing anything, so a
     // crash before our first commit cuts back to exactly this.
     rec.length = size;
-    st = replace_atomically(commit_path_, rec.encode(), fsync_);
+    st = sdk::replace_file_atomically(commit_path_, rec.encode(), fsync_);
     if (!st) return st;
   }
   if (size < rec.length)
@@ -118,7 +120,7 @@ Status FileSink::commit(const sdk::Checkpoint* positions, bool& stored_positions
   CommitRecord rec;
   rec.length = end_;
   if (positions != nullptr) rec.positions = *positions;
-  st = replace_atomically(commit_path_, rec.encode(), fsync_);
+  st = sdk::replace_file_atomically(commit_path_, rec.encode(), fsync_);
   if (!st) return st;
   host_.counter("file_sink_bytes_total", static_cast<double>(end_ - committed_));
   host_.counter("file_sink_records_total", static_cast<double>(round_records_));

@@ -12,6 +12,8 @@
 
 #include "fs_util.hpp"
 
+#include <exactly/durable_file.hpp>
+
 namespace exactly::file {
 
 using sdk::Status;
@@ -179,7 +181,7 @@ Status FileSource::commit(const sdk::Checkpoint& positions) {
   uint64_t offset = 0;
   Status st = parse_offset(positions, offset);
   if (!st) return st;
-  return replace_atomically(offsets_path_, positions.data, true);
+  return sdk::replace_file_atomically(offsets_path_, positions.data, true);
 }
 
 Status FileSource::rewind(const sdk::Checkpoint& positions) {

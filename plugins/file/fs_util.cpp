@@ -64,25 +64,4 @@ Status read_whole(const std::string& path, std::optional<std::string>& out) {
   return Status::ok();
 }
 
-Status replace_atomically(const std::string& path, std::string_view content, bool sync) {
-  std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::fatal(errno_text("cannot create", tmp));
-  Status st = write_all(fd, content.data(), content.size(), tmp);
-  if (st && sync && ::fsync(fd) != 0) st = Status::fatal(errno_text("cannot fsync", tmp));
-  if (::close(fd) != 0 && st) st = Status::fatal(errno_text("cannot close", tmp));
-  if (!st) return st;
-  if (::rename(tmp.c_str(), path.c_str()) != 0)
-    return Status::fatal(errno_text("cannot rename " + tmp + " to", path));
-  if (sync) {
-    std::string dir = dir_of(path);
-    int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0) return Status::fatal(errno_text("cannot open directory", dir));
-    int rc = ::fsync(dfd);
-    ::close(dfd);
-    if (rc != 0) return Status::fatal(errno_text("cannot fsync directory", dir));
-  }
-  return Status::ok();
-}
-
 }  // namespace exactly::file

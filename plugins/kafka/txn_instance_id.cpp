@@ -1,5 +1,7 @@
 #include "txn_instance_id.hpp"
 
+#include <exactly/durable_file.hpp>
+
 #include <exactly/sdk.hpp>
 
 #include <fcntl.h>
@@ -37,24 +39,6 @@ std::string fresh_id() {
   return buf;
 }
 
-// Durable before it is used: an id that vanished on power loss would let a restarted
-// host start with a new id and leave the old one's transaction hanging.
-void write_durably(const std::filesystem::path& path, const std::string& data) {
-  auto tmp = path;
-  tmp += ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw sdk::ConfigError("state.dir", "cannot write " + tmp.string() + ": " + std::strerror(errno));
-  bool ok = ::write(fd, data.data(), data.size()) == static_cast<ssize_t>(data.size()) && ::fsync(fd) == 0;
-  ::close(fd);
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0)
-    throw sdk::ConfigError("state.dir", "cannot write " + path.string() + ": " + std::strerror(errno));
-  int dfd = ::open(path.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
-}
-
 }  // namespace
 
 std::string txn_instance_id(const std::string& state_dir, const std::string& pipeline) {
@@ -68,8 +52,11 @@ std::string txn_instance_id(const std::string& state_dir, const std::string& pip
     std::string id;
     if (in >> id && valid_id(id)) return id;
   }
+  // Durable before it is used: an id that vanished on power loss would let a restarted
+  // host start with a new id and leave the old one's transaction hanging.
   std::string id = fresh_id();
-  write_durably(path, id + "\n");
+  sdk::Status st = sdk::replace_file_atomically(path.string(), id + "\n");
+  if (!st) throw sdk::ConfigError("state.dir", st.message());
   return id;
 }
 
