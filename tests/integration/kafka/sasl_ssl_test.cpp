@@ -96,16 +96,18 @@ struct Topics {
 };
 
 // kafka -> dedupe (with its changelog topic) -> kafka, exactly_once; every client logs in
-// with the password from $EXACTLY_TEST_KAFKA_PASSWORD. `extra` goes into both rdkafka maps.
-std::string pipeline_yaml(const Topics& s, const std::string& extra = "") {
+// with the password from $EXACTLY_TEST_KAFKA_PASSWORD. `extra` goes into both rdkafka maps;
+// `ca` replaces the broker's CA.
+std::string pipeline_yaml(const Topics& s, const std::string& extra = "", fs::path ca = {}) {
   auto& b = broker();
+  if (ca.empty()) ca = b.ca();
   std::string security =
       "        rdkafka:\n"
       "          security.protocol: SASL_SSL\n"
       "          sasl.mechanism: SCRAM-SHA-512\n"
       "          sasl.username: exactly\n"
       "          sasl.password: ${EXACTLY_TEST_KAFKA_PASSWORD}\n"
-      "          ssl.ca.location: " + b.ca().string() + "\n" + extra;
+      "          ssl.ca.location: " + ca.string() + "\n" + extra;
   return "metrics: { listen: 127.0.0.1:0 }\n"
          "pipelines:\n"
          "  - name: secure-copy\n"
@@ -148,7 +150,8 @@ TEST(KafkaSaslSsl, MovesRecordsEndToEndAndNeverPrintsThePassword) {
   s.dir = temp_dir("sasl-ssl");
   tool("create-topic --topic " + s.in + " --partitions 4");
   tool("create-topic --topic " + s.out + " --partitions 4");
-  tool("produce --keyed --topic " + s.in + " --count " + std::to_string(n) + " --partitions 4 --seed 11");
+  tool("produce --keyed --topic " + s.in + " --count " + std::to_string(n) +
+       " --partitions 4 --dup-ratio 0.02 --seed 11");
   const fs::path yaml = s.dir / "p.yaml";
   write_file(yaml, pipeline_yaml(s));
 
@@ -213,10 +216,28 @@ TEST(KafkaSaslSsl, MovesRecordsEndToEndAndNeverPrintsThePassword) {
       << bad.err.substr(bad.err.size() > 6000 ? bad.err.size() - 6000 : 0);
   EXPECT_NE(bad.err.find("check rdkafka sasl.mechanism, sasl.username and sasl.password"), std::string::npos);
 
+  // A CA that did not sign the broker: refused at once too, pointing at ssl.ca.location.
+  Topics t = w;
+  t.dir = temp_dir("sasl-other-ca");
+  auto ca = run("openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=another-ca -keyout " +
+                    (t.dir / "other.key").string() + " -out " + (t.dir / "other.pem").string(),
+                t.dir);
+  ASSERT_EQ(ca.exit_code, 0) << ca.err;
+  write_file(t.dir / "p.yaml", pipeline_yaml(t, "", t.dir / "other.pem"));
+  t0 = Clock::now();
+  auto tls = run(env + "timeout 90 " + exactly_bin() + " run --no-watch " + (t.dir / "p.yaml").string(), t.dir);
+  took = std::chrono::duration<double>(Clock::now() - t0).count();
+  EXPECT_EQ(tls.exit_code, 1) << tls.err.substr(0, 6000);
+  EXPECT_LT(took, 25.0) << "a refused certificate must not wait out open.timeout (30 s)";
+  EXPECT_NE(tls.err.find("sink open: TLS connection to " + b.bootstrap + " failed:"), std::string::npos)
+      << tls.err.substr(tls.err.size() > 6000 ? tls.err.size() - 6000 : 0);
+  EXPECT_NE(tls.err.find("check rdkafka ssl.ca.location"), std::string::npos);
+
   // Nowhere.
   const std::vector<std::pair<std::string, std::string>> outputs = {
       {"validate", v.out + v.err}, {"plugins --json", p.out + p.err}, {"run", out},
-      {"metrics", metrics},        {"wrong-password run", bad.out + bad.err}};
+      {"metrics", metrics},        {"wrong-password run", bad.out + bad.err},
+      {"wrong-CA run", tls.out + tls.err}};
   for (const auto& [what, text] : outputs) {
     EXPECT_EQ(text.find(pw), std::string::npos) << "the password is in the output of " << what;
     EXPECT_EQ(text.find(wrong), std::string::npos) << "the wrong password is in the output of " << what;
