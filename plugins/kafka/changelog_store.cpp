@@ -44,11 +44,13 @@ constexpr const char* kSegmentBytes = "67108864";
 }  // namespace
 
 ChangelogStore::ChangelogStore(sdk::Host host, rd_kafka_t* producer, std::string connect,
-                               std::string servers_display, int64_t timeout_ms)
+                               std::string servers_display, int64_t timeout_ms,
+                               std::map<std::string, std::string> connection)
     : host_(host),
       producer_(producer),
       connect_(std::move(connect)),
       display_(std::move(servers_display)),
+      connection_(std::move(connection)),
       timeout_ms_(std::max<int64_t>(timeout_ms, 5000)) {}
 
 ChangelogStore::~ChangelogStore() {
@@ -83,6 +85,7 @@ rd_kafka_t* ChangelogStore::reader(std::string& error) {
     if (rd_kafka_conf_set(c, k, v, err, sizeof err) != RD_KAFKA_CONF_OK) error = err;
   };
   set("bootstrap.servers", connect_.c_str());
+  for (const auto& [k, v] : connection_) set(k.c_str(), v.c_str());
   // No group is joined (partitions are assigned by hand); librdkafka wants an id anyway.
   set("group.id", "exactly-changelog-restore");
   set("enable.auto.commit", "false");

@@ -21,8 +21,11 @@ namespace exactly::kafka {
 
 class ChangelogStore {
  public:
+  // `connection`: security.protocol, sasl.*, ssl.* of the sink (connection_settings()),
+  // for the readers, which are consumers of their own.
   ChangelogStore(sdk::Host host, rd_kafka_t* producer, std::string connect,
-                 std::string servers_display, int64_t timeout_ms);
+                 std::string servers_display, int64_t timeout_ms,
+                 std::map<std::string, std::string> connection = {});
   ~ChangelogStore();
   ChangelogStore(const ChangelogStore&) = delete;
   ChangelogStore& operator=(const ChangelogStore&) = delete;
@@ -70,6 +73,7 @@ class ChangelogStore {
   sdk::Host host_;
   rd_kafka_t* producer_;
   std::string connect_, display_;
+  std::map<std::string, std::string> connection_;
   int64_t timeout_ms_;
   std::mutex mu_;  // idle_readers_
   std::vector<rd_kafka_t*> idle_readers_;

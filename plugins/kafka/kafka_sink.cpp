@@ -92,6 +92,7 @@ KafkaSink::KafkaSink(sdk::Host host, const sdk::Config& cfg)
   call_timeout_ms_ = std::clamp<int64_t>(txn_timeout_ms_ / 4, 500, 15000);
   auto user = cfg.get_map("rdkafka");
   reject_forced(user);
+  connection_ = connection_settings(user);
 
   if (router_.is_fixed()) require_visible_text("topic", router_.fixed_topic());
   bool default_txn_id = false;
@@ -217,7 +218,7 @@ sdk::Status KafkaSink::open(std::optional<sdk::Checkpoint>& stored) {
   std::vector<std::string> topics;
   if (router_.is_fixed()) topics.push_back(router_.fixed_topic());
   sdk::Status st = check_cluster(rk_, display_servers(servers_, connect_), open_timeout_ms_,
-                                 topics, "topic");
+                                 topics, "topic", this);
   if (!st) return st;
   // Only now: a topic handle makes the producer ask for the topic's metadata, which lets
   // a broker with auto.create.topics.enable create a topic the check should reject.
@@ -243,7 +244,7 @@ sdk::Status KafkaSink::open(std::optional<sdk::Checkpoint>& stored) {
   if (!is_embedded(servers_) && !changelog_)
     changelog_ = std::make_unique<ChangelogStore>(host_, rk_, connect_,
                                                   display_servers(servers_, connect_),
-                                                  open_timeout_ms_);
+                                                  open_timeout_ms_, connection_);
   opened_ = true;
   return sdk::Status::ok();
 }

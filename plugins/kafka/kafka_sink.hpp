@@ -73,6 +73,7 @@ class KafkaSink final : public sdk::Sink, public ClientContext {
 
   // settings
   std::string servers_, connect_;
+  std::map<std::string, std::string> connection_;  // connection_settings() of `rdkafka`
   TopicRouter router_;
   Partitioning partitioning_ = Partitioning::Default;
   bool eos_ = false;

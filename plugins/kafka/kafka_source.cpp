@@ -233,7 +233,7 @@ sdk::Status KafkaSource::open(const std::optional<sdk::Checkpoint>& resume) {
     for (auto& o : cp.offsets) resume_[{o.topic, o.partition}] = o.offset;
   }
   sdk::Status st = check_cluster(rk_, display_servers(servers_, connect_), open_timeout_ms_,
-                                 topics_, "topics");
+                                 topics_, "topics", this);
   if (!st) return st;
   TplPtr sub(rd_kafka_topic_partition_list_new(static_cast<int>(topics_.size())));
   for (const auto& t : topics_)

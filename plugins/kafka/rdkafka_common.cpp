@@ -38,6 +38,11 @@ void ClientContext::error_cb(rd_kafka_t* rk, int err, const char* reason, void* 
     self->host_.error("kafka fatal error: " + self->fatal_reason(rk));
     return;
   }
+  if ((err == RD_KAFKA_RESP_ERR__AUTHENTICATION || err == RD_KAFKA_RESP_ERR__SSL) &&
+      self->security_failure_.empty()) {
+    self->security_failure_ = reason ? reason : rd_kafka_err2str(static_cast<rd_kafka_resp_err_t>(err));
+    self->security_failure_tls_ = err == RD_KAFKA_RESP_ERR__SSL;
+  }
   // Transport-level trouble is retried by librdkafka itself; say so once per event.
   self->host_.warn(std::string("kafka: ") + rd_kafka_err2name(static_cast<rd_kafka_resp_err_t>(err)) +
                    ": " + (reason ? reason : ""));
@@ -85,9 +90,32 @@ rd_kafka_t* ConfBuilder::create(rd_kafka_type_t type) {
   return rk;
 }
 
+std::map<std::string, std::string> connection_settings(const std::map<std::string, std::string>& user) {
+  std::map<std::string, std::string> out;
+  for (const auto& [k, v] : user)
+    if (k == "security.protocol" || k.rfind("sasl.", 0) == 0 || k.rfind("ssl.", 0) == 0 ||
+        k.rfind("ssl_", 0) == 0)
+      out.emplace(k, v);
+  return out;
+}
+
+namespace {
+
+sdk::Status security_status(const ClientContext& ctx, const std::string& servers) {
+  if (ctx.security_failure_is_tls())
+    return sdk::Status::config("rdkafka", "TLS connection to " + servers + " failed: " +
+                                              ctx.security_failure() +
+                                              " (check rdkafka ssl.ca.location and the other ssl.* settings)");
+  return sdk::Status::config("rdkafka", "authentication to " + servers + " failed: " +
+                                            ctx.security_failure() +
+                                            " (check rdkafka sasl.mechanism, sasl.username and sasl.password)");
+}
+
+}  // namespace
+
 sdk::Status check_cluster(rd_kafka_t* rk, const std::string& servers, int64_t timeout_ms,
                           const std::vector<std::string>& topics,
-                          const std::string& topics_key) {
+                          const std::string& topics_key, const ClientContext* ctx) {
   const int64_t start = now_ms();
   const int64_t deadline = start + timeout_ms;
   // A topic created a moment ago may not be in every broker's metadata yet: one that is
@@ -105,11 +133,12 @@ sdk::Status check_cluster(rd_kafka_t* rk, const std::string& servers, int64_t ti
       md = nullptr;
       if (rd_kafka_fatal_error(rk, nullptr, 0) != RD_KAFKA_RESP_ERR_NO_ERROR)
         return sdk::Status::fatal("kafka client failed fatally while contacting " + servers);
+      rd_kafka_poll(rk, 0);  // serves error_cb, which notes a security failure
+      if (ctx != nullptr && !ctx->security_failure().empty()) return security_status(*ctx, servers);
       if (now_ms() >= deadline)
         return sdk::Status::retriable("cannot reach " + servers + ": " + rd_kafka_err2str(err) +
                                       " (no metadata within " + std::to_string(timeout_ms) +
                                       " ms)");
-      rd_kafka_poll(rk, 0);
     }
     std::set<std::string> have;
     for (int i = 0; i < md->topic_cnt; ++i)

@@ -47,6 +47,11 @@ class ClientContext {
   virtual ~ClientContext() = default;
   const sdk::Host& host() const { return host_; }
   bool fatal() const { return fatal_.load(std::memory_order_acquire); }
+  // The first SASL authentication or TLS failure librdkafka reported, or "". librdkafka
+  // only retries these (they never fail a call), so open() asks here to fail at once
+  // instead of waiting out open.timeout for metadata that cannot come.
+  const std::string& security_failure() const { return security_failure_; }
+  bool security_failure_is_tls() const { return security_failure_tls_; }
   // librdkafka's fatal error text, or "".
   std::string fatal_reason(rd_kafka_t* rk) const;
 
@@ -56,6 +61,9 @@ class ClientContext {
  protected:
   sdk::Host host_;
   std::atomic<bool> fatal_{false};
+  // Set by error_cb, which runs inside the component's own poll calls (its thread).
+  std::string security_failure_;
+  bool security_failure_tls_ = false;
 };
 
 // Builds an rd_kafka_conf_t. Errors become ConfigError naming the YAML key, so a typo in
@@ -86,9 +94,16 @@ class ConfBuilder {
 // Waits (bounded) for cluster metadata. Returns retriable "cannot reach <servers>: ..."
 // when no broker answers, and Status::config(topics_key, "topic X does not exist") for
 // a named topic the cluster does not have. Topics starting with '^' are patterns and
-// are not checked.
+// are not checked. A SASL or TLS failure that `ctx` saw is a config error at once: the
+// same credentials and certificates are used on every retry (a reload re-reads them).
 sdk::Status check_cluster(rd_kafka_t* rk, const std::string& servers, int64_t timeout_ms,
-                          const std::vector<std::string>& topics, const std::string& topics_key);
+                          const std::vector<std::string>& topics, const std::string& topics_key,
+                          const ClientContext* ctx = nullptr);
+
+// The entries of a user's `rdkafka` map that say how to connect and authenticate
+// (security.protocol, sasl.*, ssl.*): what a helper client of the same component, such
+// as a changelog reader, needs to reach the same cluster.
+std::map<std::string, std::string> connection_settings(const std::map<std::string, std::string>& user);
 
 // "<topic>-<partition>", the stable partition name the host keys state by.
 std::string partition_name(const std::string& topic, int32_t partition);

@@ -53,6 +53,31 @@ TEST(Interpolation, AnUnsetVariableIsAnErrorAtItsLine) {
   EXPECT_NE(r.err.find("cannot read " + (dir / "missing").string()), std::string::npos) << r.err;
 }
 
+// The kafka plugin's `rdkafka:` map holds librdkafka's own secret settings; each entry is
+// masked by its own key (rdkafka.sasl.password, ...), whether written in block or flow
+// style, and the other entries are printed as they are.
+TEST(Secrets, EntriesOfAPassThroughMapAreMaskedByTheirOwnKey) {
+  auto dir = temp_dir("secret-map");
+  const std::string sasl = "sasl-pw-from-env", key = "key-pw-literal", store = "store-pw-literal";
+  std::string yaml = pipeline(dir, "20", "message: hi");
+  const std::string say = "config: { message: hi } } ]";
+  ASSERT_NE(yaml.find(say), std::string::npos);
+  yaml.replace(yaml.find(say), say.size(),
+               "config: { message: hi, rdkafka: { security.protocol: SASL_SSL, "
+               "sasl.password: \"${EXACTLY_TEST_SASL_PW}\", ssl.key.password: " + key +
+               ", ssl: { keystore.password: " + store + " } } } } ]");
+  write_file(dir / "p.yaml", yaml);
+  auto r = run("EXACTLY_TEST_SASL_PW=" + sasl + " " + exactly_bin() + " run --no-watch " +
+                   (dir / "p.yaml").string(),
+               dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("say: rdkafka security.protocol=SASL_SSL"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("say: rdkafka sasl.password=****"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("say: rdkafka ssl.key.password=****"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("say: rdkafka ssl.keystore.password=****"), std::string::npos) << r.err;
+  for (const auto& s : {sasl, key, store}) EXPECT_EQ((r.out + r.err).find(s), std::string::npos) << s;
+}
+
 TEST(Secrets, FileValuesAndSecretNamedKeysAreMaskedInLogsAndErrors) {
   auto dir = temp_dir("secret");
   const std::string from_file = "s3cr3t-from-a-file", literal = "hunter2-literal";

@@ -23,6 +23,9 @@
 //   latency              --topic T [--warmup-s 10] [--expect-file F] [--idle-timeout-s 60]
 //                        (end-to-end latency: read_committed, now - record timestamp)
 //
+// Every subcommand also takes --command-config FILE (or $KAFKA_TOOL_COMMAND_CONFIG): Java
+// client properties added to every client, e.g. security.protocol=SASL_SSL and its settings.
+//
 // Exit codes: 0 ok / check passed, 1 check failed, 2 usage or runtime error.
 
 import java.nio.charset.StandardCharsets;
@@ -81,6 +84,7 @@ public final class KafkaTool {
 
     static String bootstrap;
     static boolean verbose;
+    static final Properties commandConfig = new Properties();
 
     public static void main(String[] argv) {
         int rc;
@@ -110,6 +114,12 @@ public final class KafkaTool {
         verbose = a.flag("verbose");
         bootstrap = a.opts.getOrDefault("bootstrap", System.getenv("KAFKA_BOOTSTRAP"));
         if (bootstrap == null || bootstrap.isEmpty()) throw new UsageException("missing --bootstrap (or KAFKA_BOOTSTRAP)");
+        String cc = a.opts.getOrDefault("command-config", System.getenv("KAFKA_TOOL_COMMAND_CONFIG"));
+        if (cc != null && !cc.isEmpty()) {
+            try (java.io.Reader r = java.nio.file.Files.newBufferedReader(java.nio.file.Path.of(cc))) {
+                commandConfig.load(r);
+            }
+        }
         switch (cmd) {
             case "wait": return cmdWait(a);
             case "create-topic": return cmdCreateTopic(a);
@@ -131,6 +141,7 @@ public final class KafkaTool {
         Properties p = new Properties();
         p.put(CommonClientConfigs.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         p.put(CommonClientConfigs.CLIENT_DNS_LOOKUP_CONFIG, "use_all_dns_ips");
+        p.putAll(commandConfig);
         return p;
     }
 
