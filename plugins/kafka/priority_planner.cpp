@@ -7,9 +7,10 @@ namespace exactly::kafka {
 
 PriorityPlanner::PriorityPlanner(size_t levels, double min_share, size_t batch_size)
     : share_(min_share),
-      // A level that had nothing to give while it was owed does not bank an unbounded
-      // burst: two polls' worth at most.
-      owed_cap_(std::max(2.0, 2.0 * min_share * static_cast<double>(batch_size))),
+      // What a level with backlog is owed waits for its records while they are fetched
+      // (a round trip, during which the leader's polls run from memory); one batch at
+      // most, so it is never a burst. A level without backlog is owed nothing.
+      owed_cap_(static_cast<double>(std::max<size_t>(1, batch_size))),
       // A refill takes a fetch round trip while the leader's records come from memory:
       // the buffer covers many polls' worth of share so the share does not wait on it.
       buffer_target_(min_share > 0 ? std::max<size_t>(1, batch_size) : 0),
@@ -23,6 +24,8 @@ PriorityPlanner::Plan PriorityPlanner::plan(const std::vector<LevelState>& level
       p.leader = static_cast<int>(i);
       break;
     }
+  p.backlog.assign(n, false);
+  for (size_t i = 0; i < n && i < levels.size(); ++i) p.backlog[i] = levels[i].backlog;
   p.fetch.assign(n, true);
   p.allowance.assign(n, kUnlimited);
   if (p.leader < 0) return p;
@@ -43,6 +46,10 @@ void PriorityPlanner::handed(const Plan& plan, const std::vector<size_t>& counts
   for (size_t i = 0; i < owed_.size(); ++i) {
     if (plan.leader < 0 || static_cast<int>(i) <= plan.leader) {
       owed_[i] = 0;  // not limited: nothing to owe
+      continue;
+    }
+    if (i >= plan.backlog.size() || !plan.backlog[i]) {
+      owed_[i] = 0;  // nothing to give: a share owed now would come later as a burst
       continue;
     }
     double got = i < counts.size() ? static_cast<double>(counts[i]) : 0;

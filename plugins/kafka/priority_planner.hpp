@@ -6,8 +6,9 @@
 // The rule: the "leader" is the highest level with backlog. It and every level above it
 // fetch and hand out without limit. Every level below it is paused, except that each one
 // is owed `min_share` of the records handed out (counted per poll, carried over), so it
-// never starves: it may hand out what it is owed, and it fetches only to keep a buffer of
-// at most one batch ready for that. With min_share 0 lower levels are paused outright.
+// never starves: it may hand out what it is owed (while it has backlog; at most a batch),
+// and it fetches only to keep a buffer of at most one batch ready for that. With
+// min_share 0 lower levels are paused outright.
 #pragma once
 
 #include <cstddef>
@@ -29,6 +30,7 @@ class PriorityPlanner {
     int leader = -1;                // highest-priority level with backlog; -1: none
     std::vector<bool> fetch;        // may fetch from the broker (else paused)
     std::vector<size_t> allowance;  // records it may hand out in this poll
+    std::vector<bool> backlog;      // as given to plan()
   };
 
   // min_share: fraction of the handed-out records each level below the leader is owed;

@@ -112,13 +112,16 @@ TEST(PriorityPlanner, ALowerLevelIsOwedItsShareOfWhatWasHandedOut) {
   EXPECT_DOUBLE_EQ(pl.owed(0), 0.0);
 }
 
-TEST(PriorityPlanner, WhatALevelIsOwedIsCappedSoAnEmptyLevelBanksNoBurst) {
+TEST(PriorityPlanner, WhatALevelIsOwedIsCappedAndAnEmptyLevelIsOwedNothing) {
   Planner pl(2, 0.1, 100);
   for (int i = 0; i < 50; ++i) {
     auto plan = pl.plan({{true, 0, true}, {true, 0, true}});
     pl.handed(plan, {100, 0});
   }
-  EXPECT_DOUBLE_EQ(pl.owed(1), 20.0) << "two polls' worth";
+  EXPECT_DOUBLE_EQ(pl.owed(1), 100.0) << "one batch while its records are on their way";
+  auto plan = pl.plan({{true, 0, true}, {false, 0, true}});
+  pl.handed(plan, {100, 0});
+  EXPECT_DOUBLE_EQ(pl.owed(1), 0.0) << "nothing to give, nothing banked";
 }
 
 TEST(PriorityPlanner, WithoutAShareLowerLevelsArePausedAndTheOrderIsStrict) {
