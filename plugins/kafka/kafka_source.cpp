@@ -203,11 +203,14 @@ KafkaSource::KafkaSource(sdk::Host host, const sdk::Config& cfg) : ClientContext
   rk_ = b.create(RD_KAFKA_CONSUMER);
   // Rebalances, logs and errors are then all served by consumer_poll, on the host's thread.
   rd_kafka_poll_set_consumer(rk_);
+  // One queue per priority level, so a level's records are not stuck behind another's.
+  for (size_t l = 0; l < priority_.size(); ++l) level_q_.push_back(rd_kafka_queue_new(rk_));
 }
 
 KafkaSource::~KafkaSource() {
   close_consumer();
   if (admin_q_ != nullptr) rd_kafka_queue_destroy(admin_q_);
+  for (auto* q : level_q_) rd_kafka_queue_destroy(q);
   rd_kafka_destroy_flags(rk_, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
 }
 
@@ -353,7 +356,7 @@ void KafkaSource::on_assign(rd_kafka_topic_partition_list_t* parts) {
   }
   std::vector<sdk::Partition> host_parts;
   host_parts.reserve(static_cast<size_t>(list->cnt));
-  std::vector<PartState*> added;
+  std::vector<int32_t> added_ids;  // not pointers: id_for() may grow parts_
   for (int i = 0; i < list->cnt; ++i) {
     auto& tp = list->elems[i];
     int32_t id = id_for(tp.topic, tp.partition);
@@ -366,6 +369,7 @@ void KafkaSource::on_assign(rd_kafka_topic_partition_list_t* parts) {
     // host mirrors every sink-stored round into the group), so the later one wins.
     auto r = resume_.find({p.topic, p.number});
     if (r != resume_.end()) start = std::max<int64_t>(start, r->second);
+    if (prioritized()) p.level = level_of(p.topic);
     tp.err = RD_KAFKA_RESP_ERR_NO_ERROR;
     tp.offset = start;  // INVALID: librdkafka falls back to auto.offset.reset
     p.assigned = true;
@@ -373,11 +377,14 @@ void KafkaSource::on_assign(rd_kafka_topic_partition_list_t* parts) {
     p.next = start;
     p.assigned_at = start;
     p.rd_paused = false;
-    added.push_back(&p);
+    added_ids.push_back(id);
     host_parts.push_back(sdk::Partition{id, p.name, p.topic, p.number, start >= 0 ? start : -1});
   }
   sdk::Status st = host_.assigned(host_parts);
   if (!st && pending_) pending_ = st;
+  std::vector<PartState*> added;
+  for (int32_t id : added_ids) added.push_back(&parts_[static_cast<size_t>(id)]);
+  if (prioritized()) forward_to_levels(added);  // before the fetchers start
   err = rd_kafka_assign(rk_, list.get());
   if (err != RD_KAFKA_RESP_ERR_NO_ERROR && pending_)
     pending_ = sdk::Status::fatal(std::string("kafka source: assign failed: ") +
@@ -478,7 +485,13 @@ sdk::Status KafkaSource::poll(int timeout_ms, std::vector<ex_record>& out, bool&
   // librdkafka, so the buffers stay bounded.
   size_t pulled = 0;
   while (msgs_.size() < batch_size_ && pulled < batch_size_) {
+    if (prioritized()) {
+      failure = take_from_levels(plan);
+      if (!failure || msgs_.size() >= batch_size_) break;
+    }
     int t = msgs_.empty() ? static_cast<int>(std::max<int64_t>(0, deadline - now_ms())) : 0;
+    // Records of the levels arrive on their own queues: look at them between short waits.
+    if (prioritized()) t = std::min(t, 5);
     rd_kafka_message_t* m = rd_kafka_consumer_poll(rk_, t);
     if (m == nullptr) {
       // A served rebalance or log event can end the wait early.

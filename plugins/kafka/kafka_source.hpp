@@ -86,10 +86,14 @@ class KafkaSource final : public sdk::Source, public ClientContext {
   // Priority levels (kafka_source_priority.cpp).
   bool prioritized() const { return planner_.has_value(); }
   void parse_priority(const sdk::Config& cfg);
+  int level_of(const std::string& topic) const;
+  void forward_to_levels(const std::vector<PartState*>& added);
   void priority_on_assign(const std::vector<PartState*>& added);
+  // Records from the level queues into msgs_ (or buffers), no waiting.
+  sdk::Status take_from_levels(PriorityPlanner::Plan& plan);
+  size_t level_buffered(int level) const;
   PriorityPlanner::Plan priority_plan();
   sdk::Status apply_priority(const PriorityPlanner::Plan& plan);
-  void set_level_paused(int level, bool paused);
   // Buffered records the plan lets out now, into msgs_; allowances are used up.
   void hand_buffered(PriorityPlanner::Plan& plan);
   // A message just fetched: true to hand it out now, false when it was buffered.
@@ -153,6 +157,9 @@ class KafkaSource final : public sdk::Source, public ClientContext {
 
   std::vector<std::string> priority_;  // topics, highest priority first
   std::optional<PriorityPlanner> planner_;
+  // Each level's partitions forward their fetched records here (not to the consumer
+  // queue, where a level's prefetch would sit in front of the others').
+  std::vector<rd_kafka_queue_t*> level_q_;
   double min_share_ = 0;
   int64_t last_priority_report_ms_ = 0;
   size_t rotate_ = 0;  // where hand_buffered starts within a level, so no partition waits

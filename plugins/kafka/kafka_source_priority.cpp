@@ -6,8 +6,9 @@
 // Backlog of a partition: the high watermark librdkafka last saw (the last stable offset
 // under read_committed; queried once at assignment) above the source's next offset, or
 // records buffered. A partition that is fetching but has delivered nothing for
-// kDrainQuietMs counts as drained even when the watermark is ahead: the gap is then a
-// transaction marker or aborted records, which a read_committed consumer never sees.
+// kDrainQuietMs (with nothing in its level's queue) counts as drained even when the
+// watermark is ahead: the gap is then a transaction marker or aborted records, which a
+// read_committed consumer never sees.
 // A paused level's watermark is not refreshed; that only matters once every level above
 // it is drained, and then it fetches again and its watermark is current.
 #include "kafka_source.hpp"
@@ -54,11 +55,68 @@ void KafkaSource::parse_priority(const sdk::Config& cfg) {
   planner_.emplace(priority_.size(), min_share_, batch_size_);
 }
 
+int KafkaSource::level_of(const std::string& topic) const {
+  auto it = std::find(priority_.begin(), priority_.end(), topic);
+  return it == priority_.end() ? -1 : static_cast<int>(it - priority_.begin());
+}
+
+// librdkafka keeps an application's forwarding across assignments; records that still
+// reach the consumer queue (a partition queue it could not give) are taken from there.
+void KafkaSource::forward_to_levels(const std::vector<PartState*>& added) {
+  for (PartState* p : added) {
+    if (p->level < 0) continue;
+    rd_kafka_queue_t* q = rd_kafka_queue_get_partition(rk_, p->topic.c_str(), p->number);
+    if (q == nullptr) {
+      // Still correct (its records come through the consumer queue and wait there
+      // behind the others' prefetch), only the order is coarser.
+      host_.warn("kafka source: no queue of its own for " + p->name + "; its priority is coarser");
+      continue;
+    }
+    rd_kafka_queue_forward(q, level_q_[static_cast<size_t>(p->level)]);
+    rd_kafka_queue_destroy(q);
+  }
+}
+
+size_t KafkaSource::level_buffered(int level) const {
+  size_t n = 0;
+  for (const auto& q : parts_)
+    if (q.level == level) n += q.buffered.size();
+  return n;
+}
+
+sdk::Status KafkaSource::take_from_levels(PriorityPlanner::Plan& plan) {
+  // What lower levels are owed first: a batch the leader could fill alone keeps room.
+  for (bool limited : {true, false}) {
+    for (size_t l = 0; l < level_q_.size(); ++l) {
+      if ((plan.allowance[l] != PriorityPlanner::kUnlimited) != limited) continue;
+      while (msgs_.size() < batch_size_) {
+        // A lower level takes what it is owed; the rest waits in its queue (fetched
+        // ahead, bounded by librdkafka's prefetch limits).
+        if (limited && (plan.allowance[l] == 0 || level_buffered(static_cast<int>(l)) >= batch_size_))
+          break;
+        rd_kafka_message_t* m = rd_kafka_consume_queue(level_q_[l], 0);
+        if (m == nullptr) break;
+        if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+          sdk::Status st = handle_message_error(m);
+          rd_kafka_message_destroy(m);
+          if (!st) return st;
+          continue;
+        }
+        PartState* p = state_of(m);
+        if (p == nullptr || !p->assigned || p->held) {
+          rd_kafka_message_destroy(m);
+          continue;
+        }
+        if (admit(m, *p, plan)) msgs_.push_back(m);
+      }
+    }
+  }
+  return sdk::Status::ok();
+}
+
 void KafkaSource::priority_on_assign(const std::vector<PartState*>& added) {
   const int64_t now = now_ms();
   for (PartState* p : added) {
-    auto it = std::find(priority_.begin(), priority_.end(), p->topic);
-    p->level = it == priority_.end() ? -1 : static_cast<int>(it - priority_.begin());
     p->prio_paused = false;
     p->last_seen_ms = now;
     // Nothing fetched yet: ask the broker once how far each partition goes, so the first
@@ -70,13 +128,12 @@ void KafkaSource::priority_on_assign(const std::vector<PartState*>& added) {
       p->hi = hi;
     }
   }
-  for (size_t l = 0; l < priority_.size(); ++l) planner_->forget(l);
+  planner_->forget();
 }
 
 PriorityPlanner::Plan KafkaSource::priority_plan() {
   const int64_t now = now_ms();
-  std::vector<PriorityPlanner::LevelState> levels(priority_.size());
-  std::vector<bool> any_fetching(priority_.size(), false), any_assigned(priority_.size(), false);
+  std::vector<bool> backlog(priority_.size(), false);
   for (auto& p : parts_) {
     if (!p.assigned || p.level < 0) continue;
     int64_t lo = -1, hi = -1;
@@ -85,10 +142,6 @@ PriorityPlanner::Plan KafkaSource::priority_plan() {
       if (hi >= 0) p.hi = std::max(p.hi, hi);
       if (lo >= 0) p.lo = lo;
     }
-    auto& l = levels[static_cast<size_t>(p.level)];
-    l.buffered += p.buffered.size();
-    any_assigned[static_cast<size_t>(p.level)] = true;
-    if (!p.prio_paused) any_fetching[static_cast<size_t>(p.level)] = true;
     bool waiting = !p.buffered.empty();
     if (!waiting && !p.held) {
       const int64_t pos = p.next >= 0 ? p.next : reset_latest_ ? p.hi : p.lo;
@@ -96,10 +149,13 @@ PriorityPlanner::Plan KafkaSource::priority_plan() {
       const bool fetching = !paused_ && !p.prio_paused;
       if (waiting && fetching && now - p.last_seen_ms >= kDrainQuietMs) waiting = false;
     }
-    l.backlog = l.backlog || waiting;
+    if (waiting) backlog[static_cast<size_t>(p.level)] = true;
   }
-  for (size_t i = 0; i < levels.size(); ++i) levels[i].fetching = !any_assigned[i] || any_fetching[i];
-  return planner_->plan(levels);
+  // Fetched and waiting in its queue is backlog too, however long it has waited there
+  // (a lower level's records wait there for their share).
+  for (size_t l = 0; l < level_q_.size(); ++l)
+    if (rd_kafka_queue_length(level_q_[l]) > 0) backlog[l] = true;
+  return planner_->plan(backlog);
 }
 
 sdk::Status KafkaSource::apply_priority(const PriorityPlanner::Plan& plan) {
@@ -110,17 +166,6 @@ sdk::Status KafkaSource::apply_priority(const PriorityPlanner::Plan& plan) {
     all.push_back(&p);
   }
   return apply_pauses(all);
-}
-
-void KafkaSource::set_level_paused(int level, bool paused) {
-  std::vector<PartState*> of;
-  for (auto& p : parts_)
-    if (p.assigned && p.level == level) {
-      p.prio_paused = paused;
-      of.push_back(&p);
-    }
-  sdk::Status st = apply_pauses(of);
-  if (!st) host_.warn(st.message());
 }
 
 void KafkaSource::hand_buffered(PriorityPlanner::Plan& plan) {
@@ -155,13 +200,6 @@ bool KafkaSource::admit(rd_kafka_message_t* m, PartState& p, PriorityPlanner::Pl
     return true;
   }
   p.buffered.push_back(m);
-  if (plan.leader >= 0 && p.level > plan.leader) {
-    size_t level_buffered = 0;
-    for (const auto& q : parts_)
-      if (q.level == p.level) level_buffered += q.buffered.size();
-    // Enough for its share for now: stop fetching it (librdkafka drops what it prefetched).
-    if (level_buffered >= planner_->buffer_target() && !p.prio_paused) set_level_paused(p.level, true);
-  }
   return false;
 }
 

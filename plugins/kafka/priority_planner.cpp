@@ -7,35 +7,27 @@ namespace exactly::kafka {
 
 PriorityPlanner::PriorityPlanner(size_t levels, double min_share, size_t batch_size)
     : share_(min_share),
-      // What a level with backlog is owed waits for its records while they are fetched
-      // (a round trip, during which the leader's polls run from memory); one batch at
-      // most, so it is never a burst. A level without backlog is owed nothing.
+      // While a level's records are still being fetched, what it is owed waits for them;
+      // at most a batch, so catching up is never a burst.
       owed_cap_(static_cast<double>(std::max<size_t>(1, batch_size))),
-      // A refill takes a fetch round trip while the leader's records come from memory:
-      // the buffer covers many polls' worth of share so the share does not wait on it.
-      buffer_target_(min_share > 0 ? std::max<size_t>(1, batch_size) : 0),
       owed_(levels, 0.0) {}
 
-PriorityPlanner::Plan PriorityPlanner::plan(const std::vector<LevelState>& levels) const {
+PriorityPlanner::Plan PriorityPlanner::plan(const std::vector<bool>& backlog) const {
   Plan p;
   const size_t n = owed_.size();
-  for (size_t i = 0; i < n && i < levels.size(); ++i)
-    if (levels[i].backlog) {
+  p.backlog.assign(n, false);
+  for (size_t i = 0; i < n && i < backlog.size(); ++i) p.backlog[i] = backlog[i];
+  for (size_t i = 0; i < n; ++i)
+    if (p.backlog[i]) {
       p.leader = static_cast<int>(i);
       break;
     }
-  p.backlog.assign(n, false);
-  for (size_t i = 0; i < n && i < levels.size(); ++i) p.backlog[i] = levels[i].backlog;
   p.fetch.assign(n, true);
   p.allowance.assign(n, kUnlimited);
   if (p.leader < 0) return p;
   for (size_t i = static_cast<size_t>(p.leader) + 1; i < n; ++i) {
     p.allowance[i] = static_cast<size_t>(std::floor(owed_[i]));
-    const LevelState l = i < levels.size() ? levels[i] : LevelState{};
-    // Hysteresis: a level that filled its buffer stays paused until half of it is gone,
-    // so it is not paused and resumed on every poll.
-    p.fetch[i] = buffer_target_ > 0 &&
-                 (l.buffered < refill_below() || (l.fetching && l.buffered < buffer_target_));
+    p.fetch[i] = share_ > 0;
   }
   return p;
 }

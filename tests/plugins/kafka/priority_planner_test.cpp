@@ -15,7 +15,7 @@ using Planner = ek::PriorityPlanner;
 namespace {
 
 // A source with `broker[i]` records waiting per level: a fetching level gets up to
-// `fetch_per_poll` more into its buffer per poll; a poll hands out at most `batch`
+// `fetch_per_poll` more into its buffer (librdkafka's prefetch) per poll; a poll hands out at most `batch`
 // records, level by level, within the plan's allowances. Returns the level of every
 // record in the order handed out.
 struct Sim {
@@ -23,16 +23,14 @@ struct Sim {
   std::vector<bool> fetching;
   size_t batch, fetch_per_poll;
   std::vector<int> out;
-  int max_lower_buffer = 0;
 
   Sim(std::vector<size_t> waiting, size_t batch_size, size_t per_fetch)
       : broker(std::move(waiting)), buffer(broker.size(), 0), fetching(broker.size(), true),
         batch(batch_size), fetch_per_poll(per_fetch) {}
 
-  std::vector<Planner::LevelState> state() const {
-    std::vector<Planner::LevelState> s(broker.size());
-    for (size_t i = 0; i < s.size(); ++i)
-      s[i] = {broker[i] + buffer[i] > 0, buffer[i], fetching[i]};
+  std::vector<bool> state() const {
+    std::vector<bool> s(broker.size());
+    for (size_t i = 0; i < s.size(); ++i) s[i] = broker[i] + buffer[i] > 0;
     return s;
   }
 
@@ -48,8 +46,6 @@ struct Sim {
         size_t got = std::min(broker[i], fetch_per_poll);
         broker[i] -= got;
         buffer[i] += got;
-        if (static_cast<int>(i) > plan.leader && plan.leader >= 0)
-          max_lower_buffer = std::max(max_lower_buffer, static_cast<int>(buffer[i]));
       }
       // Like the source: what lower levels are owed first, so a batch the leader could
       // fill alone still has room for them, then the rest.
@@ -84,13 +80,14 @@ size_t count_before(const std::vector<int>& v, int level, size_t end) {
 
 TEST(PriorityPlanner, TheHighestLevelWithBacklogLeadsAndLevelsAboveItAreNeverLimited) {
   Planner pl(3, 0.05, 100);
-  auto plan = pl.plan({{false, 0, true}, {true, 0, true}, {true, 0, true}});
+  auto plan = pl.plan({false, true, true});
   EXPECT_EQ(plan.leader, 1);
   EXPECT_TRUE(plan.fetch[0]);  // no backlog, but new records must come at once
   EXPECT_EQ(plan.allowance[0], Planner::kUnlimited);
   EXPECT_EQ(plan.allowance[1], Planner::kUnlimited);
   EXPECT_EQ(plan.allowance[2], 0u) << "owed nothing yet";
-  auto none = pl.plan({{false, 0, true}, {false, 0, true}, {false, 0, true}});
+  EXPECT_TRUE(plan.fetch[2]) << "with a share it keeps its records coming";
+  auto none = pl.plan({false, false, false});
   EXPECT_EQ(none.leader, -1);
   for (size_t i = 0; i < 3; ++i) {
     EXPECT_TRUE(none.fetch[i]);
@@ -100,11 +97,11 @@ TEST(PriorityPlanner, TheHighestLevelWithBacklogLeadsAndLevelsAboveItAreNeverLim
 
 TEST(PriorityPlanner, ALowerLevelIsOwedItsShareOfWhatWasHandedOut) {
   Planner pl(3, 0.1, 1000);
-  auto plan = pl.plan({{true, 0, true}, {true, 50, true}, {true, 50, true}});
+  auto plan = pl.plan({true, true, true});
   pl.handed(plan, {200, 0, 0});
   EXPECT_DOUBLE_EQ(pl.owed(1), 20.0);
   EXPECT_DOUBLE_EQ(pl.owed(2), 20.0);
-  plan = pl.plan({{true, 0, true}, {true, 50, true}, {true, 50, true}});
+  plan = pl.plan({true, true, true});
   EXPECT_EQ(plan.allowance[1], 20u);
   pl.handed(plan, {180, 20, 5});
   EXPECT_DOUBLE_EQ(pl.owed(1), 20.5);  // 20 + 0.1 * 205 - 20
@@ -115,18 +112,18 @@ TEST(PriorityPlanner, ALowerLevelIsOwedItsShareOfWhatWasHandedOut) {
 TEST(PriorityPlanner, WhatALevelIsOwedIsCappedAndAnEmptyLevelIsOwedNothing) {
   Planner pl(2, 0.1, 100);
   for (int i = 0; i < 50; ++i) {
-    auto plan = pl.plan({{true, 0, true}, {true, 0, true}});
+    auto plan = pl.plan({true, true});
     pl.handed(plan, {100, 0});
   }
   EXPECT_DOUBLE_EQ(pl.owed(1), 100.0) << "one batch while its records are on their way";
-  auto plan = pl.plan({{true, 0, true}, {false, 0, true}});
+  auto plan = pl.plan({true, false});
   pl.handed(plan, {100, 0});
   EXPECT_DOUBLE_EQ(pl.owed(1), 0.0) << "nothing to give, nothing banked";
 }
 
 TEST(PriorityPlanner, WithoutAShareLowerLevelsArePausedAndTheOrderIsStrict) {
   Planner pl(3, 0.0, 100);
-  auto plan = pl.plan({{true, 0, true}, {true, 0, true}, {true, 0, true}});
+  auto plan = pl.plan({true, true, true});
   EXPECT_FALSE(plan.fetch[1]);
   EXPECT_FALSE(plan.fetch[2]);
   Sim sim({5000, 3000, 2000}, 100, 400);
@@ -155,21 +152,16 @@ TEST(PriorityPlanner, UnderFullBacklogHighDrainsFirstAndEachLowerLevelGetsItsSha
   double got = static_cast<double>(low_mid) / static_cast<double>(normal_end - high_end);
   EXPECT_GE(got, share * 0.9);
   EXPECT_LE(got, share * 1.1);
-  // A lower level's buffer stays bounded by what it fetches towards.
-  EXPECT_LE(sim.max_lower_buffer, static_cast<int>(pl.buffer_target() + 500));
 }
 
-TEST(PriorityPlanner, ALevelThatFilledItsBufferStaysPausedUntilHalfOfItIsGone) {
-  Planner pl(2, 0.1, 100);
-  EXPECT_EQ(pl.buffer_target(), 100u);
-  auto plan = pl.plan({{true, 0, true}, {true, 100, true}});
-  EXPECT_FALSE(plan.fetch[1]) << "full";
-  plan = pl.plan({{true, 0, true}, {true, 70, false}});
-  EXPECT_FALSE(plan.fetch[1]) << "paused and still over half full";
-  plan = pl.plan({{true, 0, true}, {true, 70, true}});
-  EXPECT_TRUE(plan.fetch[1]) << "fetching and not yet full";
-  plan = pl.plan({{true, 0, true}, {true, 49, false}});
-  EXPECT_TRUE(plan.fetch[1]) << "under half: fetch again";
+TEST(PriorityPlanner, ALevelUnderTheLeaderIsOwedOnlyWhileItHasBacklog) {
+  Planner pl(3, 0.1, 1000);
+  auto plan = pl.plan({true, true, false});
+  pl.handed(plan, {500, 0, 0});
+  EXPECT_DOUBLE_EQ(pl.owed(1), 50.0);
+  EXPECT_DOUBLE_EQ(pl.owed(2), 0.0);
+  pl.forget();
+  EXPECT_DOUBLE_EQ(pl.owed(1), 0.0);
 }
 
 TEST(PriorityPlanner, ALevelWithNothingLeftStopsLeadingAtOnce) {
