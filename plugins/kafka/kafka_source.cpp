@@ -19,7 +19,8 @@ const ex_config_field kSourceFields[14] = {
                "is given"),
     sdk::field("priority", EX_CFG_LIST,
                "Instead of `topics`: topic names, highest priority first. While a level has "
-               "backlog the levels below it are paused, except for their `priority.min.share`"),
+               "backlog, the levels below it hand out only their `priority.min.share` (and are "
+               "paused when it is 0)"),
     sdk::field("priority.min.share", EX_CFG_DOUBLE,
                "With `priority`: the fraction of the records handed out that each level below the "
                "one with backlog still gets, so it never starves; 0 = strict order (default 0.05)"),
@@ -594,7 +595,9 @@ sdk::Status KafkaSource::poll(int timeout_ms, std::vector<ex_record>& out, bool&
   if (stop_when_idle_ms_ > 0) {
     bool any = std::any_of(parts_.begin(), parts_.end(), [](const PartState& p) { return p.assigned; });
     bool held = std::any_of(parts_.begin(), parts_.end(), [](const PartState& p) { return p.held; });
-    if (!msgs_.empty() || last_record_ms_ == 0 || !any || held || buffered_total() > 0)
+    // Nor is a priority level waiting for its turn.
+    bool waiting = prioritized() && (plan.leader >= 0 || buffered_total() > 0);
+    if (!msgs_.empty() || last_record_ms_ == 0 || !any || held || waiting)
       last_record_ms_ = now_ms();
     else if (now_ms() - last_record_ms_ >= stop_when_idle_ms_) end_of_input = true;
   }
