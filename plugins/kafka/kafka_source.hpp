@@ -162,6 +162,7 @@ class KafkaSource final : public sdk::Source, public ClientContext {
   std::vector<rd_kafka_queue_t*> level_q_;
   double min_share_ = 0;
   int64_t last_priority_report_ms_ = 0;
+  std::vector<int> reported_paused_;  // per level, the paused gauge last reported (-1: none)
   size_t rotate_ = 0;  // where hand_buffered starts within a level, so no partition waits
 
   // The batch last handed out: its messages own the bytes the records point into.

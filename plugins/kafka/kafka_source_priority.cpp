@@ -234,12 +234,14 @@ size_t KafkaSource::buffered_total() const {
   return n;
 }
 
-// At most once a second, like the lag: per level, whether priority holds it paused and
-// how many records wait for it (cached watermarks; a paused level's may be stale).
+// Per level: whether priority holds it paused (whenever that changes) and how many records
+// wait for it (at most once a second, like the lag; cached watermarks, so a paused
+// level's may be stale).
 void KafkaSource::report_priority() {
   const int64_t now = now_ms();
-  if (now - last_priority_report_ms_ < 1000) return;
-  last_priority_report_ms_ = now;
+  const bool backlog_due = now - last_priority_report_ms_ >= 1000;
+  if (backlog_due) last_priority_report_ms_ = now;
+  reported_paused_.resize(priority_.size(), -1);
   for (size_t l = 0; l < priority_.size(); ++l) {
     bool assigned = false, paused = true;
     int64_t backlog = 0;
@@ -251,8 +253,13 @@ void KafkaSource::report_priority() {
       if (p.hi >= 0 && pos >= 0) backlog += std::max<int64_t>(0, p.hi - pos);
     }
     std::string labels = "topic=" + priority_[l];
-    host_.gauge("kafka_source_priority_paused", assigned && paused ? 1.0 : 0.0, labels.c_str());
-    host_.gauge("kafka_source_priority_backlog", static_cast<double>(backlog), labels.c_str());
+    const int state = assigned && paused ? 1 : 0;
+    if (state != reported_paused_[l] || backlog_due) {
+      reported_paused_[l] = state;
+      host_.gauge("kafka_source_priority_paused", state, labels.c_str());
+    }
+    if (backlog_due)
+      host_.gauge("kafka_source_priority_backlog", static_cast<double>(backlog), labels.c_str());
   }
 }
 

@@ -91,6 +91,7 @@ struct LevelRun {
   std::vector<int> levels;  // level of each record, in the order the source handed them out
   std::map<std::string, double> metrics;
   int64_t first_ms[3] = {-1, -1, -1};  // after open, for the log
+  double max_paused[3] = {0, 0, 0};      // kafka_source_priority_paused seen during the run
   int64_t last_high_ms = -1;
 };
 
@@ -125,7 +126,12 @@ LevelRun read_levels(const std::string& bootstrap, int per_level, const std::str
     // few milliseconds, before librdkafka's first fetch of the other levels is back, and
     // there is no order to measure.
     std::this_thread::sleep_for(std::chrono::milliseconds(work_ms));
-    for (auto& r : src.poll(100, &eoi)) {
+    auto batch = src.poll(100, &eoi);
+    for (size_t l = 0; l < topics.size(); ++l) {
+      auto it = h.metrics.find("kafka_source_priority_paused{topic=" + topics[l] + "}");
+      if (it != h.metrics.end()) run.max_paused[l] = std::max(run.max_paused[l], it->second);
+    }
+    for (auto& r : batch) {
       int level = -1;
       int32_t number = -1;
       for (auto& p : h.assigned)
@@ -167,12 +173,15 @@ size_t count_in(const std::vector<int>& v, int level, size_t from, size_t to) {
 }  // namespace
 
 TEST_F(KafkaPriority, WithoutAShareHighDrainsBeforeNormalBeforeLow) {
-  LevelRun r = read_levels(servers(), 4000, "0");
+  LevelRun r = read_levels(servers(), 4000, "0", "200", 2);
   ASSERT_EQ(r.levels.size(), 12000u);
   size_t out_of_order = 0;
   for (size_t i = 1; i < r.levels.size(); ++i) out_of_order += r.levels[i] < r.levels[i - 1];
   EXPECT_EQ(out_of_order, 0u) << "high, then normal, then low; first high at "
                               << std::find(r.levels.begin(), r.levels.end(), 0) - r.levels.begin();
+  EXPECT_EQ(r.max_paused[0], 0) << "the highest level is never paused";
+  EXPECT_EQ(r.max_paused[1], 1) << "normal was paused in librdkafka while high had backlog";
+  EXPECT_EQ(r.max_paused[2], 1) << "low was paused in librdkafka while others had backlog";
 }
 
 TEST_F(KafkaPriority, UnderBacklogOnAllLevelsEachLowerLevelStillGetsItsMinimumShare) {
@@ -226,4 +235,54 @@ TEST_F(KafkaPriority, PriorityAndTopicsTogetherAreAConfigErrorNamingTheKey) {
   auto st = src.create_status();
   EXPECT_FALSE(src.ok());
   EXPECT_NE(st.message().find("priority"), std::string::npos) << st.message();
+}
+
+// A rewind (an aborted round) in the middle of the high phase: every partition goes on at
+// the checkpointed position, whatever its level's queue had fetched ahead, and in the end
+// every record has come exactly once after the rewind point.
+TEST_F(KafkaPriority, ARewindMidwayContinuesEachPartitionAtItsCheckpointedPosition) {
+  const std::string tag = kt::unique("prio-rw");
+  const std::vector<std::string> topics = {tag + ".high", tag + ".normal", tag + ".low"};
+  for (const auto& t : topics) {
+    create_topic(servers(), t, 2);
+    kt::produce(servers(), t, 0, 3000, "v");
+  }
+  FakeHost h;
+  kt::Pairs cfg = {{"bootstrap.servers", servers()}, {"group.id", tag + "-g"},
+                   {"batch.size", "100"}, {"stop.when.idle", "3000"},
+                   {"priority.min.share", "0.1"}};
+  for (const auto& t : topics) cfg.emplace_back("priority", t);
+  SourceHarness src(lib(), "kafka", cfg, &h);
+  ASSERT_TRUE(src.ok()) << src.create_status().message();
+  ASSERT_TRUE(src.open().is_ok());
+  std::map<int32_t, int64_t> next;  // source partition id -> next offset expected
+  size_t seen = 0;
+  const int64_t end = kt::now_ms() + 50000;
+  while (seen < 1500 && kt::now_ms() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    for (auto& r : src.poll(100)) {
+      EXPECT_EQ(r.offset, next[r.partition]);
+      next[r.partition] = r.offset + 1;
+      ++seen;
+    }
+  }
+  ASSERT_GE(seen, 1500u);
+  exactly::sdk::Checkpoint cp = src.checkpoint();
+  std::map<int32_t, int64_t> at_cp = next;
+  for (int i = 0; i < 5; ++i) src.poll(100);  // read on past the checkpoint, then abort
+  ASSERT_TRUE(src.rewind(cp).is_ok());
+  next = at_cp;
+  bool eoi = false;
+  size_t after = 0;
+  while (!eoi && kt::now_ms() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    for (auto& r : src.poll(100, &eoi)) {
+      EXPECT_EQ(r.offset, next[r.partition]) << "partition id " << r.partition
+                                             << ": skipped or repeated after the rewind";
+      next[r.partition] = r.offset + 1;
+      ++after;
+    }
+  }
+  EXPECT_TRUE(eoi);
+  EXPECT_EQ(seen + after, 9000u) << "every record once after the rewind point";
 }
