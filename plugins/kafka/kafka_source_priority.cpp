@@ -1,11 +1,16 @@
 // The kafka source's priority levels (`priority: [t.high, t.normal, t.low]`): while a
-// level has backlog, the levels below it are paused in librdkafka, except for what
-// `priority.min.share` still owes them (priority_planner.hpp decides; this file measures
-// backlog, pauses and resumes, and holds records fetched for a later poll).
+// level has backlog, the levels below it hand out only what `priority.min.share` owes
+// them, and are paused in librdkafka when that share is 0 (priority_planner.hpp decides;
+// this file measures backlog, pauses and resumes, and takes records level by level).
+//
+// Each level's partitions forward their records to the level's own librdkafka queue, so
+// a lower level's share is there to take even while a higher level's prefetch is long;
+// what a lower level is not owed yet stays in its queue. Records that still come through
+// the consumer queue (a partition without a queue of its own) wait in `buffered`.
 //
 // Backlog of a partition: the high watermark librdkafka last saw (the last stable offset
 // under read_committed; queried once at assignment) above the source's next offset, or
-// records buffered. A partition that is fetching but has delivered nothing for
+// records fetched and waiting. A partition that is fetching but has delivered nothing for
 // kDrainQuietMs (with nothing in its level's queue) counts as drained even when the
 // watermark is ahead: the gap is then a transaction marker or aborted records, which a
 // read_committed consumer never sees.
@@ -116,14 +121,18 @@ sdk::Status KafkaSource::take_from_levels(PriorityPlanner::Plan& plan) {
 
 void KafkaSource::priority_on_assign(const std::vector<PartState*>& added) {
   const int64_t now = now_ms();
+  // Inside the rebalance: a slow broker must not hold it for long (5 s for them all).
+  const int64_t deadline = now + 5000;
   for (PartState* p : added) {
     p->prio_paused = false;
     p->last_seen_ms = now;
     // Nothing fetched yet: ask the broker once how far each partition goes, so the first
     // polls already know which level leads (a failure leaves it unknown: assumed backlog).
     int64_t lo = -1, hi = -1;
-    if (rd_kafka_query_watermark_offsets(rk_, p->topic.c_str(), p->number, &lo, &hi, 5000) ==
-        RD_KAFKA_RESP_ERR_NO_ERROR) {
+    const int64_t left = deadline - now_ms();
+    if (left > 0 &&
+        rd_kafka_query_watermark_offsets(rk_, p->topic.c_str(), p->number, &lo, &hi,
+                                         static_cast<int>(left)) == RD_KAFKA_RESP_ERR_NO_ERROR) {
       p->lo = lo;
       p->hi = hi;
     }

@@ -286,3 +286,86 @@ TEST_F(KafkaPriority, ARewindMidwayContinuesEachPartitionAtItsCheckpointedPositi
   EXPECT_TRUE(eoi);
   EXPECT_EQ(seen + after, 9000u) << "every record once after the rewind point";
 }
+
+// A second member joins midway (eager rebalance: everything is revoked and assigned
+// again): each member applies the priority pauses to its new assignment, so each hands out
+// its own high records, then normal, then low, and pauses the lower levels meanwhile.
+TEST_F(KafkaPriority, AfterARebalanceEachMemberKeepsThePriorityOrder) {
+  const std::string tag = kt::unique("prio-rb");
+  const std::vector<std::string> topics = {tag + ".high", tag + ".normal", tag + ".low"};
+  for (const auto& t : topics) {
+    create_topic(servers(), t, 2);
+    kt::produce(servers(), t, 0, 4000, "v");
+  }
+  kt::Pairs cfg = {{"bootstrap.servers", servers()}, {"group.id", tag + "-g"},
+                   {"batch.size", "100"}, {"stop.when.idle", "3000"},
+                   {"priority.min.share", "0"}};
+  for (const auto& t : topics) cfg.emplace_back("priority", t);
+  FakeHost ha, hb;
+  SourceHarness a(lib(), "kafka", cfg, &ha);
+  SourceHarness b(lib(), "kafka", cfg, &hb);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE(a.open().is_ok());
+
+  struct Member {
+    SourceHarness* src;
+    FakeHost* host;
+    size_t assignments_seen = 0;
+    std::vector<int> levels;                 // after its latest assignment
+    std::map<int32_t, int64_t> next;         // partition id -> next offset
+    double low_paused = 0;                   // after its latest assignment
+    bool eoi = false;
+  };
+  Member ma{&a, &ha}, mb{&b, &hb};
+  auto level_of = [&](FakeHost& h, int32_t id) {
+    for (auto& p : h.assigned)
+      if (p.id == id)
+        for (size_t i = 0; i < topics.size(); ++i)
+          if (p.topic == topics[i]) return static_cast<int>(i);
+    return -1;
+  };
+  auto step = [&](Member& m) {
+    if (m.eoi) return;
+    auto batch = m.src->poll(100, &m.eoi);
+    if (m.host->assigned.size() != m.assignments_seen) {  // a new assignment: start over
+      m.assignments_seen = m.host->assigned.size();
+      m.levels.clear();
+      m.next.clear();
+      m.low_paused = 0;
+      return;  // records of the poll that rebalanced may predate it
+    }
+    auto it = m.host->metrics.find("kafka_source_priority_paused{topic=" + topics[2] + "}");
+    if (it != m.host->metrics.end()) m.low_paused = std::max(m.low_paused, it->second);
+    for (auto& r : batch) {
+      m.levels.push_back(level_of(*m.host, r.partition));
+      if (m.next.count(r.partition) != 0)
+        EXPECT_EQ(r.offset, m.next[r.partition]) << "skipped or repeated";
+      m.next[r.partition] = r.offset + 1;
+    }
+  };
+  // A alone until it has read some of high.
+  const int64_t end = kt::now_ms() + 50000;
+  while (ma.levels.size() < 1000 && kt::now_ms() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    step(ma);
+  }
+  ASSERT_GE(ma.levels.size(), 1000u);
+  ASSERT_TRUE(b.open().is_ok());
+  while (!(ma.eoi && mb.eoi) && kt::now_ms() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    step(ma);
+    step(mb);
+  }
+  ASSERT_TRUE(ma.eoi && mb.eoi) << "both members drained within 50 s";
+  for (Member* m : {&ma, &mb}) {
+    const char* who = m == &ma ? "first member" : "joining member";
+    EXPECT_GE(m->assignments_seen, 1u) << who;
+    EXPECT_FALSE(m->levels.empty()) << who << " got records after the rebalance";
+    size_t out_of_order = 0;
+    for (size_t i = 1; i < m->levels.size(); ++i) out_of_order += m->levels[i] < m->levels[i - 1];
+    EXPECT_EQ(out_of_order, 0u) << who << ": high, then normal, then low after the rebalance";
+    EXPECT_EQ(m->low_paused, 1) << who << ": low paused in librdkafka after the rebalance";
+  }
+  std::printf("after the rebalance: first member %zu records, joining member %zu\n",
+              ma.levels.size(), mb.levels.size());
+}
