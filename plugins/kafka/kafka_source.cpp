@@ -10,11 +10,20 @@
 
 namespace exactly::kafka {
 
-const ex_config_field kSourceFields[12] = {
+const ex_config_field kSourceFields[14] = {
     sdk::required("bootstrap.servers", EX_CFG_STRING,
                   "Kafka brokers (host:port,...), or `embedded` for the in-process demo cluster"),
     sdk::required("group.id", EX_CFG_STRING, "Consumer group; committed offsets live here"),
-    sdk::required("topics", EX_CFG_LIST, "Topics to consume (a name starting with ^ is a regex)"),
+    sdk::field("topics", EX_CFG_LIST,
+               "Topics to consume (a name starting with ^ is a regex); required unless `priority` "
+               "is given"),
+    sdk::field("priority", EX_CFG_LIST,
+               "Instead of `topics`: topic names, highest priority first. While a level has "
+               "backlog, the levels below it hand out only their `priority.min.share` (and are "
+               "paused when it is 0)"),
+    sdk::field("priority.min.share", EX_CFG_DOUBLE,
+               "With `priority`: the fraction of the records handed out that each level below the "
+               "one with backlog still gets, so it never starves; 0 = strict order (default 0.05)"),
     sdk::field("rdkafka", EX_CFG_MAP,
                "Any librdkafka consumer property, passed through (e.g. fetch.min.bytes). exactly's "
                "defaults: auto.offset.reset=earliest, socket.nagle.disable=true, "
@@ -107,14 +116,19 @@ KafkaSource::KafkaSource(sdk::Host host, const sdk::Config& cfg) : ClientContext
   servers_ = cfg.require_string("bootstrap.servers");
   group_ = cfg.require_string("group.id");
   require_visible_text("group.id", group_);
-  topics_ = cfg.get_list("topics");
-  if (topics_.empty()) throw sdk::ConfigError("topics", "at least one topic is required");
-  for (const auto& t : topics_)
-    if (t.empty()) throw sdk::ConfigError("topics", "a topic name is empty");
-    else require_visible_text("topics", t);
   int64_t bs = cfg.get_int("batch.size", 10000);
   if (bs < 1) throw sdk::ConfigError("batch.size", "must be at least 1");
   batch_size_ = static_cast<size_t>(bs);
+  parse_priority(cfg);  // sets topics_ when levels are given
+  if (!prioritized()) {
+    topics_ = cfg.get_list("topics");
+    if (topics_.empty())
+      throw sdk::ConfigError("topics", "at least one topic is required (or `priority` with the "
+                                       "topics by priority)");
+    for (const auto& t : topics_)
+      if (t.empty()) throw sdk::ConfigError("topics", "a topic name is empty");
+      else require_visible_text("topics", t);
+  }
   poll_timeout_ms_ = cfg.get_duration_ms("poll.timeout", 100);
   open_timeout_ms_ = cfg.get_duration_ms("open.timeout", 30000);
   if (poll_timeout_ms_ < 0) throw sdk::ConfigError("poll.timeout", "must not be negative");
@@ -190,17 +204,21 @@ KafkaSource::KafkaSource(sdk::Host host, const sdk::Config& cfg) : ClientContext
   rk_ = b.create(RD_KAFKA_CONSUMER);
   // Rebalances, logs and errors are then all served by consumer_poll, on the host's thread.
   rd_kafka_poll_set_consumer(rk_);
+  // One queue per priority level, so a level's records are not stuck behind another's.
+  for (size_t l = 0; l < priority_.size(); ++l) level_q_.push_back(rd_kafka_queue_new(rk_));
 }
 
 KafkaSource::~KafkaSource() {
   close_consumer();
   if (admin_q_ != nullptr) rd_kafka_queue_destroy(admin_q_);
+  for (auto* q : level_q_) rd_kafka_queue_destroy(q);
   rd_kafka_destroy_flags(rk_, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
 }
 
 void KafkaSource::close_consumer() {
   closing_ = true;
   release_batch();
+  drop_all_buffered();
   if (!opened_) return;
   opened_ = false;
   // Leave the group promptly (others get our partitions without waiting for the session
@@ -288,6 +306,8 @@ void KafkaSource::drop_pending_of_unassigned() {
     return true;
   });
   msgs_.erase(keep, msgs_.end());
+  for (auto& p : parts_)
+    if (!p.assigned) drop_buffered(p);
 }
 
 int64_t KafkaSource::reset_offset() const {
@@ -337,6 +357,7 @@ void KafkaSource::on_assign(rd_kafka_topic_partition_list_t* parts) {
   }
   std::vector<sdk::Partition> host_parts;
   host_parts.reserve(static_cast<size_t>(list->cnt));
+  std::vector<int32_t> added_ids;  // not pointers: id_for() may grow parts_
   for (int i = 0; i < list->cnt; ++i) {
     auto& tp = list->elems[i];
     int32_t id = id_for(tp.topic, tp.partition);
@@ -349,21 +370,35 @@ void KafkaSource::on_assign(rd_kafka_topic_partition_list_t* parts) {
     // host mirrors every sink-stored round into the group), so the later one wins.
     auto r = resume_.find({p.topic, p.number});
     if (r != resume_.end()) start = std::max<int64_t>(start, r->second);
+    if (prioritized()) p.level = level_of(p.topic);
     tp.err = RD_KAFKA_RESP_ERR_NO_ERROR;
     tp.offset = start;  // INVALID: librdkafka falls back to auto.offset.reset
     p.assigned = true;
     p.start = start;
     p.next = start;
     p.assigned_at = start;
+    p.rd_paused = false;
+    added_ids.push_back(id);
     host_parts.push_back(sdk::Partition{id, p.name, p.topic, p.number, start >= 0 ? start : -1});
   }
   sdk::Status st = host_.assigned(host_parts);
   if (!st && pending_) pending_ = st;
+  std::vector<PartState*> added;
+  for (int32_t id : added_ids) added.push_back(&parts_[static_cast<size_t>(id)]);
+  if (prioritized()) forward_to_levels(added);  // before the fetchers start
   err = rd_kafka_assign(rk_, list.get());
   if (err != RD_KAFKA_RESP_ERR_NO_ERROR && pending_)
     pending_ = sdk::Status::fatal(std::string("kafka source: assign failed: ") +
                                   rd_kafka_err2str(err));
-  if (paused_ && list->cnt > 0) rd_kafka_pause_partitions(rk_, list.get());
+  // Whole-source pause, and the priority levels below the one with backlog.
+  sdk::Status paused_st = sdk::Status::ok();
+  if (prioritized()) {
+    priority_on_assign(added);
+    paused_st = apply_priority(priority_plan());
+  } else {
+    paused_st = apply_pauses(added);
+  }
+  if (!paused_st) host_.warn(paused_st.message());
   if (watches_group()) {
     describe_due_ms_ = now_ms() + 200;
     describe_retries_ = 0;
@@ -400,6 +435,7 @@ void KafkaSource::on_revoke(rd_kafka_topic_partition_list_t* parts) {
     PartState& p = parts_[static_cast<size_t>(it->second)];
     p.assigned = false;
     p.held = false;
+    p.rd_paused = p.prio_paused = false;
     p.start = p.next = p.assigned_at = RD_KAFKA_OFFSET_INVALID;
   }
   drop_pending_of_unassigned();
@@ -438,8 +474,25 @@ sdk::Status KafkaSource::poll(int timeout_ms, std::vector<ex_record>& out, bool&
   int64_t wait = timeout_ms < 0 ? poll_timeout_ms_ : std::min<int64_t>(timeout_ms, poll_timeout_ms_);
   const int64_t deadline = now_ms() + wait;
   sdk::Status failure;
-  while (msgs_.size() < batch_size_) {
+  PriorityPlanner::Plan plan;
+  if (prioritized()) {
+    plan = priority_plan();
+    sdk::Status st = apply_priority(plan);
+    if (!st) return st;
+    hand_buffered(plan);
+    report_priority();
+  }
+  // Records buffered for a later poll count too: a poll takes at most a batch from
+  // librdkafka, so the buffers stay bounded.
+  size_t pulled = 0;
+  while (msgs_.size() < batch_size_ && pulled < batch_size_) {
+    if (prioritized()) {
+      failure = take_from_levels(plan);
+      if (!failure || msgs_.size() >= batch_size_) break;
+    }
     int t = msgs_.empty() ? static_cast<int>(std::max<int64_t>(0, deadline - now_ms())) : 0;
+    // Records of the levels arrive on their own queues: look at them between short waits.
+    if (prioritized()) t = std::min(t, 5);
     rd_kafka_message_t* m = rd_kafka_consumer_poll(rk_, t);
     if (m == nullptr) {
       // A served rebalance or log event can end the wait early.
@@ -457,6 +510,11 @@ sdk::Status KafkaSource::poll(int timeout_ms, std::vector<ex_record>& out, bool&
       rd_kafka_message_destroy(m);
       continue;
     }
+    ++pulled;
+    if (prioritized() && !admit(m, *p, plan)) {
+      if (!pending_) break;
+      continue;
+    }
     msgs_.push_back(m);
     if (!pending_) break;
   }
@@ -472,6 +530,14 @@ sdk::Status KafkaSource::poll(int timeout_ms, std::vector<ex_record>& out, bool&
       int64_t target = p->next >= 0 ? p->next : m->offset;
       auto it = std::find_if(back.begin(), back.end(), [&](auto& b) { return b.first == p; });
       if (it == back.end()) back.emplace_back(p, target);
+      else it->second = std::min(it->second, target);
+    }
+    // Buffered records were fetched past the host's view too (seek_all drops them).
+    for (auto& p : parts_) {
+      if (p.buffered.empty() || !p.assigned) continue;
+      int64_t target = p.next >= 0 ? p.next : p.buffered.front()->offset;
+      auto it = std::find_if(back.begin(), back.end(), [&](auto& b) { return b.first == &p; });
+      if (it == back.end()) back.emplace_back(&p, target);
       else it->second = std::min(it->second, target);
     }
     release_batch();
@@ -521,6 +587,7 @@ sdk::Status KafkaSource::poll(int timeout_ms, std::vector<ex_record>& out, bool&
     out.push_back(r);
   }
   if (!msgs_.empty()) host_.counter("kafka_source_records_total", static_cast<double>(msgs_.size()));
+  if (prioritized()) priority_handed(plan);
   // A bounded run: the topic has been quiet long enough to call it drained.
   report_lag();
   // The clock runs only while partitions are assigned and none is held back by a stage
@@ -528,7 +595,10 @@ sdk::Status KafkaSource::poll(int timeout_ms, std::vector<ex_record>& out, bool&
   if (stop_when_idle_ms_ > 0) {
     bool any = std::any_of(parts_.begin(), parts_.end(), [](const PartState& p) { return p.assigned; });
     bool held = std::any_of(parts_.begin(), parts_.end(), [](const PartState& p) { return p.held; });
-    if (!msgs_.empty() || last_record_ms_ == 0 || !any || held) last_record_ms_ = now_ms();
+    // Nor is a priority level waiting for its turn.
+    bool waiting = prioritized() && (plan.leader >= 0 || buffered_total() > 0);
+    if (!msgs_.empty() || last_record_ms_ == 0 || !any || held || waiting)
+      last_record_ms_ = now_ms();
     else if (now_ms() - last_record_ms_ >= stop_when_idle_ms_) end_of_input = true;
   }
   return sdk::Status::ok();
@@ -621,8 +691,10 @@ sdk::Status KafkaSource::rewind(const sdk::Checkpoint& positions) {
 sdk::Status KafkaSource::seek_all(const std::vector<std::pair<PartState*, int64_t>>& targets) {
   if (targets.empty()) return sdk::Status::ok();
   TplPtr list(rd_kafka_topic_partition_list_new(static_cast<int>(targets.size())));
-  for (const auto& [p, off] : targets)
+  for (const auto& [p, off] : targets) {
     rd_kafka_topic_partition_list_add(list.get(), p->topic.c_str(), p->number)->offset = off;
+    drop_buffered(*p);  // fetching restarts at the target: they would come again
+  }
   ErrorPtr e(rd_kafka_seek_partitions(rk_, list.get(), 10000));
   std::string why = e ? describe(e.get()) : std::string();
   for (int i = 0; i < list->cnt && why.empty(); ++i)
@@ -634,6 +706,7 @@ sdk::Status KafkaSource::seek_all(const std::vector<std::pair<PartState*, int64_
   // A partition whose fetcher has not started yet cannot seek (__STATE). Re-assigning the
   // whole assignment at explicit offsets restarts every fetcher there instead.
   host_.info("kafka source: seek failed (" + why + "); re-assigning at the target offsets");
+  drop_all_buffered();  // every partition restarts at its position
   TplPtr all(rd_kafka_topic_partition_list_new(static_cast<int>(parts_.size())));
   for (auto& p : parts_) {
     if (!p.assigned) continue;
@@ -646,56 +719,97 @@ sdk::Status KafkaSource::seek_all(const std::vector<std::pair<PartState*, int64_
   if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
     return sdk::Status::retriable(std::string("kafka source: cannot reposition partitions: ") +
                                   rd_kafka_err2str(err));
-  if (paused_ && all->cnt > 0) rd_kafka_pause_partitions(rk_, all.get());
+  // Fresh fetchers: pause again what should be (whole source, held, priority).
+  TplPtr again(rd_kafka_topic_partition_list_new(static_cast<int>(parts_.size())));
+  for (auto& p : parts_) {
+    if (!p.assigned) continue;
+    p.rd_paused = paused_ || p.held || p.prio_paused;
+    if (p.rd_paused) rd_kafka_topic_partition_list_add(again.get(), p.topic.c_str(), p.number);
+  }
+  if (again->cnt > 0) rd_kafka_pause_partitions(rk_, again.get());
   return sdk::Status::ok();
 }
 
 sdk::Status KafkaSource::pause_partitions(const std::vector<sdk::Partition>& parts, bool paused) {
-  TplPtr list(rd_kafka_topic_partition_list_new(static_cast<int>(parts.size())));
+  std::vector<PartState*> touched;
   std::vector<std::pair<PartState*, int64_t>> targets;
   for (const auto& x : parts) {
     auto it = ids_.find({x.topic, x.number});
     if (it == ids_.end()) continue;
     PartState& p = parts_[static_cast<size_t>(it->second)];
     if (!p.assigned) continue;
-    rd_kafka_topic_partition_list_add(list.get(), p.topic.c_str(), p.number);
+    touched.push_back(&p);
+    drop_buffered(p);
     // Nothing of it was handed out while held: it continues (and checkpoints) at the
     // position the stage was given.
     p.next = x.start_offset >= 0 ? x.start_offset : RD_KAFKA_OFFSET_INVALID;
     p.held = paused;
     if (!paused) targets.emplace_back(&p, x.start_offset >= 0 ? x.start_offset : reset_offset());
   }
-  if (list->cnt == 0) return sdk::Status::ok();
-  if (paused) {
-    // Records of it in the batch just handed out are dropped by the host (it continues
-    // from the start given here); later ones are dropped by poll().
-    rd_kafka_resp_err_t err = rd_kafka_pause_partitions(rk_, list.get());
-    if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
-      return sdk::Status::retriable(std::string("kafka source: pause: ") + rd_kafka_err2str(err));
-    return sdk::Status::ok();
-  }
+  if (touched.empty()) return sdk::Status::ok();
+  // Records of it in the batch just handed out are dropped by the host (it continues
+  // from the start given here); later ones are dropped by poll().
+  if (paused) return apply_pauses(touched);
   sdk::Status st = seek_all(targets);
   if (!st) return st;
-  if (!paused_) {
-    rd_kafka_resp_err_t err = rd_kafka_resume_partitions(rk_, list.get());
-    if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
-      return sdk::Status::retriable(std::string("kafka source: resume: ") + rd_kafka_err2str(err));
-  }
-  return sdk::Status::ok();
+  // Resumed unless the whole source or its priority level still waits.
+  return apply_pauses(touched);
 }
 
 sdk::Status KafkaSource::pause(bool paused) {
   if (paused == paused_) return sdk::Status::ok();
   paused_ = paused;
-  rd_kafka_topic_partition_list_t* raw = nullptr;
-  rd_kafka_resp_err_t err = rd_kafka_assignment(rk_, &raw);
-  TplPtr list(raw);
+  std::vector<PartState*> all;
+  for (auto& p : parts_)
+    if (p.assigned) all.push_back(&p);
+  return apply_pauses(all);
+}
+
+sdk::Status KafkaSource::apply_pauses(const std::vector<PartState*>& parts) {
+  std::vector<PartState*> to_pause, to_resume;
+  for (PartState* p : parts) {
+    if (!p->assigned) continue;
+    const bool want = paused_ || p->held || p->prio_paused;
+    if (want && !p->rd_paused) to_pause.push_back(p);
+    else if (!want && p->rd_paused) to_resume.push_back(p);
+  }
+  if (!to_pause.empty()) {
+    TplPtr list(rd_kafka_topic_partition_list_new(static_cast<int>(to_pause.size())));
+    for (PartState* p : to_pause) rd_kafka_topic_partition_list_add(list.get(), p->topic.c_str(), p->number);
+    rd_kafka_resp_err_t err = rd_kafka_pause_partitions(rk_, list.get());
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+      return sdk::Status::retriable(std::string("kafka source: pause: ") + rd_kafka_err2str(err));
+    for (PartState* p : to_pause) p->rd_paused = true;
+  }
+  if (!to_resume.empty()) return resume_checked(std::move(to_resume));
+  return sdk::Status::ok();
+}
+
+// After a pause librdkafka fetches on from the last message it returned to this source,
+// which is where the source's view goes on (next, or after what it buffered) unless
+// records were dropped meanwhile (a rewind, a hold): there it seeks first.
+sdk::Status KafkaSource::resume_checked(std::vector<PartState*> parts) {
+  TplPtr list(rd_kafka_topic_partition_list_new(static_cast<int>(parts.size())));
+  for (PartState* p : parts) rd_kafka_topic_partition_list_add(list.get(), p->topic.c_str(), p->number);
+  std::vector<std::pair<PartState*, int64_t>> seeks;
+  if (rd_kafka_position(rk_, list.get()) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+    for (size_t i = 0; i < parts.size(); ++i) {
+      PartState* p = parts[i];
+      int64_t expected = !p->buffered.empty() ? p->buffered.back()->offset + 1 : p->next;
+      if (expected >= 0 && list->elems[i].offset != expected)
+        seeks.emplace_back(p, p->next >= 0 ? p->next : p->buffered.front()->offset);
+    }
+  }
+  sdk::Status st = seek_all(seeks);
+  if (!st) return st;
+  rd_kafka_resp_err_t err = rd_kafka_resume_partitions(rk_, list.get());
   if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
-    return sdk::Status::retriable(std::string("kafka source: assignment: ") + rd_kafka_err2str(err));
-  if (!list || list->cnt == 0) return sdk::Status::ok();
-  err = paused ? rd_kafka_pause_partitions(rk_, list.get()) : rd_kafka_resume_partitions(rk_, list.get());
-  if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
-    return sdk::Status::retriable(std::string("kafka source: pause/resume: ") + rd_kafka_err2str(err));
+    return sdk::Status::retriable(std::string("kafka source: resume: ") + rd_kafka_err2str(err));
+  const int64_t now = now_ms();
+  for (PartState* p : parts) {
+    p->rd_paused = false;
+    p->last_seen_ms = now;  // the drain clock starts when fetching does
+  }
   return sdk::Status::ok();
 }
 

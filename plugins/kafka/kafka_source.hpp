@@ -4,12 +4,14 @@
 #pragma once
 
 #include "checkpoint_codec.hpp"
+#include "priority_planner.hpp"
 #include "rdkafka_common.hpp"
 #include "standby_planner.hpp"
 
 #include <exactly/sdk.hpp>
 #include <librdkafka/rdkafka.h>
 
+#include <deque>
 #include <map>
 #include <optional>
 #include <string>
@@ -19,7 +21,7 @@
 
 namespace exactly::kafka {
 
-extern const ex_config_field kSourceFields[12];
+extern const ex_config_field kSourceFields[14];
 
 class KafkaSource final : public sdk::Source, public ClientContext {
  public:
@@ -49,6 +51,17 @@ class KafkaSource final : public sdk::Source, public ClientContext {
     int64_t next = RD_KAFKA_OFFSET_INVALID;
     // The group's offset when this assignment began: no rewind goes back before it.
     int64_t assigned_at = RD_KAFKA_OFFSET_INVALID;
+    // Whether librdkafka has it paused (whole-source pause, held, or priority).
+    bool rd_paused = false;
+    // Priority (kafka_source_priority.cpp): its level (index in `priority`, -1 without),
+    // paused because a higher level has backlog, the watermarks last seen, when a record
+    // of it last arrived (or it started fetching), and records fetched but held back for
+    // a later poll (in offset order, all at or after `next`).
+    int level = -1;
+    bool prio_paused = false;
+    int64_t lo = -1, hi = -1;
+    int64_t last_seen_ms = 0;
+    std::deque<rd_kafka_message_t*> buffered;
   };
 
   static void rebalance_cb(rd_kafka_t* rk, rd_kafka_resp_err_t err,
@@ -65,6 +78,31 @@ class KafkaSource final : public sdk::Source, public ClientContext {
   sdk::Status handle_message_error(rd_kafka_message_t* m);
   sdk::Status seek_all(const std::vector<std::pair<PartState*, int64_t>>& targets);
   void close_consumer();
+  // The librdkafka pause state each assigned partition should have: paused while the
+  // whole source is, while held for a stage, or while its priority level waits.
+  sdk::Status apply_pauses(const std::vector<PartState*>& parts);
+  sdk::Status resume_checked(std::vector<PartState*> parts);
+
+  // Priority levels (kafka_source_priority.cpp).
+  bool prioritized() const { return planner_.has_value(); }
+  void parse_priority(const sdk::Config& cfg);
+  int level_of(const std::string& topic) const;
+  void forward_to_levels(const std::vector<PartState*>& added);
+  void priority_on_assign(const std::vector<PartState*>& added);
+  // Records from the level queues into msgs_ (or buffers), no waiting.
+  sdk::Status take_from_levels(PriorityPlanner::Plan& plan);
+  size_t level_buffered(int level) const;
+  PriorityPlanner::Plan priority_plan();
+  sdk::Status apply_priority(const PriorityPlanner::Plan& plan);
+  // Buffered records the plan lets out now, into msgs_; allowances are used up.
+  void hand_buffered(PriorityPlanner::Plan& plan);
+  // A message just fetched: true to hand it out now, false when it was buffered.
+  bool admit(rd_kafka_message_t* m, PartState& p, PriorityPlanner::Plan& plan);
+  void priority_handed(const PriorityPlanner::Plan& plan);
+  void drop_buffered(PartState& p);
+  void drop_all_buffered();
+  size_t buffered_total() const;
+  void report_priority();
   // The group is described after each assignment (kafka_source_group_watch.cpp): for
   // standby replicas (which partitions to keep warm) and to announce members that left
   // (departed_members.hpp).
@@ -116,6 +154,16 @@ class KafkaSource final : public sdk::Source, public ClientContext {
   int describe_retries_ = 0;
   std::string standby_why_;  // last reason the model did not apply (logged on change)
   std::vector<std::pair<std::string, int32_t>> standby_;  // last set given to the host
+
+  std::vector<std::string> priority_;  // topics, highest priority first
+  std::optional<PriorityPlanner> planner_;
+  // Each level's partitions forward their fetched records here (not to the consumer
+  // queue, where a level's prefetch would sit in front of the others').
+  std::vector<rd_kafka_queue_t*> level_q_;
+  double min_share_ = 0;
+  int64_t last_priority_report_ms_ = 0;
+  std::vector<int> reported_paused_;  // per level, the paused gauge last reported (-1: none)
+  size_t rotate_ = 0;  // where hand_buffered starts within a level, so no partition waits
 
   // The batch last handed out: its messages own the bytes the records point into.
   std::vector<rd_kafka_message_t*> msgs_;
