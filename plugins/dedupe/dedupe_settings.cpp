@@ -99,8 +99,8 @@ Settings Settings::parse(const sdk::Config& c) {
   if (wbs < (1 << 20)) throw ConfigError("rocksdb.write.buffer.size", "must be at least 1MiB");
   s.tuning.write_buffer_size = static_cast<size_t>(wbs);
   s.tuning.filter = c.get_string("rocksdb.filter", "bloom");
-  if (s.tuning.filter != "bloom" && s.tuning.filter != "ribbon" && s.tuning.filter != "none")
-    throw ConfigError("rocksdb.filter", "expected bloom, ribbon or none, got '" + s.tuning.filter + "'");
+  if (s.tuning.filter != "bloom" && s.tuning.filter != "ribbon")
+    throw ConfigError("rocksdb.filter", "expected bloom or ribbon, got '" + s.tuning.filter + "'");
   s.tuning.filter_bits_per_key = c.get_double("rocksdb.filter.bits.per.key", 10);
   if (s.tuning.filter_bits_per_key < 1 || s.tuning.filter_bits_per_key > 50)
     throw ConfigError("rocksdb.filter.bits.per.key", "must be between 1 and 50");

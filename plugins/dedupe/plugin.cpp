@@ -11,7 +11,7 @@ using exactly::sdk::required;
 const char* const kConflict[] = {"duplicate", "reject", "stop", nullptr};
 const char* const kBehind[] = {"fail", "ignore", nullptr};
 const char* const kChangelog[] = {"auto", "on", "off", nullptr};
-const char* const kFilters[] = {"bloom", "ribbon", "none", nullptr};
+const char* const kFilters[] = {"bloom", "ribbon", nullptr};
 const char* const kCompression[] = {"none", "lz4", "zstd", nullptr};
 
 const ex_config_field kFields[] = {
@@ -77,8 +77,7 @@ const ex_config_field kFields[] = {
           "one SST file (about this size / 48 claims), and the memtable size",
           "67108864"),
     field("rocksdb.filter", EX_CFG_STRING,
-          "SST filter: bloom (fastest probes), ribbon (about 30% smaller) or none (the in-memory "
-          "presence filter alone rules out new ids)", "bloom", kFilters),
+          "SST filter: bloom (fastest probes) or ribbon (about 30% smaller)", "bloom", kFilters),
     field("rocksdb.filter.bits.per.key", EX_CFG_DOUBLE, "filter bits per id", "10"),
     field("rocksdb.compression", EX_CFG_STRING,
           "compression of the bottommost level (where most ids live)", "zstd", kCompression),

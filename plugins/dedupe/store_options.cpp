@@ -40,12 +40,9 @@ rocksdb::ColumnFamilyOptions make_claims_options(const StoreTuning& t,
   rocksdb::BlockBasedTableOptions b;
   b.block_cache = cache;
   b.cache_index_and_filter_blocks = false;
-  // "none": the presence filter in front already rules out new ids; SST filters then
-  // serve only its ~1% false positives and cost CPU in every fold and compaction.
-  if (t.filter == "ribbon")
-    b.filter_policy.reset(rocksdb::NewRibbonFilterPolicy(t.filter_bits_per_key));
-  else if (t.filter == "bloom")
-    b.filter_policy.reset(rocksdb::NewBloomFilterPolicy(t.filter_bits_per_key, false));
+  b.filter_policy.reset(t.filter == "ribbon"
+                            ? rocksdb::NewRibbonFilterPolicy(t.filter_bits_per_key)
+                            : rocksdb::NewBloomFilterPolicy(t.filter_bits_per_key, false));
   b.whole_key_filtering = true;
   b.format_version = 5;
   b.block_size = 4096;
