@@ -128,4 +128,15 @@ bool Settings::same_connection_settings(const Settings& o) const {
          class_field_text == o.class_field_text;
 }
 
+void Settings::check(const sdk::Config& c) {
+  from(c);
+  // HTTP has no transaction to put the source positions in: the host commits them after
+  // this sink's commit, so a crash in between repeats requests. Say so up front.
+  if (c.get_string("delivery", "at_least_once") == "exactly_once")
+    throw sdk::ConfigError("delivery",
+                           "the http sink is at_least_once: a request cannot be taken back. "
+                           "Set delivery: at_least_once and let the downstream use the "
+                           "idempotency key (idempotency.key)");
+}
+
 }  // namespace exactly::http

@@ -24,6 +24,9 @@ extern const ex_config_field kSourceFields[12];
 class KafkaSource final : public sdk::Source, public ClientContext {
  public:
   KafkaSource(sdk::Host host, const sdk::Config& cfg);
+  // The create-time checks, librdkafka's property checks included, without a client,
+  // the embedded cluster or state.dir (ABI 1.3).
+  static sdk::Status validate(const sdk::Config& cfg);
   ~KafkaSource() override;
 
   sdk::Status open(const std::optional<sdk::Checkpoint>& resume) override;
