@@ -133,7 +133,9 @@ void flatten(const YAML::Node& map, const std::string& prefix, const std::string
       ctx.error(km, fmt::format("duplicate key '{}'", key));
       continue;
     }
-    const YAML::Node& v = it->second;
+    // A copy (a Node is a handle): `it->` yields a proxy that dies with the statement, so a
+    // reference to its member dangles (ASan: stack-use-after-scope, found by fuzz_config_load).
+    const YAML::Node v = it->second;
     if (v.IsMap() && v.size() > 0 && !stop.count(key)) {
       flatten(v, key, file, stop, out, ctx);
     } else {
