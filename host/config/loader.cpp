@@ -670,6 +670,10 @@ LoadResult load(const std::vector<std::string>& paths, plugin::Registry& registr
       continue;
     }
     try {
+      if (auto problem = check_yaml_stream(text)) {
+        ctx.error(Mark{file, problem->line, problem->col}, problem->message);
+        continue;
+      }
       auto all = YAML::LoadAll(text);
       if (auto problem = check_yaml_documents(all, d.root)) {
         ctx.error(Mark{file, problem->line, problem->col}, problem->message);

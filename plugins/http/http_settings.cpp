@@ -1,9 +1,14 @@
 #include "http_settings.hpp"
 
+#include <cmath>
 #include <cstdlib>
 #include <stdexcept>
 
 namespace exactly::http {
+
+namespace {
+constexpr double kMaxDurationMs = 100.0 * 365 * 24 * 3600 * 1000;
+}  // namespace
 
 std::chrono::milliseconds parse_duration(const std::string& key, const std::string& t) {
   char* end = nullptr;
@@ -15,7 +20,10 @@ std::chrono::milliseconds parse_duration(const std::string& key, const std::stri
   else if (unit == "s") ms = v * 1000;
   else if (unit == "m") ms = v * 60000;
   else if (unit == "h") ms = v * 3600000;
-  if (ms < 0) throw sdk::ConfigError(key, "expected a duration such as 500ms, 10s or 2m, got '" + t + "'");
+  // NaN, and values no int64 of milliseconds holds (their cast is undefined; found by
+  // fuzz_http_config), are refused like any other bad duration.
+  if (!(ms >= 0) || ms > kMaxDurationMs)
+    throw sdk::ConfigError(key, "expected a duration such as 500ms, 10s or 2m (at most 100 years), got '" + t + "'");
   return std::chrono::milliseconds(static_cast<int64_t>(ms));
 }
 
@@ -24,7 +32,8 @@ namespace {
 double parse_number(const std::string& key, const std::string& t) {
   char* end = nullptr;
   double d = std::strtod(t.c_str(), &end);
-  if (t.empty() || *end != '\0' || d < 0)
+  // Not finite (nan, inf) is refused too: a rate or burst of NaN compares false everywhere.
+  if (t.empty() || *end != '\0' || !(d >= 0) || !std::isfinite(d))
     throw sdk::ConfigError(key, "expected a number >= 0, got '" + t + "'");
   return d;
 }

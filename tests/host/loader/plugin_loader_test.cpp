@@ -73,6 +73,18 @@ TEST(PluginLoader, AConfigWithOlderMinorComponentsValidates) {
   EXPECT_EQ(r.spec.pipelines[0].sink.component->library->abi_version, 1u << 16);
 }
 
+// The SDK exports validate only for a class that declares one (the testkit's do not).
+TEST(PluginLoader, TheSdkExportsValidateOnlyWhenTheClassHasOne) {
+  plugin::Registry reg;
+  reg.scan({kDir, std::string(EXACTLY_PLUGIN_DIR)});
+  auto counter = reg.find(EX_KIND_SOURCE, "counter");
+  ASSERT_NE(counter.component, nullptr);
+  EXPECT_EQ(counter.component->source.validate, nullptr);
+  auto gen = reg.find(EX_KIND_SOURCE, "generator");
+  ASSERT_NE(gen.component, nullptr);
+  EXPECT_NE(gen.component->source.validate, nullptr);
+}
+
 TEST(PluginLoader, ScanRecordsFailuresAndKeepsGoodLibraries) {
   plugin::Registry reg;
   reg.scan({kDir});
