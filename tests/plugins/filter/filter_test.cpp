@@ -166,6 +166,12 @@ TEST(FilterPlugin, ValidateAgreesWithCreate) {
       {{{"field", "type"}, {"value", "x"}}, "field"},
       {{{"field", "/type"}, {"op", "regex"}, {"value", "[z-a]"}}, "value"},
       {{{"field", "/type"}, {"op", "eq"}}, "value"},
+      // Found by fuzz_filter_config (tests/fuzz/crashers/filter_config/): numbers std::regex
+      // reads without a bound, and a nesting its recursive compiler should not meet.
+      {{{"field", "/type"}, {"op", "regex"}, {"value", "(a)\\6222222222222222222"}}, "value"},
+      {{{"field", "/type"}, {"op", "regex"}, {"value", "a{1,99999999999999999999}"}}, "value"},
+      {{{"field", "/type"}, {"op", "regex"}, {"value", std::string(40, '(') + "a" + std::string(40, ')')}}, "value"},
+      {{{"field", "/type"}, {"op", "regex"}, {"value", "^4111111111111111$|(a)\\1{2,3}"}}, ""},
   };
   for (auto& c : cases) {
     auto st = exactly::testing::validate(lib(), EX_KIND_TRANSFORM, "filter", c.cfg);
