@@ -3,6 +3,7 @@
 // file:line:col and key, and the check creates nothing (no state.dir, no files).
 #include <gtest/gtest.h>
 
+#include <ostream>
 #include <string>
 
 #include "test_util.hpp"
@@ -20,6 +21,9 @@ struct Case {
   const char* key;
   const char* why;         // part of the plugin's message
 };
+
+// ctest shows the case's name, not its bytes.
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 const std::string kGen = "{ plugin: generator, config: { count: 10 } }";
 const std::string kFileSink = "{ plugin: file, config: { path: out.jsonl } }";
