@@ -15,7 +15,8 @@ tests/tools/install-deps.sh --with-java
 tests/tools/kafka-broker.sh fetch
 
 echo "== build"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+# EXACTLY_FUZZ: the libFuzzer targets (tests/fuzz), built with clang beside the rest.
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEXACTLY_FUZZ=ON >/dev/null
 cmake --build build -j "$(nproc)"
 
 echo "== kafka broker (KRaft, 127.0.0.1)"

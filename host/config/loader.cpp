@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "config/interpolate.hpp"
+#include "config/plugin_checks.hpp"
 #include "config/units.hpp"
 #include "util/secrets.hpp"
 #include "config/yaml_guard.hpp"
@@ -132,7 +133,9 @@ void flatten(const YAML::Node& map, const std::string& prefix, const std::string
       ctx.error(km, fmt::format("duplicate key '{}'", key));
       continue;
     }
-    const YAML::Node& v = it->second;
+    // A copy (a Node is a handle): `it->` yields a proxy that dies with the statement, so a
+    // reference to its member dangles (ASan: stack-use-after-scope, found by fuzz_config_load).
+    const YAML::Node v = it->second;
     if (v.IsMap() && v.size() > 0 && !stop.count(key)) {
       flatten(v, key, file, stop, out, ctx);
     } else {
@@ -533,15 +536,24 @@ void read_pipeline(const YAML::Node& node, const Mark& at, const std::string& fi
     if (num(k, 1) <= 0)
       ctx.error(c.marks.count(k) ? c.marks[k] : at,
                 fmt::format("{}: key '{}' must be positive", context, k));
+  // The plugins' own checks run only on components whose schema check found nothing:
+  // their values are then complete and normalised, as create() would get them.
+  auto read_clean = [&](auto&&... args) {
+    size_t before = ctx.errors->size();
+    return read_component(args...) && ctx.errors->size() == before;
+  };
+  bool source_clean = false, sink_clean = false, dlq_clean = false;
+  std::vector<bool> transforms_clean;
   if (source == nullptr)
     ctx.error(at, fmt::format("{}: missing required key 'source'", context));
   else
-    read_component(source->value, source->value_mark, EX_KIND_SOURCE, "source", name, reg,
-                   &p.source, ctx);
+    source_clean = read_clean(source->value, source->value_mark, EX_KIND_SOURCE, "source", name,
+                              reg, &p.source, ctx);
   if (sink == nullptr)
     ctx.error(at, fmt::format("{}: missing required key 'sink'", context));
   else
-    read_component(sink->value, sink->value_mark, EX_KIND_SINK, "sink", name, reg, &p.sink, ctx);
+    sink_clean = read_clean(sink->value, sink->value_mark, EX_KIND_SINK, "sink", name, reg,
+                            &p.sink, ctx);
   if (transforms != nullptr && !transforms->value.IsNull()) {
     if (!transforms->value.IsSequence()) {
       ctx.error(transforms->value_mark, fmt::format("{}: key 'transforms' expects a list, got {}",
@@ -550,17 +562,21 @@ void read_pipeline(const YAML::Node& node, const Mark& at, const std::string& fi
       size_t i = 0;
       for (const auto& t : transforms->value) {
         ComponentSpec cs;
-        read_component(t, mark_at(file, t.Mark()), EX_KIND_TRANSFORM,
-                       fmt::format("transforms[{}]", i++), name, reg, &cs, ctx);
+        transforms_clean.push_back(read_clean(t, mark_at(file, t.Mark()), EX_KIND_TRANSFORM,
+                                              fmt::format("transforms[{}]", i++), name, reg, &cs,
+                                              ctx));
         p.transforms.push_back(std::move(cs));
       }
     }
   }
   if (dlq != nullptr) {
     ComponentSpec cs;
+    size_t before = ctx.errors->size();
     if (read_component(dlq->value, dlq->value_mark, EX_KIND_SINK, "errors.dead-letter", name,
-                       reg, &cs, ctx))
+                       reg, &cs, ctx)) {
+      dlq_clean = ctx.errors->size() == before;
       p.dead_letter = std::move(cs);
+    }
   }
   if (p.error_policy == ErrorPolicy::dead_letter && !p.dead_letter)
     ctx.error(at, fmt::format("{}: errors.policy is dead-letter but no 'errors.dead-letter' "
@@ -581,6 +597,17 @@ void read_pipeline(const YAML::Node& node, const Mark& at, const std::string& fi
       }
     if (!set) p.sink.values.emplace_back("delivery", to_string(p.delivery));
   }
+  // Last, so that the sink sees the pipeline's delivery as create() will.
+  auto plugin_check = [&](const ComponentSpec& cs, bool clean) {
+    if (!clean) return;
+    if (auto d = check_with_plugin(cs, name, fmt::format("pipeline '{}' {}", name, cs.where)))
+      ctx.errors->push_back(std::move(*d));
+  };
+  plugin_check(p.source, source_clean);
+  for (size_t i = 0; i < p.transforms.size() && i < transforms_clean.size(); ++i)
+    plugin_check(p.transforms[i], transforms_clean[i]);
+  plugin_check(p.sink, sink_clean);
+  if (p.dead_letter) plugin_check(*p.dead_letter, dlq_clean);
   spec->pipelines.push_back(std::move(p));
 }
 
@@ -643,6 +670,10 @@ LoadResult load(const std::vector<std::string>& paths, plugin::Registry& registr
       continue;
     }
     try {
+      if (auto problem = check_yaml_stream(text)) {
+        ctx.error(Mark{file, problem->line, problem->col}, problem->message);
+        continue;
+      }
       auto all = YAML::LoadAll(text);
       if (auto problem = check_yaml_documents(all, d.root)) {
         ctx.error(Mark{file, problem->line, problem->col}, problem->message);

@@ -1,8 +1,47 @@
 #include "config/yaml_guard.hpp"
 
 #include <fmt/format.h>
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
+
+#include <sstream>
 
 namespace exactly::config {
+
+namespace {
+
+// Only where each document starts: no nodes are built.
+class DocumentStarts : public YAML::EventHandler {
+ public:
+  YAML::Mark last;
+  void OnDocumentStart(const YAML::Mark& m) override { last = m; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+}  // namespace
+
+std::optional<YamlProblem> check_yaml_stream(const std::string& text) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  DocumentStarts starts;
+  size_t docs = 0;
+  while (parser.HandleNextDocument(starts))
+    if (++docs > kMaxYamlDocuments) {
+      const YAML::Mark& m = starts.last;
+      return YamlProblem{m.is_null() ? 0 : m.line + 1, m.is_null() ? 0 : m.column + 1,
+                         fmt::format("malformed YAML: more than {} documents, or the reader "
+                                     "cannot get past this point (a ',' outside [ ] or {{ }}?)",
+                                     kMaxYamlDocuments)};
+    }
+  return std::nullopt;
+}
 
 std::optional<YamlProblem> check_yaml_text(const std::string& text) {
   if (text.size() > kMaxConfigBytes)

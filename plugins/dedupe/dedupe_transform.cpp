@@ -92,6 +92,11 @@ DedupeTransform::DedupeTransform(sdk::Host host, const sdk::Config& config)
                          : settings_.changelog_topic;
 }
 
+sdk::Status DedupeTransform::validate(const sdk::Config& config) {
+  Settings::parse(config);
+  return sdk::Status::ok();
+}
+
 DedupeTransform::~DedupeTransform() {
   // Unwritten claims die with the instance: the source replays them from the last
   // commit and they are claimed again.

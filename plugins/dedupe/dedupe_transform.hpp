@@ -32,6 +32,8 @@ std::string store_dir_name(const std::string& partition_name);
 class DedupeTransform final : public sdk::Transform {
  public:
   DedupeTransform(sdk::Host host, const sdk::Config& config);
+  // The create-time checks (Settings::parse) without opening or locking state.dir (ABI 1.3).
+  static sdk::Status validate(const sdk::Config& config);
   ~DedupeTransform() override;
 
   sdk::Status assign(const std::vector<sdk::Partition>& parts) override;

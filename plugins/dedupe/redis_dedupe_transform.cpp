@@ -42,6 +42,11 @@ RedisDedupeTransform::RedisDedupeTransform(sdk::Host host, const sdk::Config& co
              std::to_string(settings_.bucket_span_ms / 1000) + " s");
 }
 
+sdk::Status RedisDedupeTransform::validate(const sdk::Config& config) {
+  RedisSettings::parse(config);
+  return sdk::Status::ok();
+}
+
 void RedisDedupeTransform::apply(RedisSettings next) {
   settings_ = std::move(next);
   prefix_ = settings_.key_prefix.empty() ? default_prefix(host_.pipeline(), host_.component_id())

@@ -22,6 +22,8 @@ namespace exactly::dedupe {
 class RedisDedupeTransform final : public sdk::Transform {
  public:
   RedisDedupeTransform(sdk::Host host, const sdk::Config& config);
+  // The create-time checks (RedisSettings::parse) without connecting (ABI 1.3).
+  static sdk::Status validate(const sdk::Config& config);
 
   sdk::Status assign(const std::vector<sdk::Partition>& parts) override;
   sdk::Status revoke(const std::vector<sdk::Partition>& parts) override;

@@ -21,9 +21,14 @@ constexpr size_t kFlushThreshold = 1 << 20;
 }  // namespace
 
 FileSink::FileSink(sdk::Host host, const sdk::Config& config)
-    : host_(host), path_(config.require_string("path")), commit_path_(path_ + ".commit"),
-      fsync_(config.get_bool("fsync", true)) {
-  if (path_.empty()) throw sdk::ConfigError("path", "must not be empty");
+    : FileSink(host, SinkSettings::parse(config)) {}
+
+FileSink::FileSink(sdk::Host host, SinkSettings s)
+    : host_(host), path_(std::move(s.path)), commit_path_(path_ + ".commit"), fsync_(s.fsync) {}
+
+Status FileSink::validate(const sdk::Config& config) {
+  SinkSettings::parse(config);
+  return Status::ok();
 }
 
 FileSink::~FileSink() {

@@ -5,6 +5,8 @@
 
 #include <exactly/sdk.hpp>
 
+#include "file_settings.hpp"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -16,6 +18,8 @@ namespace exactly::file {
 class FileSink final : public sdk::Sink {
  public:
   FileSink(sdk::Host host, const sdk::Config& config);
+  // The create-time checks without opening the file (ABI 1.3).
+  static sdk::Status validate(const sdk::Config& config);
   ~FileSink() override;
   FileSink(const FileSink&) = delete;
   FileSink& operator=(const FileSink&) = delete;
@@ -27,6 +31,7 @@ class FileSink final : public sdk::Sink {
   sdk::Status abort() override;
 
  private:
+  FileSink(sdk::Host host, SinkSettings s);
   sdk::Status flush();
   sdk::Status truncate_to(uint64_t length);
 

@@ -25,13 +25,15 @@ constexpr auto kFollowInterval = std::chrono::milliseconds(20);
 }  // namespace
 
 FileSource::FileSource(sdk::Host host, const sdk::Config& config)
-    : host_(host), path_(config.require_string("path")),
-      follow_(config.get_bool("follow", false)),
-      offsets_path_(config.get_string("offsets.path", "")) {
-  if (path_.empty()) throw sdk::ConfigError("path", "must not be empty");
-  int64_t batch = config.get_int("batch.size", 1024);
-  if (batch < 1 || batch > (1 << 20)) throw sdk::ConfigError("batch.size", "must be between 1 and 1048576");
-  batch_size_ = static_cast<size_t>(batch);
+    : FileSource(host, SourceSettings::parse(config)) {}
+
+FileSource::FileSource(sdk::Host host, SourceSettings s)
+    : host_(host), path_(std::move(s.path)), follow_(s.follow), batch_size_(s.batch_size),
+      offsets_path_(std::move(s.offsets_path)) {}
+
+Status FileSource::validate(const sdk::Config& config) {
+  SourceSettings::parse(config);
+  return Status::ok();
 }
 
 FileSource::~FileSource() {

@@ -4,6 +4,8 @@
 
 #include <exactly/sdk.hpp>
 
+#include "file_settings.hpp"
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -17,6 +19,8 @@ inline constexpr const char* kSourceFormat = "file.v1";
 class FileSource final : public sdk::Source {
  public:
   FileSource(sdk::Host host, const sdk::Config& config);
+  // The create-time checks without opening the file (ABI 1.3).
+  static sdk::Status validate(const sdk::Config& config);
   ~FileSource() override;
   FileSource(const FileSource&) = delete;
   FileSource& operator=(const FileSource&) = delete;
@@ -28,6 +32,7 @@ class FileSource final : public sdk::Source {
   sdk::Status rewind(const sdk::Checkpoint& positions) override;
 
  private:
+  FileSource(sdk::Host host, SourceSettings s);
   sdk::Status parse_offset(const sdk::Checkpoint& cp, uint64_t& out) const;
   sdk::Status seek(uint64_t offset);
   // Appends complete lines from the buffer to `out`, up to batch_size_.

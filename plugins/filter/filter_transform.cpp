@@ -7,6 +7,11 @@ using sdk::Status;
 FilterTransform::FilterTransform(sdk::Host host, const sdk::Config& config)
     : host_(host), rules_(Rules::from(config)) {}
 
+Status FilterTransform::validate(const sdk::Config& config) {
+  Rules::from(config);
+  return Status::ok();
+}
+
 Status FilterTransform::process(const sdk::Batch& in, const sdk::Emitter& out) {
   std::shared_ptr<const Rules> rules;
   {

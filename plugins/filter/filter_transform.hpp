@@ -14,6 +14,8 @@ namespace exactly::filter {
 class FilterTransform final : public sdk::Transform {
  public:
   FilterTransform(sdk::Host host, const sdk::Config& config);
+  // The create-time checks (Rules::from) without creating anything (ABI 1.3).
+  static sdk::Status validate(const sdk::Config& config);
 
   sdk::Status process(const sdk::Batch& in, const sdk::Emitter& out) override;
   sdk::Status reconfigure(const sdk::Config& config) override;

@@ -5,6 +5,46 @@
 
 namespace exactly::filter {
 
+namespace {
+
+// What std::regex (libstdc++) cannot be trusted with: it reads the number of a
+// back-reference or a {m,n} bound into an int without a bound (signed overflow, found by
+// fuzz_filter_config), and compiles and matches recursively (a deep nesting overflows the
+// stack). Patterns past these limits are refused before it sees them.
+constexpr size_t kMaxPatternBytes = 4096;
+constexpr int kMaxGroupDepth = 32;
+constexpr size_t kMaxNumberDigits = 6;
+
+void check_regex_text(const std::string& p) {
+  auto refuse = [](const std::string& why) {
+    throw sdk::ConfigError("value", "is not a usable regular expression: " + why);
+  };
+  if (p.size() > kMaxPatternBytes) refuse("longer than 4096 bytes");
+  int depth = 0;
+  bool in_braces = false;
+  size_t digits = 0;
+  for (size_t i = 0; i < p.size(); ++i) {
+    char ch = p[i];
+    bool digit = ch >= '0' && ch <= '9';
+    digits = digit ? digits + 1 : 0;
+    if (ch == '\\' && i + 1 < p.size()) {
+      size_t j = i + 1, run = 0;
+      while (j < p.size() && p[j] >= '0' && p[j] <= '9') ++j, ++run;
+      if (run > kMaxNumberDigits) refuse("a back-reference number over 6 digits");
+      i = run > 0 ? j - 1 : i + 1;  // an escaped character is never structure
+      digits = 0;
+      continue;
+    }
+    if (ch == '{') in_braces = true;
+    else if (ch == '}') in_braces = false;
+    else if (ch == '(' && ++depth > kMaxGroupDepth) refuse("groups nested deeper than 32");
+    else if (ch == ')' && depth > 0) --depth;
+    if (in_braces && digits > kMaxNumberDigits) refuse("a repetition bound over 6 digits");
+  }
+}
+
+}  // namespace
+
 using sdk::ConfigError;
 
 namespace {
@@ -44,6 +84,7 @@ std::shared_ptr<const Rules> Rules::from(const sdk::Config& c) {
   if (needs_value && !c.has("value")) throw ConfigError("value", "is required for op " + op);
   r->value = c.get_string("value", "");
   if (r->op == Op::kRegex) {
+    check_regex_text(r->value);
     try {
       r->pattern.emplace(r->value, std::regex::ECMAScript | std::regex::optimize);
     } catch (const std::regex_error& e) {

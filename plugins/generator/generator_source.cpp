@@ -41,6 +41,11 @@ GeneratorSource::GeneratorSource(sdk::Host host, const sdk::Config& config)
   limiter_.set_rate(s_.rate);
 }
 
+Status GeneratorSource::validate(const sdk::Config& config) {
+  Settings::from(config);
+  return Status::ok();
+}
+
 Status GeneratorSource::open(const std::optional<sdk::Checkpoint>& resume) {
   std::fill(next_.begin(), next_.end(), 0);
   // Without stored positions the generator starts over: its output is recomputable, so

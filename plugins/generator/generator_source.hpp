@@ -29,6 +29,8 @@ struct Settings {
 class GeneratorSource final : public sdk::Source {
  public:
   GeneratorSource(sdk::Host host, const sdk::Config& config);
+  // The create-time checks (Settings::from) without creating anything (ABI 1.3).
+  static sdk::Status validate(const sdk::Config& config);
 
   sdk::Status open(const std::optional<sdk::Checkpoint>& resume) override;
   sdk::Status poll(int timeout_ms, std::vector<ex_record>& out, bool& end_of_input) override;

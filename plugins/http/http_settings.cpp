@@ -1,9 +1,14 @@
 #include "http_settings.hpp"
 
+#include <cmath>
 #include <cstdlib>
 #include <stdexcept>
 
 namespace exactly::http {
+
+namespace {
+constexpr double kMaxDurationMs = 100.0 * 365 * 24 * 3600 * 1000;
+}  // namespace
 
 std::chrono::milliseconds parse_duration(const std::string& key, const std::string& t) {
   char* end = nullptr;
@@ -15,7 +20,10 @@ std::chrono::milliseconds parse_duration(const std::string& key, const std::stri
   else if (unit == "s") ms = v * 1000;
   else if (unit == "m") ms = v * 60000;
   else if (unit == "h") ms = v * 3600000;
-  if (ms < 0) throw sdk::ConfigError(key, "expected a duration such as 500ms, 10s or 2m, got '" + t + "'");
+  // NaN, and values no int64 of milliseconds holds (their cast is undefined; found by
+  // fuzz_http_config), are refused like any other bad duration.
+  if (!(ms >= 0) || ms > kMaxDurationMs)
+    throw sdk::ConfigError(key, "expected a duration such as 500ms, 10s or 2m (at most 100 years), got '" + t + "'");
   return std::chrono::milliseconds(static_cast<int64_t>(ms));
 }
 
@@ -24,7 +32,8 @@ namespace {
 double parse_number(const std::string& key, const std::string& t) {
   char* end = nullptr;
   double d = std::strtod(t.c_str(), &end);
-  if (t.empty() || *end != '\0' || d < 0)
+  // Not finite (nan, inf) is refused too: a rate or burst of NaN compares false everywhere.
+  if (t.empty() || *end != '\0' || !(d >= 0) || !std::isfinite(d))
     throw sdk::ConfigError(key, "expected a number >= 0, got '" + t + "'");
   return d;
 }
@@ -126,6 +135,17 @@ bool Settings::same_connection_settings(const Settings& o) const {
          backoff_initial_ms == o.backoff_initial_ms && backoff_max_ms == o.backoff_max_ms &&
          retry_after_max_ms == o.retry_after_max_ms && response_max == o.response_max &&
          class_field_text == o.class_field_text;
+}
+
+void Settings::check(const sdk::Config& c) {
+  from(c);
+  // HTTP has no transaction to put the source positions in: the host commits them after
+  // this sink's commit, so a crash in between repeats requests. Say so up front.
+  if (c.get_string("delivery", "at_least_once") == "exactly_once")
+    throw sdk::ConfigError("delivery",
+                           "the http sink is at_least_once: a request cannot be taken back. "
+                           "Set delivery: at_least_once and let the downstream use the "
+                           "idempotency key (idempotency.key)");
 }
 
 }  // namespace exactly::http

@@ -51,6 +51,8 @@ struct Settings {
 
   // Throws sdk::ConfigError naming the key.
   static Settings from(const sdk::Config& c);
+  // from() plus what only create() checks (delivery); HttpSink::validate (ABI 1.3).
+  static void check(const sdk::Config& c);
   // Everything but the classes (what reconfigure cannot change in place).
   bool same_connection_settings(const Settings& o) const;
 };

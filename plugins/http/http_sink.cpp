@@ -40,15 +40,14 @@ bool iequals(std::string_view a, std::string_view b) {
 
 HttpSink::HttpSink(sdk::Host host, const sdk::Config& config)
     : host_(host), settings_(Settings::from(config)) {
-  // HTTP has no transaction to put the source positions in: the host commits them after
-  // this sink's commit, so a crash in between repeats requests. Say so up front.
-  if (config.get_string("delivery", "at_least_once") == "exactly_once")
-    throw sdk::ConfigError("delivery",
-                           "the http sink is at_least_once: a request cannot be taken back. "
-                           "Set delivery: at_least_once and let the downstream use the "
-                           "idempotency key (idempotency.key)");
+  Settings::check(config);
   curl_once();
   classes_.apply(settings_.classes, Clock::now());
+}
+
+sdk::Status HttpSink::validate(const sdk::Config& config) {
+  Settings::check(config);
+  return sdk::Status::ok();
 }
 
 HttpSink::~HttpSink() = default;

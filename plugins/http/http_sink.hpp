@@ -22,6 +22,8 @@ namespace exactly::http {
 class HttpSink final : public sdk::Sink {
  public:
   HttpSink(sdk::Host host, const sdk::Config& config);
+  // The create-time checks (Settings::from, delivery) without starting curl (ABI 1.3).
+  static sdk::Status validate(const sdk::Config& config);
   ~HttpSink() override;
 
   sdk::Status write(const sdk::Batch& in, const sdk::RecordErrors& errors) override;

@@ -1,6 +1,7 @@
 #include "kafka_sink.hpp"
 
 #include "embedded_cluster.hpp"
+#include "kafka_settings.hpp"
 #include "txn_instance_id.hpp"
 #include "visible_text.hpp"
 
@@ -44,22 +45,6 @@ const ex_config_field kSinkFields[10] = {
 
 namespace {
 
-void reject_forced(const std::map<std::string, std::string>& user) {
-  static const std::pair<const char*, const char*> kMoved[] = {
-      {"bootstrap.servers", "bootstrap.servers"},
-      {"transactional.id", "transactional.id"},
-      {"transaction.timeout.ms", "transaction.timeout"},
-  };
-  for (auto [k, instead] : kMoved)
-    if (user.count(k) != 0)
-      throw sdk::ConfigError(std::string("rdkafka.") + k,
-                             std::string("set `") + instead + "` on the sink itself, not under rdkafka");
-  auto it = user.find("enable.idempotence");
-  if (it != user.end() && it->second != "true")
-    throw sdk::ConfigError("rdkafka.enable.idempotence",
-                           "the kafka sink always uses an idempotent producer");
-}
-
 std::string display_servers(const std::string& given, const std::string& connect) {
   return given == connect ? given : given + " (" + connect + ")";
 }
@@ -71,38 +56,30 @@ bool same_offsets(const std::vector<TopicOffset>& a, const std::vector<TopicOffs
 }  // namespace
 
 KafkaSink::KafkaSink(sdk::Host host, const sdk::Config& cfg)
-    : ClientContext(host),
-      servers_(cfg.require_string("bootstrap.servers")),
-      router_(cfg.get_string("topic"), cfg.get_string("topic.from")) {
-  std::string part = cfg.get_string("partitioning", "default");
-  if (part == "input") partitioning_ = Partitioning::Input;
-  else if (part == "key") partitioning_ = Partitioning::Key;
-  else if (part == "default") partitioning_ = Partitioning::Default;
-  else throw sdk::ConfigError("partitioning", "expected input, key or default, got '" + part + "'");
-  std::string delivery = cfg.get_string("delivery", "at_least_once");
-  if (delivery == "exactly_once") eos_ = true;
-  else if (delivery != "at_least_once")
-    throw sdk::ConfigError("delivery", "expected exactly_once or at_least_once, got '" + delivery + "'");
-  txn_timeout_ms_ = cfg.get_duration_ms("transaction.timeout", 10000);
-  if (txn_timeout_ms_ < 1000) throw sdk::ConfigError("transaction.timeout", "must be at least 1s");
-  open_timeout_ms_ = cfg.get_duration_ms("open.timeout", 30000);
-  if (open_timeout_ms_ < 0) throw sdk::ConfigError("open.timeout", "must not be negative");
+    : KafkaSink(host, SinkSettings::parse(cfg)) {}
+
+sdk::Status KafkaSink::validate(const sdk::Config& cfg) { return validate_sink(cfg); }
+
+KafkaSink::KafkaSink(sdk::Host host, SinkSettings s)
+    : ClientContext(host), servers_(s.servers), router_(s.topic, s.topic_from) {
+  partitioning_ = s.partitioning == SinkSettings::Partitioning::Input ? Partitioning::Input
+                  : s.partitioning == SinkSettings::Partitioning::Key ? Partitioning::Key
+                                                                       : Partitioning::Default;
+  eos_ = s.eos;
+  txn_timeout_ms_ = s.txn_timeout_ms;
+  open_timeout_ms_ = s.open_timeout_ms;
   // One blocking transactional call waits at most this long before we look again; a
   // timed-out call is resumed, so this only bounds how long we are unresponsive.
   call_timeout_ms_ = std::clamp<int64_t>(txn_timeout_ms_ / 4, 500, 15000);
-  auto user = cfg.get_map("rdkafka");
-  reject_forced(user);
+  const auto& user = s.user;
   connection_ = connection_settings(user);
 
-  if (router_.is_fixed()) require_visible_text("topic", router_.fixed_topic());
   bool default_txn_id = false;
   if (eos_) {
-    txn_id_ = cfg.get_string("transactional.id");
+    txn_id_ = s.txn_id;
     default_txn_id = txn_id_.empty();
-    if (!default_txn_id) require_visible_text("transactional.id", txn_id_);
     if (default_txn_id)
-      txn_id_ = default_transactional_id(
-          host_.pipeline(), txn_instance_id(cfg.get_string("state.dir", "./state"), host_.pipeline()));
+      txn_id_ = default_transactional_id(host_.pipeline(), txn_instance_id(s.state_dir, host_.pipeline()));
   }
 
   ConfBuilder b;
@@ -114,17 +91,7 @@ KafkaSink::KafkaSink(sdk::Host host, const sdk::Config& cfg)
       host_.warn("kafka sink: the embedded cluster does not implement transactions "
                  "faithfully; exactly_once needs a real broker");
   }
-  b.set("socket.nagle.disable", "true", "rdkafka.socket.nagle.disable");
-  b.set("linger.ms", "10", "rdkafka.linger.ms");
-  b.set("batch.num.messages", "10000", "rdkafka.batch.num.messages");
-  b.set("queue.buffering.max.messages", "500000", "rdkafka.queue.buffering.max.messages");
-  // Transactional requests that meet the previous transaction still completing
-  // (CONCURRENT_TRANSACTIONS) are retried after this backoff; librdkafka's 100 ms default
-  // made it the largest part of every commit.
-  b.set("retry.backoff.ms", "20", "rdkafka.retry.backoff.ms");
-  if (partitioning_ == Partitioning::Key)
-    b.set("partitioner", "murmur2_random", "partitioning");
-  b.apply_user(user);
+  apply_producer_defaults(b, s);
   b.set("bootstrap.servers", connect_, "bootstrap.servers");
   b.set("enable.idempotence", "true", "rdkafka.enable.idempotence");
   if (eos_) {

@@ -7,6 +7,7 @@
 #include "changelog_store.hpp"
 #include "checkpoint_codec.hpp"
 #include "departed_members.hpp"
+#include "kafka_settings.hpp"
 #include "rdkafka_common.hpp"
 #include "topic_router.hpp"
 #include "txn_fencer.hpp"
@@ -28,6 +29,9 @@ extern const ex_config_field kSinkFields[10];
 class KafkaSink final : public sdk::Sink, public ClientContext {
  public:
   KafkaSink(sdk::Host host, const sdk::Config& cfg);
+  // The create-time checks, librdkafka's property checks included, without a client,
+  // the embedded cluster or state.dir (ABI 1.3).
+  static sdk::Status validate(const sdk::Config& cfg);
   ~KafkaSink() override;
 
   sdk::Status open(std::optional<sdk::Checkpoint>& stored) override;
@@ -48,6 +52,7 @@ class KafkaSink final : public sdk::Sink, public ClientContext {
   int64_t state_position(const std::string& store, const sdk::Partition& part) override;
 
  private:
+  KafkaSink(sdk::Host host, SinkSettings s);
   enum class Partitioning { Input, Key, Default };
 
   struct StringHash {

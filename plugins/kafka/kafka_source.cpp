@@ -1,6 +1,7 @@
 #include "kafka_source.hpp"
 
 #include "departed_members.hpp"
+#include "kafka_settings.hpp"
 #include "embedded_cluster.hpp"
 #include "txn_instance_id.hpp"
 #include "visible_text.hpp"
@@ -66,34 +67,6 @@ const ex_config_field kSourceFields[14] = {
 
 namespace {
 
-// Settings the source's correctness depends on; the user may not change them.
-void reject_forced(const std::map<std::string, std::string>& user) {
-  auto expect = [&](const char* key, std::initializer_list<const char*> allowed,
-                    const char* why) {
-    auto it = user.find(key);
-    if (it == user.end()) return;
-    for (const char* a : allowed)
-      if (it->second == a) return;
-    throw sdk::ConfigError(std::string("rdkafka.") + key, why);
-  };
-  for (const char* k : {"bootstrap.servers", "group.id"}) {
-    if (user.count(k) != 0)
-      throw sdk::ConfigError(std::string("rdkafka.") + k, std::string("set `") + k +
-                                                              "` on the source itself, not under rdkafka");
-  }
-  expect("isolation.level", {"read_committed"},
-         "the kafka source always reads with isolation.level=read_committed");
-  expect("enable.auto.commit", {"false"},
-         "offsets are committed by the pipeline's commit protocol; auto commit must stay off");
-  expect("enable.auto.offset.store", {"false"},
-         "offsets are stored by the pipeline's commit protocol; must stay off");
-  auto it = user.find("partition.assignment.strategy");
-  if (it != user.end() && it->second.find("cooperative") != std::string::npos)
-    throw sdk::ConfigError("rdkafka.partition.assignment.strategy",
-                           "cooperative-sticky is not supported with librdkafka 2.0.2 (known "
-                           "rebalance bugs); use range or roundrobin");
-}
-
 sdk::Status checkpoint_offsets(const sdk::Checkpoint& cp, KafkaCheckpoint& out) {
   out = KafkaCheckpoint{};
   if (cp.format.empty() && cp.data.empty()) return sdk::Status::ok();  // nothing committed yet
@@ -113,40 +86,17 @@ std::string display_servers(const std::string& given, const std::string& connect
 }  // namespace
 
 KafkaSource::KafkaSource(sdk::Host host, const sdk::Config& cfg) : ClientContext(host) {
-  servers_ = cfg.require_string("bootstrap.servers");
-  group_ = cfg.require_string("group.id");
-  require_visible_text("group.id", group_);
-  int64_t bs = cfg.get_int("batch.size", 10000);
-  if (bs < 1) throw sdk::ConfigError("batch.size", "must be at least 1");
-  batch_size_ = static_cast<size_t>(bs);
-  parse_priority(cfg);  // sets topics_ when levels are given
-  if (!prioritized()) {
-    topics_ = cfg.get_list("topics");
-    if (topics_.empty())
-      throw sdk::ConfigError("topics", "at least one topic is required (or `priority` with the "
-                                       "topics by priority)");
-    for (const auto& t : topics_)
-      if (t.empty()) throw sdk::ConfigError("topics", "a topic name is empty");
-      else require_visible_text("topics", t);
-  }
-  poll_timeout_ms_ = cfg.get_duration_ms("poll.timeout", 100);
-  open_timeout_ms_ = cfg.get_duration_ms("open.timeout", 30000);
-  if (poll_timeout_ms_ < 0) throw sdk::ConfigError("poll.timeout", "must not be negative");
-  stop_when_idle_ms_ = cfg.get_duration_ms("stop.when.idle", 0);
-  if (stop_when_idle_ms_ < 0) throw sdk::ConfigError("stop.when.idle", "must not be negative");
-  if (open_timeout_ms_ < 0) throw sdk::ConfigError("open.timeout", "must not be negative");
-  auto user = cfg.get_map("rdkafka");
-  reject_forced(user);
-  int64_t replicas = cfg.get_int("standby.replicas", 0);
-  if (replicas < 0 || replicas > 16) throw sdk::ConfigError("standby.replicas", "must be between 0 and 16");
-  standby_replicas_ = static_cast<int>(replicas);
-  if (standby_replicas_ > 0) {
-    auto s = user.find("partition.assignment.strategy");
-    if (s != user.end() && s->second != "range")
-      throw sdk::ConfigError("rdkafka.partition.assignment.strategy",
-                             "standby.replicas places warm copies where the range assignor will "
-                             "move partitions; it needs partition.assignment.strategy range");
-  }
+  SourceSettings s = SourceSettings::parse(cfg);
+  servers_ = s.servers;
+  group_ = s.group;
+  topics_ = s.topics;
+  batch_size_ = s.batch_size;
+  take_priority_levels(s);
+  poll_timeout_ms_ = s.poll_timeout_ms;
+  open_timeout_ms_ = s.open_timeout_ms;
+  stop_when_idle_ms_ = s.stop_when_idle_ms;
+  standby_replicas_ = s.standby_replicas;
+  const auto& user = s.user;
 
   ConfBuilder b;
   connect_ = servers_;
@@ -158,34 +108,13 @@ KafkaSource::KafkaSource(sdk::Host host, const sdk::Config& cfg) : ClientContext
     b.set("session.timeout.ms", "3000", "rdkafka.session.timeout.ms");
     b.set("heartbeat.interval.ms", "300", "rdkafka.heartbeat.interval.ms");
   }
-  // A killed host is noticed when its session expires: 6 s is the least a broker accepts
-  // at its defaults (librdkafka's own 45 s made every failover wait that long). The
-  // heartbeat runs on librdkafka's thread, so a long round does not miss it; each
-  // heartbeat is also when a survivor hears of the rebalance that gives it the dead
-  // member's partitions, so it is frequent.
-  b.set("session.timeout.ms", "6000", "rdkafka.session.timeout.ms");
-  b.set("heartbeat.interval.ms", "1000", "rdkafka.heartbeat.interval.ms");
-  b.set("auto.offset.reset", "earliest", "rdkafka.auto.offset.reset");
-  b.set("socket.nagle.disable", "true", "rdkafka.socket.nagle.disable");
-  b.set("partition.assignment.strategy", "range", "rdkafka.partition.assignment.strategy");
-  b.set("enable.partition.eof", "false", "rdkafka.enable.partition.eof");
-  // librdkafka 2.0.2 takes a partition whose local queue reached queued.min.messages off
-  // the fetch list until its broker thread next wakes up (about a second later), so the
-  // default 100000 caps a partition at ~100k records/s (docs/benchmarks.md, "The kafka
-  // source's consumer stalls once a second"). Count high enough that the byte bound,
-  // queued.max.messages.kbytes (64 MiB per assigned partition), is the one that binds.
-  b.set("queued.min.messages", "1000000", "rdkafka.queued.min.messages");
-  b.apply_user(user);
+  apply_consumer_defaults(b, user);
   const std::string pipeline = host_.pipeline();
-  if (cfg.get_bool("static.membership", false)) {
-    if (user.count("group.instance.id") != 0)
-      throw sdk::ConfigError("static.membership",
-                             "set either static.membership or rdkafka.group.instance.id, not both");
+  if (s.static_membership)
     b.set("group.instance.id",
-          default_transactional_id(pipeline, txn_instance_id(cfg.get_string("state.dir", "./state"), pipeline)),
+          default_transactional_id(pipeline, txn_instance_id(s.state_dir, pipeline)),
           "static.membership");
-  }
-  if (cfg.get_bool("fence.departed", true) && user.count("client.id") == 0) {
+  if (s.fence_departed && user.count("client.id") == 0) {
     std::string txn_id = departed::advertised_id(pipeline);
     if (!txn_id.empty()) {
       b.set("client.id", txn_id, "fence.departed");
@@ -207,6 +136,8 @@ KafkaSource::KafkaSource(sdk::Host host, const sdk::Config& cfg) : ClientContext
   // One queue per priority level, so a level's records are not stuck behind another's.
   for (size_t l = 0; l < priority_.size(); ++l) level_q_.push_back(rd_kafka_queue_new(rk_));
 }
+
+sdk::Status KafkaSource::validate(const sdk::Config& cfg) { return validate_source(cfg); }
 
 KafkaSource::~KafkaSource() {
   close_consumer();

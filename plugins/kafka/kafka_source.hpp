@@ -4,6 +4,7 @@
 #pragma once
 
 #include "checkpoint_codec.hpp"
+#include "kafka_settings.hpp"
 #include "priority_planner.hpp"
 #include "rdkafka_common.hpp"
 #include "standby_planner.hpp"
@@ -26,6 +27,9 @@ extern const ex_config_field kSourceFields[14];
 class KafkaSource final : public sdk::Source, public ClientContext {
  public:
   KafkaSource(sdk::Host host, const sdk::Config& cfg);
+  // The create-time checks, librdkafka's property checks included, without a client,
+  // the embedded cluster or state.dir (ABI 1.3).
+  static sdk::Status validate(const sdk::Config& cfg);
   ~KafkaSource() override;
 
   sdk::Status open(const std::optional<sdk::Checkpoint>& resume) override;
@@ -85,7 +89,7 @@ class KafkaSource final : public sdk::Source, public ClientContext {
 
   // Priority levels (kafka_source_priority.cpp).
   bool prioritized() const { return planner_.has_value(); }
-  void parse_priority(const sdk::Config& cfg);
+  void take_priority_levels(const SourceSettings& s);
   int level_of(const std::string& topic) const;
   void forward_to_levels(const std::vector<PartState*>& added);
   void priority_on_assign(const std::vector<PartState*>& added);

@@ -27,36 +27,12 @@ namespace {
 constexpr int64_t kDrainQuietMs = 1000;
 }
 
-void KafkaSource::parse_priority(const sdk::Config& cfg) {
-  if (!cfg.has("priority")) {
-    if (cfg.has("priority.min.share"))
-      throw sdk::ConfigError("priority.min.share", "only applies with `priority`");
-    return;
-  }
-  if (cfg.has("topics"))
-    throw sdk::ConfigError("priority", "set either `topics` or `priority`, not both (`priority` "
-                                       "lists the topics itself, highest priority first)");
-  priority_ = cfg.get_list("priority");
-  if (priority_.size() < 2)
-    throw sdk::ConfigError("priority", "needs at least two topics, highest priority first (for "
-                                       "one topic use `topics`)");
-  for (size_t i = 0; i < priority_.size(); ++i) {
-    const std::string& t = priority_[i];
-    if (t.empty()) throw sdk::ConfigError("priority", "a topic name is empty");
-    require_visible_text("priority", t);
-    if (t[0] == '^')
-      throw sdk::ConfigError("priority", "'" + t + "': a priority level is one topic name, not a regex");
-    if (std::find(priority_.begin(), priority_.begin() + static_cast<long>(i), t) !=
-        priority_.begin() + static_cast<long>(i))
-      throw sdk::ConfigError("priority", "lists '" + t + "' twice");
-  }
-  min_share_ = cfg.get_double("priority.min.share", 0.05);
-  const double levels_below = static_cast<double>(priority_.size() - 1);
-  if (!(min_share_ >= 0) || min_share_ * levels_below >= 1)
-    throw sdk::ConfigError("priority.min.share",
-                           "must be at least 0, and the levels below the first must leave it "
-                           "something: (levels - 1) x share below 1");
-  topics_ = priority_;
+// Levels from the settings (kafka_settings.cpp checked them): topics_ is already the
+// priority list.
+void KafkaSource::take_priority_levels(const SourceSettings& s) {
+  if (s.priority.empty()) return;
+  priority_ = s.priority;
+  min_share_ = s.min_share;
   planner_.emplace(priority_.size(), min_share_, batch_size_);
 }
 

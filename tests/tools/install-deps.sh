@@ -8,6 +8,7 @@ PKGS=(build-essential cmake ninja-build pkg-config
       rocksdb-tools python3 python3-prometheus-client openssl
       libhiredis-dev redis-server redis-tools
       cargo  # the Rust example plugin (examples/rust-mask); Debian 12's 1.63 is enough
+      clang libclang-rt-14-dev  # the fuzz targets (tests/fuzz): clang 14 and its libFuzzer
       adduser procps dpkg-dev scdoc systemd)   # packaging: the .deb's Depends, dpkg-shlibdeps, man page, systemd-analyze
 if [ "${1:-}" = "--with-java" ]; then PKGS+=(default-jdk-headless maven iproute2 util-linux); fi
 missing=()

@@ -1,4 +1,4 @@
-//! Rust mirror of `sdk/include/exactly/plugin_abi.h` (ABI 1.2), kept by hand.
+//! Rust mirror of `sdk/include/exactly/plugin_abi.h` (ABI 1.3), kept by hand.
 //!
 //! Every struct of the header is here with the same members in the same order, as
 //! `#[repr(C)]`; function pointers are `Option<unsafe extern "C" fn ...>` (NULL = None).
@@ -17,7 +17,7 @@ use std::os::raw::{c_char, c_void};
 // ---------------------------------------------------------------- versions
 
 pub const EX_ABI_VERSION_MAJOR: u32 = 1;
-pub const EX_ABI_VERSION_MINOR: u32 = 2;
+pub const EX_ABI_VERSION_MINOR: u32 = 3;
 pub const EX_ABI_VERSION: u32 = (EX_ABI_VERSION_MAJOR << 16) | EX_ABI_VERSION_MINOR;
 /// The exported symbol's name (without the NUL).
 pub const EX_PLUGIN_ENTRY_SYMBOL: &str = "exactly_plugin_descriptor";
@@ -269,6 +269,8 @@ pub type SelfPartsFn = Option<
 pub type SelfFn = Option<unsafe extern "C" fn(this: *mut c_void, err: *mut ex_error) -> i32>;
 pub type ReconfigureFn =
     Option<unsafe extern "C" fn(this: *mut c_void, config: *const ex_config, err: *mut ex_error) -> i32>;
+/// 1.3: a component's side-effect-free check of a config (NULL: schema check only).
+pub type ValidateFn = Option<unsafe extern "C" fn(config: *const ex_config, err: *mut ex_error) -> i32>;
 pub type CheckpointInFn = Option<
     unsafe extern "C" fn(this: *mut c_void, positions: *const ex_checkpoint, err: *mut ex_error) -> i32,
 >;
@@ -304,6 +306,8 @@ pub struct ex_source_vtable {
             err: *mut ex_error,
         ) -> i32,
     >,
+    // 1.3
+    pub validate: ValidateFn,
 }
 
 #[repr(C)]
@@ -329,6 +333,8 @@ pub struct ex_transform_vtable {
     pub positions: SelfPartsFn,
     // 1.2
     pub standby: SelfPartsFn,
+    // 1.3
+    pub validate: ValidateFn,
 }
 
 pub const EX_SINK_STORED_POSITIONS: u32 = 1;
@@ -401,6 +407,8 @@ pub struct ex_sink_vtable {
     >,
     pub state_position:
         Option<unsafe extern "C" fn(this: *mut c_void, store: ex_bytes, part: *const ex_partition) -> i64>,
+    // 1.3
+    pub validate: ValidateFn,
 }
 
 #[repr(C)]

@@ -106,6 +106,7 @@ static VTABLE: ex_transform_vtable = ex_transform_vtable {
     reconfigure: Some(reconfigure),
     positions: None,
     standby: None,
+    validate: None,
 };
 
 static COMPONENTS: Shared<[ex_component; 1]> = Shared([ex_component {

@@ -28,7 +28,7 @@ extern "C" {
 /* Major: incompatible change. Minor: append-only growth of structs. The host refuses a
  * plugin whose major differs or whose minor is newer than its own. */
 #define EX_ABI_VERSION_MAJOR 1u
-#define EX_ABI_VERSION_MINOR 2u
+#define EX_ABI_VERSION_MINOR 3u
 #define EX_ABI_VERSION ((EX_ABI_VERSION_MAJOR << 16) | EX_ABI_VERSION_MINOR)
 
 /* The one symbol a plugin library exports. */
@@ -316,6 +316,11 @@ typedef struct ex_source_vtable {
    * paused: EX_OK or EX_ERR_UNSUPPORTED. */
   int32_t (*pause_partitions)(void* self, const ex_partition* parts, size_t n, int32_t paused,
                               ex_error* err);
+  /* 1.3, may be NULL. Checks a configuration the way create() would, without creating
+   * anything: no connections, files, directories or threads, no state kept. EX_OK, or
+   * EX_ERR_CONFIG with `err->key` naming the key. The host calls it for every component
+   * of a config it loads (`exactly validate`, start, reload) before any create(). */
+  int32_t (*validate)(const ex_config* config, ex_error* err);
 } ex_source_vtable;
 
 typedef struct ex_transform_vtable {
@@ -346,6 +351,8 @@ typedef struct ex_transform_vtable {
    * An error is logged and the pipeline goes on (a standby only saves restore time). A
    * partition later assigned here arrives through assign() as usual. */
   int32_t (*standby)(void* self, const ex_partition* parts, size_t n, ex_error* err);
+  /* 1.3, may be NULL: as ex_source_vtable.validate. */
+  int32_t (*validate)(const ex_config* config, ex_error* err);
 } ex_transform_vtable;
 
 /* Flags a sink reports from commit(). */
@@ -386,6 +393,8 @@ typedef struct ex_sink_vtable {
   int32_t (*state_write)(void* self, ex_bytes store, const ex_partition* part, ex_bytes key,
                          ex_bytes value, ex_error* err);
   int64_t (*state_position)(void* self, ex_bytes store, const ex_partition* part);
+  /* 1.3, may be NULL: as ex_source_vtable.validate. */
+  int32_t (*validate)(const ex_config* config, ex_error* err);
 } ex_sink_vtable;
 
 typedef struct ex_component {

@@ -20,6 +20,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <concepts>
 #include <utility>
 #include <vector>
 
@@ -523,6 +524,25 @@ int32_t create_boxed(const ex_host_api* host, const ex_config* config, void** ou
   });
 }
 
+// A component class may declare `static sdk::Status validate(const sdk::Config&)` (ABI
+// 1.3): the checks create() makes, without creating anything. The adapters export it, or
+// NULL when the class has none (the host then checks the schema only).
+template <typename T>
+concept HasValidate = requires(const Config& c) {
+  { T::validate(c) } -> std::same_as<Status>;
+};
+
+template <typename T>
+int32_t validate(const ex_config* config, ex_error* err) noexcept {
+  return guard(err, [&] { return T::validate(Config(config)); });
+}
+
+template <typename T>
+constexpr int32_t (*validate_fn())(const ex_config*, ex_error*) {
+  if constexpr (HasValidate<T>) return &validate<T>;
+  else return nullptr;
+}
+
 // Per-instance storage for source batches and checkpoints that must outlive the call.
 struct SourceBox {
   std::unique_ptr<Source> impl;
@@ -589,7 +609,7 @@ struct SourceAdapter {
   static const ex_source_vtable* vtable() {
     static const ex_source_vtable vt = {sizeof(ex_source_vtable), &create, &destroy, &open,
                                         &poll, &checkpoint, &commit, &rewind, &pause,
-                                        &reconfigure, &pause_partitions};
+                                        &reconfigure, &pause_partitions, validate_fn<T>()};
     return &vt;
   }
 };
@@ -628,7 +648,7 @@ struct TransformAdapter {
     static const ex_transform_vtable vt = {
         sizeof(ex_transform_vtable), &detail::create<Transform, T>, &detail::destroy<Transform>,
         &assign, &revoke, &process, &prepare_commit, &commit, &abort, &reconfigure, &positions,
-        &standby};
+        &standby, validate_fn<T>()};
     return &vt;
   }
 };
@@ -730,7 +750,7 @@ struct SinkAdapter {
     static const ex_sink_vtable vt = {sizeof(ex_sink_vtable), &create, &destroy, &open,
                                       &assign, &revoke, &write, &prepare_commit, &commit,
                                       &abort, &reconfigure, &state_open, &state_read,
-                                      &state_write, &state_position};
+                                      &state_write, &state_position, validate_fn<T>()};
     return &vt;
   }
 };

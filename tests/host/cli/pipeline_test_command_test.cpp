@@ -106,15 +106,18 @@ TEST(PipelineTest, WrongFilesExitTwoWithFileLineAndKey) {
   r = run(exactly_bin() + " test " + (dir / "orders.yaml").string(), dir);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("orders.yaml:11:"), std::string::npos) << r.err;
-  // A transform config the plugin refuses at create: its key is named.
+  // A transform config the plugin refuses (ABI 1.3 validate, before any case runs): its
+  // place and key are named, like a schema error.
   write_file(dir / "orders.yaml", "pipelines:\n  - name: orders\n"
              "    source: { plugin: kafka, config: { bootstrap.servers: \"127.0.0.1:1\", group.id: g, topics: [orders] } }\n"
              "    transforms: [ { plugin: filter, config: { field: /type, op: regex, value: \"(\" } } ]\n"
              "    sink: { plugin: kafka, config: { bootstrap.servers: \"127.0.0.1:1\", topic: out } }\n");
   write_file(dir / "orders.test.yaml", "tests:\n  - name: x\n    input: [ { value: '{}' } ]\n    expect: []\n");
   r = run(exactly_bin() + " test " + (dir / "orders.yaml").string(), dir);
-  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  EXPECT_NE(r.out.find("transforms[0] (filter): create failed"), std::string::npos) << r.out;
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("orders.yaml:4:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("transforms[0] (filter): key 'value': is not a valid regular expression"),
+            std::string::npos) << r.err;
 }
 
 TEST(PipelineTest, ADirectoryOfPipelinesIgnoresItsTestFiles) {

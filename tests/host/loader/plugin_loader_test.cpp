@@ -51,6 +51,38 @@ TEST(PluginLoader, APluginOfTheOlderMinorLoadsWithoutTheNewerMembers) {
   ASSERT_NE(s.component, nullptr);
   EXPECT_EQ(s.component->sink.state_open, nullptr);
   EXPECT_EQ(s.component->sink.state_position, nullptr);
+  EXPECT_EQ(t.component->transform.validate, nullptr);  // 1.3
+  EXPECT_EQ(s.component->sink.validate, nullptr);
+}
+
+// ABI 1.3: loading a config runs each component's own `validate`; an older-minor plugin
+// has none, and its components pass on the schema check alone.
+TEST(PluginLoader, AConfigWithOlderMinorComponentsValidates) {
+  auto dir = test::temp_dir("loader");
+  test::write_file(dir / "p.yaml", "plugin.path: [" + kDir + "]\n"
+                                   "pipelines:\n  - name: x\n"
+                                   "    source: { plugin: counter }\n"
+                                   "    transforms: [ { plugin: old_transform } ]\n"
+                                   "    sink: { plugin: old_sink }\n");
+  plugin::Registry reg;
+  auto r = config::load({(dir / "p.yaml").string()}, reg);
+  std::string errors;
+  for (auto& e : r.errors) errors += e.str() + "\n";
+  EXPECT_TRUE(r.ok()) << errors;
+  ASSERT_EQ(r.spec.pipelines.size(), 1u);
+  EXPECT_EQ(r.spec.pipelines[0].sink.component->library->abi_version, 1u << 16);
+}
+
+// The SDK exports validate only for a class that declares one (the testkit's do not).
+TEST(PluginLoader, TheSdkExportsValidateOnlyWhenTheClassHasOne) {
+  plugin::Registry reg;
+  reg.scan({kDir, std::string(EXACTLY_PLUGIN_DIR)});
+  auto counter = reg.find(EX_KIND_SOURCE, "counter");
+  ASSERT_NE(counter.component, nullptr);
+  EXPECT_EQ(counter.component->source.validate, nullptr);
+  auto gen = reg.find(EX_KIND_SOURCE, "generator");
+  ASSERT_NE(gen.component, nullptr);
+  EXPECT_NE(gen.component->source.validate, nullptr);
 }
 
 TEST(PluginLoader, ScanRecordsFailuresAndKeepsGoodLibraries) {

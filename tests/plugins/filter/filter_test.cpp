@@ -154,4 +154,34 @@ TEST(Filter, BadConfigNamesTheKey) {
   EXPECT_EQ(root.process(input({"7", "8", "\"7\""})).kept, (Idx{0, 2}));
 }
 
+// ABI 1.3: the exported validate refuses what create() refuses, with the same key, and
+// accepts what create() accepts (the SDK maps the ConfigError across the boundary).
+TEST(FilterPlugin, ValidateAgreesWithCreate) {
+  struct C {
+    Pairs cfg;
+    std::string key;  // "" = valid
+  };
+  const std::vector<C> cases = {
+      {{{"field", "/type"}, {"value", "x"}}, ""},
+      {{{"field", "type"}, {"value", "x"}}, "field"},
+      {{{"field", "/type"}, {"op", "regex"}, {"value", "[z-a]"}}, "value"},
+      {{{"field", "/type"}, {"op", "eq"}}, "value"},
+      // Found by fuzz_filter_config (tests/fuzz/crashers/filter_config/): numbers std::regex
+      // reads without a bound, and a nesting its recursive compiler should not meet.
+      {{{"field", "/type"}, {"op", "regex"}, {"value", "(a)\\6222222222222222222"}}, "value"},
+      {{{"field", "/type"}, {"op", "regex"}, {"value", "a{1,99999999999999999999}"}}, "value"},
+      {{{"field", "/type"}, {"op", "regex"}, {"value", std::string(40, '(') + "a" + std::string(40, ')')}}, "value"},
+      {{{"field", "/type"}, {"op", "regex"}, {"value", "^4111111111111111$|(a)\\1{2,3}"}}, ""},
+  };
+  for (auto& c : cases) {
+    auto st = exactly::testing::validate(lib(), EX_KIND_TRANSFORM, "filter", c.cfg);
+    TransformHarness t(lib(), "filter", c.cfg);
+    EXPECT_EQ(st.is_ok(), t.ok()) << c.key;
+    if (c.key.empty()) continue;
+    EXPECT_EQ(st.code(), EX_ERR_CONFIG);
+    EXPECT_EQ(st.key(), c.key);
+    EXPECT_EQ(st.key(), t.create_status().key());
+  }
+}
+
 }  // namespace

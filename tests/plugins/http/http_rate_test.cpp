@@ -130,4 +130,21 @@ TEST(HttpSinkRate, UnknownClassSettingIsAConfigError) {
   EXPECT_EQ(s.create_status().key(), "classes.a.speed");
 }
 
+// Found by fuzz_http_config (tests/fuzz/crashers/http_config/): a duration past what an
+// int64 of milliseconds holds was cast anyway (undefined), and NaN passed as a rate.
+TEST(HttpSinkRate, OutOfRangeClassValuesAreConfigErrors) {
+  HttpTestServer srv;
+  for (auto [key, value] : std::vector<std::pair<std::string, std::string>>{
+           {"classes.a.fuse.cooldown", "21111111111111111111s"},
+           {"classes.a.fuse.cooldown", "nan"},
+           {"classes.a.rate", "nan"},
+           {"classes.a.burst", "inf"}}) {
+    auto st = exactly::testing::validate(lib(), EX_KIND_SINK, "http", job_config(srv, {{key, value}}));
+    EXPECT_EQ(st.code(), EX_ERR_CONFIG) << key << "=" << value;
+    EXPECT_EQ(st.key(), key);
+    SinkHarness s(lib(), "http", job_config(srv, {{key, value}}));
+    EXPECT_FALSE(s.ok()) << key << "=" << value;
+  }
+}
+
 }  // namespace

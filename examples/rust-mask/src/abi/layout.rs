@@ -79,15 +79,16 @@ fn rust_facts() -> Vec<String> {
         ex_record_errors { struct_size, ctx, reject }
         ex_source_vtable {
             struct_size, create, destroy, open, poll, checkpoint, commit, rewind, pause,
-            reconfigure, pause_partitions
+            reconfigure, pause_partitions, validate
         }
         ex_transform_vtable {
             struct_size, create, destroy, assign, revoke, process, prepare_commit, commit,
-            abort, reconfigure, positions, standby
+            abort, reconfigure, positions, standby, validate
         }
         ex_sink_vtable {
             struct_size, create, destroy, open, assign, revoke, write, prepare_commit, commit,
-            abort, reconfigure, state_open, state_read, state_write, state_position
+            abort, reconfigure, state_open, state_read, state_write, state_position,
+            validate
         }
         ex_component { struct_size, kind, name, doc, fields, field_count, vtable }
         ex_plugin_descriptor { struct_size, abi_version, name, version, components, component_count }

@@ -20,6 +20,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -305,6 +306,30 @@ inline ex_error new_error() {
   ex_error e{};
   e.struct_size = sizeof(e);
   return e;
+}
+
+// The component's plugin-level check (ABI 1.3 `validate`) on `config` with schema
+// defaults filled, as the host runs it for `exactly validate`. A component without one
+// (NULL, or a vtable from an older minor) answers ok: only the schema would be checked.
+inline sdk::Status validate(const Library& lib, ex_component_kind kind, const std::string& name,
+                            const Pairs& config) {
+  const ex_component& c = lib.component(kind, name);
+  OwnedConfig cfg(c, config);
+  using Fn = int32_t (*)(const ex_config*, ex_error*);
+  Fn fn = nullptr;
+  uint32_t size = *static_cast<const uint32_t*>(c.vtable);
+  auto pick = [&](const auto* vt) {
+    using VT = std::remove_cv_t<std::remove_pointer_t<decltype(vt)>>;
+    if (size >= offsetof(VT, validate) + sizeof(vt->validate)) fn = vt->validate;
+  };
+  switch (kind) {
+    case EX_KIND_SOURCE: pick(static_cast<const ex_source_vtable*>(c.vtable)); break;
+    case EX_KIND_TRANSFORM: pick(static_cast<const ex_transform_vtable*>(c.vtable)); break;
+    case EX_KIND_SINK: pick(static_cast<const ex_sink_vtable*>(c.vtable)); break;
+  }
+  if (fn == nullptr) return sdk::Status::ok();
+  ex_error e = new_error();
+  return status_of(fn(cfg.get(), &e), e);
 }
 
 struct TransformOutput {

@@ -1,0 +1,64 @@
+// Hot reload runs the same plugin-level checks as `exactly validate` (ABI 1.3 validate):
+// an edit that only the plugin refuses is rejected with file:line:col and key, and the
+// running pipeline keeps running on its old config instead of being restarted into a
+// create() failure.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <csignal>
+#include <thread>
+
+#include "test_util.hpp"
+
+using namespace exactly::test;
+
+namespace {
+
+std::string yaml(const fs::path& out, int batch) {
+  return "pipelines:\n"
+         "  - name: gen\n"
+         "    commit: { interval: 100ms }\n"
+         "    source: { plugin: generator, config: { count: 0, rate: 500, batch.size: " +
+         std::to_string(batch) + " } }\n"
+         "    sink: { plugin: file, config: { path: " + out.string() + ", fsync: false } }\n";
+}
+
+bool wait_for(const fs::path& log, const std::string& text, int seconds) {
+  for (int i = 0; i < seconds * 10; ++i) {
+    if (read_file(log).find(text) != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+size_t size_of(const fs::path& p) {
+  std::error_code ec;
+  auto n = fs::file_size(p, ec);
+  return ec ? 0 : static_cast<size_t>(n);
+}
+
+TEST(ReloadPluginChecks, APluginLevelInvalidEditIsRefusedAndThePipelineKeepsRunning) {
+  fs::path dir = temp_dir("reload-plugin");
+  fs::path conf = dir / "p.yaml", out = dir / "out.jsonl", log = dir / "host.log";
+  write_file(conf, yaml(out, 50));
+  Child host({exactly_bin(), "run", conf.string()}, log);
+  ASSERT_TRUE(wait_for(log, "started 1 pipeline", 20)) << read_file(log);
+  for (int i = 0; i < 100 && size_of(out) == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_GT(size_of(out), 0u) << read_file(log);
+
+  write_file(conf, yaml(out, 0));  // the generator's create() refuses batch.size 0
+  ASSERT_TRUE(wait_for(log, "rejected", 20)) << read_file(log);
+  std::string text = read_file(log);
+  EXPECT_NE(text.find(conf.string() + ":4:"), std::string::npos) << text;
+  EXPECT_NE(text.find("key 'batch.size'"), std::string::npos) << text;
+  EXPECT_EQ(text.find("restarted=gen"), std::string::npos) << text;
+
+  size_t before = size_of(out);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  EXPECT_GT(size_of(out), before) << "the pipeline stopped after the refused edit\n" << read_file(log);
+  host.kill(SIGTERM);
+  EXPECT_EQ(host.wait(), 0) << read_file(log);
+}
+
+}  // namespace

@@ -1,0 +1,135 @@
+// `exactly validate` through the real binary and the real plugins: a value that only a
+// plugin's create() used to refuse is refused by validate (ABI 1.3 `validate`), named by
+// file:line:col and key, and the check creates nothing (no state.dir, no files).
+#include <gtest/gtest.h>
+
+#include <ostream>
+#include <string>
+
+#include "test_util.hpp"
+
+using namespace exactly::test;
+
+namespace {
+
+struct Case {
+  const char* name;
+  std::string source;      // YAML of the source block
+  std::string transforms;  // "" or YAML of the transforms list
+  std::string sink;
+  int line;                // where the refused value is
+  const char* key;
+  const char* why;         // part of the plugin's message
+};
+
+// ctest shows the case's name, not its bytes.
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+const std::string kGen = "{ plugin: generator, config: { count: 10 } }";
+const std::string kFileSink = "{ plugin: file, config: { path: out.jsonl } }";
+
+std::string yaml(const Case& c) {
+  std::string y = "pipelines:\n"            // 1
+                  "  - name: p\n"           // 2
+                  "    source: " + c.source + "\n";  // 3
+  if (!c.transforms.empty()) y += "    transforms:\n" + c.transforms;  // 4, 5...
+  y += "    sink: " + c.sink + "\n";
+  return y;
+}
+
+class ValidatePluginChecks : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ValidatePluginChecks, RefusedWithFileLineAndKey) {
+  const Case& c = GetParam();
+  fs::path dir = temp_dir("validate-plugin");
+  write_file(dir / "p.yaml", yaml(c));
+  auto r = run(exactly_bin() + " validate " + (dir / "p.yaml").string(), dir);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  std::string where = (dir / "p.yaml").string() + ":" + std::to_string(c.line) + ":";
+  EXPECT_NE(r.err.find(where), std::string::npos) << "expected " << where << " in:\n" << r.err;
+  EXPECT_NE(r.err.find(std::string("key '") + c.key + "'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(c.why), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("nothing would start"), std::string::npos) << r.err;
+  // Side-effect free: nothing but the YAML and the captured output in the directory.
+  for (auto& e : fs::directory_iterator(dir)) {
+    std::string n = e.path().filename().string();
+    EXPECT_TRUE(n == "p.yaml" || n == "stdout.txt" || n == "stderr.txt") << "validate created " << n;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryBuiltInPlugin, ValidatePluginChecks,
+    ::testing::Values(
+        Case{"KafkaSourceIsolationLevel",
+             "{ plugin: kafka, config: { bootstrap.servers: 127.0.0.1:1, group.id: g, topics: [t], "
+             "static.membership: true, state.dir: st, rdkafka: { isolation.level: read_uncommitted } } }",
+             "", kFileSink, 3, "rdkafka.isolation.level", "read_committed"},
+        Case{"KafkaSourceBatchSize",
+             "{ plugin: kafka, config: { bootstrap.servers: 127.0.0.1:1, group.id: g, topics: [t], batch.size: 0 } }",
+             "", kFileSink, 3, "batch.size", "at least 1"},
+        Case{"KafkaSourceUnknownRdkafkaProperty",
+             "{ plugin: kafka, config: { bootstrap.servers: 127.0.0.1:1, group.id: g, topics: [t], "
+             "rdkafka: { no.such.property: 1 } } }",
+             "", kFileSink, 3, "rdkafka.no.such.property", "No such configuration property"},
+        Case{"KafkaSinkIdempotence", kGen, "",
+             "{ plugin: kafka, config: { bootstrap.servers: 127.0.0.1:1, topic: t, state.dir: st, "
+             "rdkafka: { enable.idempotence: false } } }",
+             4, "rdkafka.enable.idempotence", "idempotent"},
+        Case{"DedupeFilterBits", kGen,
+             "      - plugin: dedupe\n"
+             "        config: { id.json: /messageId, state.dir: st, rocksdb.filter.bits.per.key: 99 }\n",
+             kFileSink, 6, "rocksdb.filter.bits.per.key", "between 1 and 50"},
+        Case{"DedupeRedisShard", kGen,
+             "      - plugin: dedupe-redis\n"
+             "        config: { id.json: /messageId, shards: [nohost], retention.max.age: 1h }\n",
+             kFileSink, 6, "shards", "host:port"},
+        Case{"FileSourceBatchSize", "{ plugin: file, config: { path: in.jsonl, batch.size: 0 } }", "",
+             kFileSink, 3, "batch.size", "between 1 and"},
+        Case{"FileSinkEmptyPath", kGen, "", "{ plugin: file, config: { path: '' } }", 4, "path",
+             "must not be empty"},
+        Case{"GeneratorBatchSize", "{ plugin: generator, config: { batch.size: 0 } }", "", kFileSink, 3,
+             "batch.size", "between 1 and"},
+        Case{"FilterRegex", kGen,
+             "      - plugin: filter\n"
+             "        config: { field: /type, op: regex, value: '(' }\n",
+             kFileSink, 6, "value", "not a valid regular expression"},
+        Case{"HttpUrlScheme", kGen, "", "{ plugin: http, config: { url: 'ftp://example' } }", 4, "url",
+             "http://"}),
+    [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
+
+TEST(ValidatePluginChecks, AValidConfigStillPassesAndCreatesNothing) {
+  fs::path dir = temp_dir("validate-plugin-ok");
+  write_file(dir / "p.yaml",
+             "pipelines:\n"
+             "  - name: p\n"
+             "    delivery: exactly_once\n"
+             "    source: { plugin: kafka, config: { bootstrap.servers: 127.0.0.1:1, group.id: g, "
+             "topics: [t], static.membership: true, state.dir: st1, rdkafka: { fetch.min.bytes: 1 } } }\n"
+             "    transforms:\n"
+             "      - plugin: dedupe\n"
+             "        config: { id.json: /messageId, state.dir: st2 }\n"
+             "    sink: { plugin: kafka, config: { bootstrap.servers: 127.0.0.1:1, topic: t2, state.dir: st3 } }\n");
+  auto r = run(exactly_bin() + " validate " + (dir / "p.yaml").string(), dir);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_FALSE(fs::exists(dir / "st1"));
+  EXPECT_FALSE(fs::exists(dir / "st2"));
+  EXPECT_FALSE(fs::exists(dir / "st3"));
+  EXPECT_FALSE(fs::exists(fs::current_path() / "st1"));
+}
+
+// The sink is checked with the pipeline's delivery, as create() gets it.
+TEST(ValidatePluginChecks, TheSinkSeesThePipelinesDelivery) {
+  fs::path dir = temp_dir("validate-plugin-delivery");
+  write_file(dir / "p.yaml",
+             "pipelines:\n"
+             "  - name: p\n"
+             "    delivery: exactly_once\n"
+             "    source: { plugin: generator, config: { count: 10 } }\n"
+             "    sink: { plugin: http, config: { url: 'http://127.0.0.1:1/x' } }\n");
+  auto r = run(exactly_bin() + " validate " + (dir / "p.yaml").string(), dir);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("key 'delivery'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("at_least_once"), std::string::npos) << r.err;
+}
+
+}  // namespace
