@@ -27,42 +27,6 @@ Library& lib() {
   return l;
 }
 
-std::string run(const std::string& cmd, int* rc) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) {
-    *rc = -1;
-    return out;
-  }
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-  int st = pclose(p);
-  *rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return out;
-}
-
-void create_topic(const std::string& bootstrap, const std::string& name, int parts) {
-  char err[512];
-  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, kt::conf(bootstrap), err, sizeof(err));
-  ASSERT_NE(rk, nullptr) << err;
-  rd_kafka_NewTopic_t* nt = rd_kafka_NewTopic_new(name.c_str(), parts, 1, err, sizeof(err));
-  rd_kafka_queue_t* q = rd_kafka_queue_new(rk);
-  rd_kafka_CreateTopics(rk, &nt, 1, nullptr, q);
-  rd_kafka_event_t* ev = rd_kafka_queue_poll(q, 30000);
-  ASSERT_NE(ev, nullptr);
-  const rd_kafka_CreateTopics_result_t* res = rd_kafka_event_CreateTopics_result(ev);
-  size_t cnt = 0;
-  const rd_kafka_topic_result_t** tr = rd_kafka_CreateTopics_result_topics(res, &cnt);
-  ASSERT_EQ(cnt, 1u);
-  EXPECT_EQ(rd_kafka_topic_result_error(tr[0]), RD_KAFKA_RESP_ERR_NO_ERROR)
-      << rd_kafka_topic_result_error_string(tr[0]);
-  rd_kafka_event_destroy(ev);
-  rd_kafka_NewTopic_destroy(nt);
-  rd_kafka_queue_destroy(q);
-  rd_kafka_destroy(rk);
-}
-
 // Best effort: a test that dies on an assert must not leave its broker running.
 std::string g_stop_cmd;
 extern "C" void stop_broker_and_die(int sig) {
@@ -74,34 +38,16 @@ extern "C" void stop_broker_and_die(int sig) {
 class KafkaBroker : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    // tests/run.sh starts one broker for the whole suite; use it when it is there.
-    if (const char* b = std::getenv("EXACTLY_KAFKA_BOOTSTRAP"); b != nullptr && *b != '\0') {
-      bootstrap_ = new std::string(b);
-      return;
-    }
-    dir_ = new std::string(fs::temp_directory_path() / kt::unique("exactly-kafka-broker"));
-    fs::create_directories(*dir_);
-    int rc = 0;
-    std::string script = std::string(EXACTLY_SOURCE_DIR) + "/tests/tools/kafka-broker.sh";
-    std::string out = run("bash " + script + " start --dir " + *dir_ + " 2>" + *dir_ + "/start.err", &rc);
-    while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
-    auto nl = out.rfind('\n');
-    bootstrap_ = new std::string(rc == 0 ? out.substr(nl == std::string::npos ? 0 : nl + 1) : "");
-    g_stop_cmd = "bash " + script + " stop --dir " + *dir_ + " --clean >/dev/null 2>&1";
-    for (int sig : {SIGABRT, SIGSEGV, SIGBUS, SIGTERM}) std::signal(sig, stop_broker_and_die);
-    if (rc != 0) start_error_ = new std::string("kafka-broker.sh start failed (rc " + std::to_string(rc) + "), see " + *dir_ + "/start.err");
+    broker_.start("exactly-kafka-broker");
+    g_stop_cmd = broker_.stop_command();
+    if (!g_stop_cmd.empty())
+      for (int sig : {SIGABRT, SIGSEGV, SIGBUS, SIGTERM}) std::signal(sig, stop_broker_and_die);
   }
-  static void TearDownTestSuite() {
-    if (dir_ == nullptr) return;  // the suite's shared broker is not ours to stop
-    int rc = 0;
-    std::string script = std::string(EXACTLY_SOURCE_DIR) + "/tests/tools/kafka-broker.sh";
-    run("bash " + script + " stop --dir " + *dir_ + " --clean >/dev/null 2>&1", &rc);
-    fs::remove_all(*dir_);
-  }
+  static void TearDownTestSuite() { broker_.stop(); }
   void SetUp() override {
-    ASSERT_FALSE(bootstrap_->empty()) << (start_error_ ? *start_error_ : "no bootstrap address");
+    ASSERT_FALSE(broker_.bootstrap.empty()) << (broker_.error.empty() ? "no bootstrap address" : broker_.error);
   }
-  static const std::string& servers() { return *bootstrap_; }
+  static const std::string& servers() { return broker_.bootstrap; }
 
   kt::Pairs source_cfg(const std::string& group, const std::string& topic) {
     return {{"bootstrap.servers", servers()}, {"group.id", group}, {"topics", topic},
@@ -112,13 +58,9 @@ class KafkaBroker : public ::testing::Test {
             {"transactional.id", txn_id}, {"transaction.timeout", "30000"}};
   }
 
-  static std::string* dir_;
-  static std::string* bootstrap_;
-  static std::string* start_error_;
+  static kt::SuiteBroker broker_;
 };
-std::string* KafkaBroker::dir_ = nullptr;
-std::string* KafkaBroker::bootstrap_ = nullptr;
-std::string* KafkaBroker::start_error_ = nullptr;
+kt::SuiteBroker KafkaBroker::broker_;
 
 int64_t sum(const std::map<int32_t, int64_t>& m) {
   int64_t s = 0;
@@ -148,8 +90,8 @@ Status commit_round(SourceHarness& src, SinkHarness& sink, const std::vector<Own
 
 TEST_F(KafkaBroker, ExactlyOnceCopyAbortedRoundIsInvisibleAndReplays) {
   const std::string in = kt::unique("in"), out = kt::unique("out"), group = kt::unique("g");
-  create_topic(servers(), in, 4);
-  create_topic(servers(), out, 4);
+  kt::create_topic(servers(), in, 4);
+  kt::create_topic(servers(), out, 4);
   kt::produce(servers(), in, 0, 10000);
 
   FakeHost src_host, sink_host;
@@ -233,8 +175,8 @@ TEST_F(KafkaBroker, ExactlyOnceCopyAbortedRoundIsInvisibleAndReplays) {
 
 TEST_F(KafkaBroker, RestartedSourceResumesAtOffsetsCommittedInTheTransaction) {
   const std::string in = kt::unique("in"), out = kt::unique("out"), group = kt::unique("g");
-  create_topic(servers(), in, 2);
-  create_topic(servers(), out, 2);
+  kt::create_topic(servers(), in, 2);
+  kt::create_topic(servers(), out, 2);
   kt::produce(servers(), in, 0, 300);
   Checkpoint committed;
   {
@@ -263,7 +205,7 @@ TEST_F(KafkaBroker, RestartedSourceResumesAtOffsetsCommittedInTheTransaction) {
 
 TEST_F(KafkaBroker, SecondInstanceWithTheSameTransactionalIdFencesTheFirst) {
   const std::string out = kt::unique("out"), txn = kt::unique("txn");
-  create_topic(servers(), out, 1);
+  kt::create_topic(servers(), out, 1);
   SinkHarness first(lib(), "kafka", eos_cfg(out, txn));
   ASSERT_TRUE(first.open().is_ok());
   ASSERT_TRUE(first.write({exactly::testing::rec("a", "zombie")}).empty());
@@ -293,8 +235,8 @@ TEST_F(KafkaBroker, AFencedProducerFailsTheBatchInsteadOfRejectingItsRecords) {
   // the instance failing, not a bad record: records handed to the error policy would stop
   // the pipeline for good (errors.policy: stop) or send good records to dead letters.
   const std::string out = kt::unique("out"), out2 = kt::unique("out"), txn = kt::unique("txn");
-  create_topic(servers(), out, 1);
-  create_topic(servers(), out2, 1);
+  kt::create_topic(servers(), out, 1);
+  kt::create_topic(servers(), out2, 1);
   kt::Pairs cfg = {{"bootstrap.servers", servers()}, {"topic.from", "header:topic"},
                    {"delivery", "exactly_once"}, {"transactional.id", txn},
                    {"transaction.timeout", "30000"}};
@@ -321,7 +263,7 @@ TEST_F(KafkaBroker, AFencedProducerFailsTheBatchInsteadOfRejectingItsRecords) {
 
 TEST_F(KafkaBroker, OversizeRecordIsRejectedAndTheRestCommits) {
   const std::string out = kt::unique("out");
-  create_topic(servers(), out, 1);
+  kt::create_topic(servers(), out, 1);
   kt::Pairs cfg = eos_cfg(out, kt::unique("txn"));
   cfg.emplace_back("rdkafka.message.max.bytes", "20000");
   SinkHarness sink(lib(), "kafka", cfg);
@@ -346,7 +288,7 @@ TEST_F(KafkaBroker, OversizeRecordIsRejectedAndTheRestCommits) {
 
 TEST_F(KafkaBroker, EagerRebalanceSplitsPartitionsBetweenTwoSources) {
   const std::string in = kt::unique("in"), group = kt::unique("g");
-  create_topic(servers(), in, 4);
+  kt::create_topic(servers(), in, 4);
   kt::produce(servers(), in, 0, 400);
   FakeHost ha, hb;
   SourceHarness a(lib(), "kafka", source_cfg(group, in), &ha);
@@ -375,8 +317,8 @@ TEST_F(KafkaBroker, EagerRebalanceSplitsPartitionsBetweenTwoSources) {
 TEST_F(KafkaBroker, LargerExactlyOnceCopyKeepsEveryRecordOnce) {
   const int n = 200000;
   const std::string in = kt::unique("in"), out = kt::unique("out"), group = kt::unique("g");
-  create_topic(servers(), in, 4);
-  create_topic(servers(), out, 4);
+  kt::create_topic(servers(), in, 4);
+  kt::create_topic(servers(), out, 4);
   kt::produce(servers(), in, 0, n, std::string(90, 'p'));
   FakeHost sink_host;
   SourceHarness src(lib(), "kafka",
@@ -418,7 +360,7 @@ TEST_F(KafkaBroker, LargerExactlyOnceCopyKeepsEveryRecordOnce) {
 // continues from the start offset it was given, every record once and in order.
 TEST_F(KafkaBroker, APausedPartitionWaitsThenContinuesFromItsStart) {
   const std::string in = kt::unique("in"), group = kt::unique("g");
-  create_topic(servers(), in, 2);
+  kt::create_topic(servers(), in, 2);
   kt::produce(servers(), in, 0, 200, "a", 0);
   kt::produce(servers(), in, 0, 200, "b", 1);
   FakeHost h;
@@ -469,7 +411,7 @@ TEST_F(KafkaBroker, APausedPartitionWaitsThenContinuesFromItsStart) {
 // committed in between. This is how a scale-out run once emitted 1,862 ids twice.
 TEST_F(KafkaBroker, ARewindNeverTakesAPartitionBackBeforeItsNewStart) {
   const std::string in = kt::unique("in"), group = kt::unique("g");
-  create_topic(servers(), in, 1);
+  kt::create_topic(servers(), in, 1);
   kt::produce(servers(), in, 0, 300);
   // The range assignor gives the partition to the member whose id sorts first; the broker
   // makes member ids from the client.id.
@@ -533,7 +475,7 @@ TEST_F(KafkaBroker, ARewindNeverTakesAPartitionBackBeforeItsNewStart) {
 // record of both comes out once, in order.
 TEST_F(KafkaBroker, TwoHeldPartitionsReleasedInTurnRepeatNothing) {
   const std::string in = kt::unique("in"), group = kt::unique("g");
-  create_topic(servers(), in, 2);
+  kt::create_topic(servers(), in, 2);
   const int n = 6000;
   kt::produce(servers(), in, 0, n, "a", 0);
   kt::produce(servers(), in, 0, n, "b", 1);

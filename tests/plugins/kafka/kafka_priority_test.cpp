@@ -21,71 +21,16 @@ Library& lib() {
   return l;
 }
 
-std::string shell(const std::string& cmd, int* rc) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) {
-    *rc = -1;
-    return out;
-  }
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-  int st = pclose(p);
-  *rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return out;
-}
-
 class KafkaPriority : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    if (const char* b = std::getenv("EXACTLY_KAFKA_BOOTSTRAP"); b != nullptr && *b != '\0') {
-      bootstrap_ = new std::string(b);
-      return;
-    }
-    dir_ = new std::string(fs::temp_directory_path() / kt::unique("exactly-kafka-prio"));
-    fs::create_directories(*dir_);
-    int rc = 0;
-    std::string out = shell("bash " + script() + " start --dir " + *dir_ + " 2>" + *dir_ + "/start.err", &rc);
-    while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
-    auto nl = out.rfind('\n');
-    bootstrap_ = new std::string(rc == 0 ? out.substr(nl == std::string::npos ? 0 : nl + 1) : "");
-  }
-  static void TearDownTestSuite() {
-    if (dir_ == nullptr) return;  // the suite's shared broker is not ours to stop
-    int rc = 0;
-    shell("bash " + script() + " stop --dir " + *dir_ + " --clean >/dev/null 2>&1", &rc);
-    fs::remove_all(*dir_);
-  }
-  static std::string script() { return std::string(EXACTLY_SOURCE_DIR) + "/tests/tools/kafka-broker.sh"; }
-  void SetUp() override { ASSERT_FALSE(bootstrap_->empty()) << "no broker (see " << (dir_ ? *dir_ : "") << ")"; }
-  static const std::string& servers() { return *bootstrap_; }
+  static void SetUpTestSuite() { broker_.start("exactly-kafka-prio"); }
+  static void TearDownTestSuite() { broker_.stop(); }
+  void SetUp() override { ASSERT_FALSE(broker_.bootstrap.empty()) << "no broker: " << broker_.error; }
+  static const std::string& servers() { return broker_.bootstrap; }
 
-  static std::string* dir_;
-  static std::string* bootstrap_;
+  static kt::SuiteBroker broker_;
 };
-std::string* KafkaPriority::dir_ = nullptr;
-std::string* KafkaPriority::bootstrap_ = nullptr;
-
-void create_topic(const std::string& bootstrap, const std::string& name, int parts) {
-  char err[512];
-  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, kt::conf(bootstrap), err, sizeof(err));
-  ASSERT_NE(rk, nullptr) << err;
-  rd_kafka_NewTopic_t* nt = rd_kafka_NewTopic_new(name.c_str(), parts, 1, err, sizeof(err));
-  rd_kafka_queue_t* q = rd_kafka_queue_new(rk);
-  rd_kafka_CreateTopics(rk, &nt, 1, nullptr, q);
-  rd_kafka_event_t* ev = rd_kafka_queue_poll(q, 30000);
-  ASSERT_NE(ev, nullptr);
-  size_t cnt = 0;
-  const rd_kafka_topic_result_t** tr =
-      rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &cnt);
-  ASSERT_EQ(cnt, 1u);
-  EXPECT_EQ(rd_kafka_topic_result_error(tr[0]), RD_KAFKA_RESP_ERR_NO_ERROR);
-  rd_kafka_event_destroy(ev);
-  rd_kafka_NewTopic_destroy(nt);
-  rd_kafka_queue_destroy(q);
-  rd_kafka_destroy(rk);
-}
+kt::SuiteBroker KafkaPriority::broker_;
 
 struct LevelRun {
   std::vector<int> levels;  // level of each record, in the order the source handed them out
@@ -104,7 +49,7 @@ LevelRun read_levels(const std::string& bootstrap, int per_level, const std::str
   const std::string tag = kt::unique("prio");
   const std::vector<std::string> topics = {tag + ".high", tag + ".normal", tag + ".low"};
   for (const auto& t : topics) {
-    create_topic(bootstrap, t, 2);
+    kt::create_topic(bootstrap, t, 2);
     kt::produce(bootstrap, t, 0, per_level, t.substr(tag.size() + 1, 1));
   }
   FakeHost h;
@@ -244,7 +189,7 @@ TEST_F(KafkaPriority, ARewindMidwayContinuesEachPartitionAtItsCheckpointedPositi
   const std::string tag = kt::unique("prio-rw");
   const std::vector<std::string> topics = {tag + ".high", tag + ".normal", tag + ".low"};
   for (const auto& t : topics) {
-    create_topic(servers(), t, 2);
+    kt::create_topic(servers(), t, 2);
     kt::produce(servers(), t, 0, 3000, "v");
   }
   FakeHost h;
@@ -294,7 +239,7 @@ TEST_F(KafkaPriority, AfterARebalanceEachMemberKeepsThePriorityOrder) {
   const std::string tag = kt::unique("prio-rb");
   const std::vector<std::string> topics = {tag + ".high", tag + ".normal", tag + ".low"};
   for (const auto& t : topics) {
-    create_topic(servers(), t, 2);
+    kt::create_topic(servers(), t, 2);
     kt::produce(servers(), t, 0, 4000, "v");
   }
   kt::Pairs cfg = {{"bootstrap.servers", servers()}, {"group.id", tag + "-g"},

@@ -6,6 +6,10 @@
 #include <gtest/gtest.h>
 #include <librdkafka/rdkafka.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <sys/wait.h>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -181,5 +185,76 @@ inline std::vector<OwnedRecord> poll_n(exactly::testing::SourceHarness& src, siz
   }
   return out;
 }
+
+// A command's stdout; `rc` gets its exit code (-1 when it did not run or was signalled).
+inline std::string shell(const std::string& cmd, int* rc) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) {
+    *rc = -1;
+    return out;
+  }
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+  int st = pclose(p);
+  *rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return out;
+}
+
+inline void create_topic(const std::string& bootstrap, const std::string& name, int parts) {
+  char err[512];
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf(bootstrap), err, sizeof(err));
+  ASSERT_NE(rk, nullptr) << err;
+  rd_kafka_NewTopic_t* nt = rd_kafka_NewTopic_new(name.c_str(), parts, 1, err, sizeof(err));
+  rd_kafka_queue_t* q = rd_kafka_queue_new(rk);
+  rd_kafka_CreateTopics(rk, &nt, 1, nullptr, q);
+  rd_kafka_event_t* ev = rd_kafka_queue_poll(q, 30000);
+  ASSERT_NE(ev, nullptr);
+  size_t cnt = 0;
+  const rd_kafka_topic_result_t** tr =
+      rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &cnt);
+  ASSERT_EQ(cnt, 1u);
+  EXPECT_EQ(rd_kafka_topic_result_error(tr[0]), RD_KAFKA_RESP_ERR_NO_ERROR)
+      << rd_kafka_topic_result_error_string(tr[0]);
+  rd_kafka_event_destroy(ev);
+  rd_kafka_NewTopic_destroy(nt);
+  rd_kafka_queue_destroy(q);
+  rd_kafka_destroy(rk);
+}
+
+// The broker a real-broker suite uses: tests/run.sh's (EXACTLY_KAFKA_BOOTSTRAP) or, when
+// run alone, one started for the suite by tests/tools/kafka-broker.sh and stopped after.
+struct SuiteBroker {
+  std::string dir;        // empty: the shared broker, not ours to stop
+  std::string bootstrap;  // empty when it could not start (see error)
+  std::string error;
+
+  void start(const std::string& tag) {
+    if (const char* b = std::getenv("EXACTLY_KAFKA_BOOTSTRAP"); b != nullptr && *b != '\0') {
+      bootstrap = b;
+      return;
+    }
+    dir = (std::filesystem::temp_directory_path() / unique(tag)).string();
+    std::filesystem::create_directories(dir);
+    int rc = 0;
+    std::string out = shell("bash " + script() + " start --dir " + dir + " 2>" + dir + "/start.err", &rc);
+    while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+    auto nl = out.rfind('\n');
+    if (rc == 0) bootstrap = out.substr(nl == std::string::npos ? 0 : nl + 1);
+    else error = "kafka-broker.sh start failed (rc " + std::to_string(rc) + "), see " + dir + "/start.err";
+  }
+  // The command that stops a broker started here ("" for the shared one).
+  std::string stop_command() const {
+    return dir.empty() ? "" : "bash " + script() + " stop --dir " + dir + " --clean >/dev/null 2>&1";
+  }
+  void stop() {
+    if (dir.empty()) return;
+    int rc = 0;
+    shell(stop_command(), &rc);
+    std::filesystem::remove_all(dir);
+  }
+  static std::string script() { return std::string(EXACTLY_SOURCE_DIR) + "/tests/tools/kafka-broker.sh"; }
+};
 
 }  // namespace kt
