@@ -113,7 +113,8 @@ rd_kafka_t* ChangelogStore::reader(std::string& error) {
   return rk;
 }
 
-sdk::Status ChangelogStore::create_topic(const std::string& topic, int partitions) {
+sdk::Status ChangelogStore::create_topic(const std::string& topic, int partitions, bool& made) {
+  made = false;
   char err[512];
   rd_kafka_NewTopic_t* nt = rd_kafka_NewTopic_new(topic.c_str(), partitions, -1, err, sizeof err);
   if (nt == nullptr) return sdk::Status::fatal("kafka sink: cannot create changelog " + topic + ": " + err);
@@ -129,21 +130,42 @@ sdk::Status ChangelogStore::create_topic(const std::string& topic, int partition
   size_t n = 0;
   const rd_kafka_topic_result_t** res =
       rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev.get()), &n);
+  bool exists = false;
   for (size_t i = 0; i < n; ++i) {
     rd_kafka_resp_err_t e = rd_kafka_topic_result_error(res[i]);
-    // Another host created it first: it is checked like any existing one.
-    if (e == RD_KAFKA_RESP_ERR_NO_ERROR || e == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) continue;
+    if (e == RD_KAFKA_RESP_ERR_NO_ERROR) continue;
+    // Another host (or stage instance) created it first: checked like any existing one.
+    if (e == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
+      exists = true;
+      continue;
+    }
     const char* why = rd_kafka_topic_result_error_string(res[i]);
     return sdk::Status::config("changelog.topic", "kafka sink: cannot create changelog topic " +
                                                       topic + " on " + display_ + ": " +
                                                       (why ? why : rd_kafka_err2str(e)));
   }
+  if (exists) return sdk::Status::ok();
+  made = true;
   host_.info("kafka sink: created changelog topic " + topic + " (" + std::to_string(partitions) +
              " partitions, cleanup.policy=compact)");
   return sdk::Status::ok();
 }
 
+// A topic just created on a cluster of several brokers may not have its configuration on
+// the broker that answers yet (the policy comes back empty): ask again for up to 5 s
+// before calling it unknown.
 sdk::Status ChangelogStore::check_policy(const std::string& topic) {
+  const int64_t deadline = now_ms() + 5000;
+  for (;;) {
+    std::string policy;
+    sdk::Status st = describe_policy(topic, policy);
+    if (!st) return st;
+    if (!policy.empty() || now_ms() >= deadline) return judge_policy(topic, policy);
+    rd_kafka_poll(producer_, 200);
+  }
+}
+
+sdk::Status ChangelogStore::describe_policy(const std::string& topic, std::string& policy) {
   rd_kafka_ConfigResource_t* r = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic.c_str());
   QueuePtr q(rd_kafka_queue_new(producer_));
   rd_kafka_DescribeConfigs(producer_, &r, 1, nullptr, q.get());
@@ -155,7 +177,6 @@ sdk::Status ChangelogStore::check_policy(const std::string& topic) {
   size_t n = 0;
   const rd_kafka_ConfigResource_t** res =
       rd_kafka_DescribeConfigs_result_resources(rd_kafka_event_DescribeConfigs_result(ev.get()), &n);
-  std::string policy;
   for (size_t i = 0; i < n; ++i) {
     size_t cn = 0;
     const rd_kafka_ConfigEntry_t** entries = rd_kafka_ConfigResource_configs(res[i], &cn);
@@ -164,6 +185,10 @@ sdk::Status ChangelogStore::check_policy(const std::string& topic) {
           rd_kafka_ConfigEntry_value(entries[j]) != nullptr)
         policy = rd_kafka_ConfigEntry_value(entries[j]);
   }
+  return sdk::Status::ok();
+}
+
+sdk::Status ChangelogStore::judge_policy(const std::string& topic, const std::string& policy) {
   if (policy.find("compact") == std::string::npos || policy.find("delete") != std::string::npos)
     return sdk::Status::config(
         "changelog.topic",
@@ -208,8 +233,10 @@ sdk::Status ChangelogStore::ensure_topic(const std::string& topic, const sdk::Pa
                   "; a changelog needs one partition per input partition. Fix: delete the "
                   "changelog (its stores are rebuilt from scratch) or name a new one in "
                   "changelog.topic");
-        sdk::Status st = check_policy(topic);
-        if (!st) return st;
+        if (!created) {  // one this call created is compacted: it set the policy itself
+          sdk::Status st = check_policy(topic);
+          if (!st) return st;
+        }
         known = partitions_.emplace(topic, have).first;
         break;
       }
@@ -226,9 +253,16 @@ sdk::Status ChangelogStore::ensure_topic(const std::string& topic, const sdk::Pa
             "kafka sink: changelog topic " + topic + " does not exist, and input topic " +
                 part.topic + " is not on " + display_ + " to size it. Create it with one "
                 "partition per input partition and cleanup.policy=compact");
-      sdk::Status st = create_topic(topic, input);
+      bool made = false;
+      sdk::Status st = create_topic(topic, input, made);
       if (!st) return st;
-      created = true;
+      created = made;
+      if (!made) {  // another one was first: wait for it in the metadata, then check it
+        rd_kafka_poll(producer_, 100);
+        if (attempt > 50)
+          return sdk::Status::retriable("kafka sink: changelog " + topic + " exists but does "
+                                        "not show in the metadata yet");
+      }
     }
   }
   if (part.number < 0 || part.number >= known->second)

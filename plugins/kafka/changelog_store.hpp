@@ -51,8 +51,10 @@ class ChangelogStore {
 
  private:
   sdk::Status ensure_topic(const std::string& topic, const sdk::Partition& part, bool& created);
-  sdk::Status create_topic(const std::string& topic, int partitions);
+  sdk::Status create_topic(const std::string& topic, int partitions, bool& made);
   sdk::Status check_policy(const std::string& topic);
+  sdk::Status describe_policy(const std::string& topic, std::string& policy);
+  sdk::Status judge_policy(const std::string& topic, const std::string& policy);
   // A pooled read_committed consumer, held for one open() or read(): open and read may
   // run concurrently (ABI 1.2: a stage restoring a held partition in its own thread).
   rd_kafka_t* reader(std::string& error);
