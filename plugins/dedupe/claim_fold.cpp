@@ -38,8 +38,15 @@ rocksdb::Status fold_claims(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
   if (st.ok()) {
     rocksdb::IngestExternalFileOptions ingest;
     ingest.move_files = true;
-    ingest.snapshot_consistency = false;
+    // A file that overlaps nothing older would be placed below level 0 with sequence
+    // number 0, i.e. as the oldest file, out of fold order; a snapshot that exists
+    // during the ingestion makes RocksDB give it the newest sequence number in level 0,
+    // so files stay in fold order and the oldest can be dropped whole (fold_files.hpp).
+    // It is released at once: a lasting one would keep old versions from compactions.
+    ingest.snapshot_consistency = true;
+    const rocksdb::Snapshot* order = db->GetSnapshot();
     st = db->IngestExternalFile(cf, {path}, ingest);
+    db->ReleaseSnapshot(order);
   }
   if (!st.ok()) std::remove(path.c_str());
   return st;

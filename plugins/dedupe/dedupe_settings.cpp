@@ -110,6 +110,10 @@ Settings Settings::parse(const sdk::Config& c) {
     throw ConfigError("rocksdb.compression", "expected none, lz4 or zstd, got '" +
                                                  s.tuning.compression + "'");
   s.tuning.background_fold = c.get_bool("rocksdb.fold.background", true);
+  int64_t files = c.get_int("rocksdb.fold.files.max", 64);
+  if (files < 0 || files > 100000)
+    throw ConfigError("rocksdb.fold.files.max", "must be between 0 and 100000");
+  s.tuning.fold_files_max = static_cast<size_t>(files);
   return s;
 }
 
@@ -131,7 +135,8 @@ bool same_store_layout(const Settings& a, const Settings& b, std::string& what) 
       a.tuning.write_buffer_size != b.tuning.write_buffer_size || a.tuning.filter != b.tuning.filter ||
       a.tuning.filter_bits_per_key != b.tuning.filter_bits_per_key ||
       a.tuning.compression != b.tuning.compression ||
-      a.tuning.background_fold != b.tuning.background_fold) {
+      a.tuning.background_fold != b.tuning.background_fold ||
+      a.tuning.fold_files_max != b.tuning.fold_files_max) {
     what = "store options (fingerprint.bytes, rocksdb.*) changed: stores must be reopened";
     return false;
   }

@@ -590,6 +590,7 @@ void DedupeTransform::report(Part& p, int64_t now) {
   host_.gauge("dedupe_store_keys", g.keys, l);
   host_.gauge("dedupe_store_bytes", g.bytes, l);
   host_.gauge("dedupe_window_seconds", g.window_seconds, l);
+  host_.gauge("dedupe_store_compacting", g.compacting, l);
   auto cpu = p.store->take_background_cpu();
   if (cpu.fold > 0) host_.counter("dedupe_fold_cpu_seconds_total", cpu.fold, l);
   if (cpu.filter_build > 0)

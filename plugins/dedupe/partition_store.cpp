@@ -2,6 +2,7 @@
 
 #include "changelog_codec.hpp"
 #include "claim_fold.hpp"
+#include "fold_files.hpp"
 
 #include <rocksdb/write_batch.h>
 
@@ -78,6 +79,13 @@ sdk::Status PartitionStore::open(const std::string& dir, const StoreTuning& tuni
       {kSeqColumnFamily, make_seq_options(tuning, cache)}};
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::Status st = rocksdb::DB::Open(make_db_options(tuning), dir, cfs, &handles, &s->db_);
+  if (st.IsInvalidArgument()) {
+    // A store made before folded files stayed as they are has claims below level 0:
+    // it stays a leveled LSM.
+    cfs[0].options = make_claims_options(tuning, cache, &s->filter_, ClaimsLayout::leveled);
+    st = rocksdb::DB::Open(make_db_options(tuning), dir, cfs, &handles, &s->db_);
+    s->compacting_ = true;
+  }
   if (!st.ok()) return sdk::Status::fatal("dedupe: cannot open store " + dir + ": " + st.ToString());
   s->claims_ = handles[0];
   s->seq_ = handles[1];
@@ -96,12 +104,9 @@ sdk::Status PartitionStore::open(const std::string& dir, const StoreTuning& tuni
   s->index_threshold_ = index_threshold(tuning);
   s->background_fold_ = tuning.background_fold;
   s->sst_options_ = rocksdb::Options(make_db_options(tuning), cfs[0].options);
-  // SstFileWriter compresses with the bottommost setting (an ingested file may land
-  // there), but random ids overlap every level: a fold's file always lands in L0 and is
-  // rewritten by the next compaction, which compresses what reaches the bottom.
-  // Compressing each fold too cost more CPU than the rest of the fold.
-  s->sst_options_.bottommost_compression = rocksdb::kDisableCompressionOption;
-  s->sst_options_.compression = rocksdb::kNoCompression;
+  s->fold_files_max_ = tuning.fold_files_max;
+  s->keep_fold_layout();
+  s->fold_compression_ = fold_compression(tuning);
   s->replay_chunks();
 
   s->load_oldest_chunk_ms();
@@ -169,9 +174,18 @@ void PartitionStore::start_fold() {
   }
   fold_done_.store(false, std::memory_order_release);
   fold_path_ = dir_ + "/claims-" + std::to_string(fold_target_) + ".sst";
+  fold_options_ = sst_options_;
+  fold_options_.table_properties_collector_factories.push_back(fold_label(fold_target_));
+  // SstFileWriter compresses with the bottommost setting. A file that stays as folded is
+  // where its claims live for good: compress it, at a fast level (zstd's default level
+  // cost more CPU than the rest of the fold). A file that compactions will rewrite is
+  // written plain; the compaction compresses what reaches the bottom.
+  fold_options_.bottommost_compression = rocksdb::kDisableCompressionOption;
+  fold_options_.compression = compacting_ ? rocksdb::kNoCompression : fold_compression_;
+  fold_options_.compression_opts.level = 1;
   folder_ = std::thread([this] {
     pthread_setname_np(pthread_self(), "dedupe-fold");
-    fold_status_ = fold_claims(db_, claims_, sst_options_, fold_path_, folding_, fold_live_,
+    fold_status_ = fold_claims(db_, claims_, fold_options_, fold_path_, folding_, fold_live_,
                                fold_fp_bytes_, fold_order_);
     add_thread_cpu(fold_cpu_);
     fold_done_.store(true, std::memory_order_release);
@@ -224,7 +238,27 @@ sdk::Status PartitionStore::finish_fold(bool wait) {
   if (!st.ok())
     return sdk::Status::fatal("dedupe: cannot write store " + dir_ + ": " + st.ToString());
   meta_ = next;
+  // The floor is durable now (synced above): files below it may go.
+  keep_fold_layout();
   return sdk::Status::ok();
+}
+
+void PartitionStore::keep_fold_layout() {
+  while (!compacting_) {
+    FoldFiles f = inspect_fold_files(db_, claims_);
+    if (f.unlabelled || f.files.size() > fold_files_max_) {
+      compacting_ = true;
+      // Only a bad option name fails here; lookups are unaffected either way.
+      (void)db_->SetOptions(claims_, {{"disable_auto_compactions", "false"}});
+      return;
+    }
+    // The file with the oldest claims, once the floor has passed its label, holds only
+    // evicted claims (lookups ignore them already) and goes whole.
+    if (f.files.empty() || f.files.front().seq_end > meta_.floor ||
+        !f.files.front().oldest_in_level0)
+      return;
+    if (!db_->DeleteFile(f.files.front().name).ok()) return;  // tried again after a fold  // tried again after a fold
+  }
 }
 
 void PartitionStore::start_filter_build() {
@@ -550,6 +584,7 @@ StoreGauges PartitionStore::gauges(int64_t now_ms) const {
                                 int_property(seq_, "rocksdb.cur-size-all-mem-tables"));
   if (oldest_chunk_ms_ >= 0 && now_ms > oldest_chunk_ms_)
     g.window_seconds = static_cast<double>(now_ms - oldest_chunk_ms_) / 1000.0;
+  g.compacting = compacting_ ? 1 : 0;
   return g;
 }
 

@@ -41,6 +41,7 @@ struct StoreGauges {
   double keys = 0;
   double bytes = 0;
   double window_seconds = 0;
+  double compacting = 0;  // 1 once the store left the row of folded files
 };
 
 class PartitionStore {
@@ -150,6 +151,9 @@ class PartitionStore {
   void start_filter_build();
   void adopt_built_filter();
   void stop_filter_build();
+  // While the claims are a row of folded files (fold_files.hpp): drops the oldest files
+  // the floor has passed, or turns compactions on when the store leaves that layout.
+  void keep_fold_layout();
 
   std::string dir_;
   EvictionFilter filter_;  // outlives db_ (declared first, destroyed last)
@@ -166,6 +170,10 @@ class PartitionStore {
   size_t index_threshold_ = 0;
   bool background_fold_ = true;
   rocksdb::Options sst_options_;
+  rocksdb::Options fold_options_;  // sst_options_ plus this fold's label and compression
+  rocksdb::CompressionType fold_compression_ = rocksdb::kNoCompression;
+  size_t fold_files_max_ = 64;
+  bool compacting_ = false;
   uint64_t next_seq_ = 0;
   int64_t round_high_ = -1;
   int64_t round_position_ = -1;

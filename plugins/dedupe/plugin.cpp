@@ -85,6 +85,11 @@ const ex_config_field kFields[] = {
           "fold gathered claims into the store on a thread of each store's own while the "
           "pipeline goes on (false: on the pipeline thread, inside a commit)",
           "true"),
+    field("rocksdb.fold.files.max", EX_CFG_INT,
+          "per store: folded SST files kept as they are, never compacted (evicted claims "
+          "leave as whole files) until the store holds this many; then it compacts as a "
+          "size-tiered LSM (0: from the start)",
+          "64"),
 };
 
 const char* const kDurability[] = {"none", "aof-always", "replicas", nullptr};

@@ -27,15 +27,16 @@ rocksdb::DBOptions make_db_options(const StoreTuning& t) {
   return o;
 }
 
-static rocksdb::CompressionType compression_of(const std::string& name) {
-  if (name == "lz4") return rocksdb::kLZ4Compression;
-  if (name == "zstd") return rocksdb::kZSTD;
+rocksdb::CompressionType fold_compression(const StoreTuning& t) {
+  if (t.compression == "lz4") return rocksdb::kLZ4Compression;
+  if (t.compression == "zstd") return rocksdb::kZSTD;
   return rocksdb::kNoCompression;
 }
 
 rocksdb::ColumnFamilyOptions make_claims_options(const StoreTuning& t,
                                                  const std::shared_ptr<rocksdb::Cache>& cache,
-                                                 const rocksdb::CompactionFilter* eviction) {
+                                                 const rocksdb::CompactionFilter* eviction,
+                                                 ClaimsLayout layout) {
   rocksdb::ColumnFamilyOptions o;
   rocksdb::BlockBasedTableOptions b;
   b.block_cache = cache;
@@ -58,8 +59,18 @@ rocksdb::ColumnFamilyOptions make_claims_options(const StoreTuning& t,
   // Ids are random: nothing compresses but RocksDB's own per-entry framing, which only
   // pays off where most data lives. Upper levels stay uncompressed for CPU.
   o.compression = rocksdb::kNoCompression;
-  o.bottommost_compression = compression_of(t.compression);
+  o.bottommost_compression = fold_compression(t);
   o.compaction_filter = eviction;
+  if (layout == ClaimsLayout::leveled) return o;
+  // A row of folded files (fold_files.hpp): one level, so that every fold lands in it
+  // and RocksDB can drop its oldest file whole; no compaction until the store leaves
+  // that layout, which turns on (size-tiered) compactions. Level-0 stalls would only
+  // hold the fold thread.
+  o.compaction_style = rocksdb::kCompactionStyleUniversal;
+  o.num_levels = 1;
+  o.disable_auto_compactions = true;
+  o.level0_slowdown_writes_trigger = 1 << 30;
+  o.level0_stop_writes_trigger = 1 << 30;
   return o;
 }
 

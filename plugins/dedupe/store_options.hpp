@@ -18,15 +18,24 @@ struct StoreTuning {
   double filter_bits_per_key = 10;
   std::string compression = "zstd";  // of the bottommost level: none | lz4 | zstd
   bool background_fold = true;  // fold claims into SST files on a thread of the store's own
+  // Folded files kept as they are (no compaction; whole files dropped once evicted)
+  // before the store compacts (size-tiered); 0 = compact from the start.
+  size_t fold_files_max = 64;
 };
 
 inline constexpr const char* kSeqColumnFamily = "seq";
 
 rocksdb::DBOptions make_db_options(const StoreTuning& t);
+// How the claims column family is laid out on disk: a row of folded files that are
+// never rewritten (fold_files.hpp; stores made since), or a leveled LSM (stores made
+// before, which cannot be reopened with a single level).
+enum class ClaimsLayout { folded, leveled };
+
 // `eviction` drops claims below the store's floor during compactions; may be null.
 rocksdb::ColumnFamilyOptions make_claims_options(const StoreTuning& t,
                                                  const std::shared_ptr<rocksdb::Cache>& cache,
-                                                 const rocksdb::CompactionFilter* eviction);
+                                                 const rocksdb::CompactionFilter* eviction,
+                                                 ClaimsLayout layout = ClaimsLayout::folded);
 rocksdb::ColumnFamilyOptions make_seq_options(const StoreTuning& t,
                                               const std::shared_ptr<rocksdb::Cache>& cache);
 // Claims gathered in memory (and in the sequence index's memtable) before they are
@@ -36,5 +45,8 @@ inline size_t index_threshold(const StoreTuning& t) {
   return n < 1024 ? 1024 : n;
 }
 rocksdb::ReadOptions make_lookup_read_options();
+// `rocksdb.compression` as RocksDB's type: of the bottom level, and of folded files
+// that are never compacted.
+rocksdb::CompressionType fold_compression(const StoreTuning& t);
 
 }  // namespace exactly::dedupe

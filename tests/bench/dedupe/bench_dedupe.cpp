@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "fold_files.hpp"
 #include "store_options.hpp"
 
 namespace fs = std::filesystem;
@@ -44,6 +45,7 @@ struct Args {
   std::string write_buffer = "67108864";
   std::string filter = "bloom";
   std::string compression = "zstd";
+  std::string fold_files_max = "64";
   std::string fingerprint = "4";
   bool keep = false;
 };
@@ -116,6 +118,7 @@ bool parse(int argc, char** argv, Args& a) {
     else if (k == "--filter") a.filter = next();
     else if (k == "--write-buffer") a.write_buffer = next();
     else if (k == "--compression") a.compression = next();
+    else if (k == "--fold-files-max") a.fold_files_max = next();
     else if (k == "--fingerprint") a.fingerprint = next();
     else if (k == "--keep") a.keep = true;
     else {
@@ -123,7 +126,7 @@ bool parse(int argc, char** argv, Args& a) {
                    "usage: bench_dedupe [--keys N] [--dup R] [--batch N] [--round N] "
                    "[--reads N] [--payload BYTES] [--id json|key] [--dir PATH] [--cache BYTES] "
                    "[--filter bloom|ribbon] [--compression none|lz4|zstd] [--write-buffer BYTES] "
-                   "[--fingerprint 0|4|8] [--keep]\n");
+                   "[--fingerprint 0|4|8] [--fold-files-max N] [--keep]\n");
       return false;
     }
   }
@@ -147,6 +150,7 @@ int main(int argc, char** argv) {
                                  {"rocksdb.block.cache.size", a.cache},
                                  {"rocksdb.filter", a.filter},
                                  {"rocksdb.compression", a.compression},
+                                 {"rocksdb.fold.files.max", a.fold_files_max},
                                  {"fingerprint.bytes", a.fingerprint},
                                  {"rocksdb.write.buffer.size", a.write_buffer}};
   cfg.emplace_back(a.id == "key" ? "id.key" : "id.json", a.id == "key" ? "true" : "/messageId");
@@ -279,6 +283,10 @@ int main(int argc, char** argv) {
        exactly::dedupe::make_claims_options(tuning, cache, nullptr)},
       {exactly::dedupe::kSeqColumnFamily, exactly::dedupe::make_seq_options(tuning, cache)}};
   std::vector<rocksdb::ColumnFamilyHandle*> h;
+  // No automatic compaction while the store is reopened: the lookups below see the
+  // store as the stage left it, and the compaction the run left owed is charged in
+  // phase 3 instead of running unseen in the background.
+  for (auto& cf : cfs) cf.options.disable_auto_compactions = true;
   rocksdb::DB* db = nullptr;
   auto st = rocksdb::DB::Open(exactly::dedupe::make_db_options(tuning), store, cfs, &h, &db);
   if (!st.ok()) {
@@ -309,11 +317,31 @@ int main(int argc, char** argv) {
   std::printf("levels of the store after the run:\n%s", levels.c_str());
 
   // ------------------------------------------------------------ phase 3: bytes per key
+  // A store that compacts (more than rocksdb.fold.files.max folded files) rewrites every
+  // key into its bottom level at least once; a run that ends with files still in level
+  // 0 has not paid that yet. Compacting everything once now, with its CPU measured,
+  // charges that lower bound. A store that is still a row of folded files owes nothing.
+  int64_t compacting = 0;
+  {
+    exactly::dedupe::FoldFiles f = exactly::dedupe::inspect_fold_files(db, h[0]);
+    compacting = f.unlabelled || f.files.size() > std::stoull(a.fold_files_max);
+    std::printf("store after the run: %zu folded files, %s\n", f.files.size(),
+                compacting ? "compacting" : "not compacting (row of folded files)");
+  }
+  // The sequence index compacts as any store: folded chunks shrink to their times and
+  // the old versions go; that is owed too.
+  const double debt0 = process_cpu();
   db->Flush(rocksdb::FlushOptions(), h);
   rocksdb::CompactRangeOptions cro;
-  cro.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
-  db->CompactRange(cro, h[0], nullptr, nullptr);
+  cro.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kSkip;
+  if (compacting) db->CompactRange(cro, h[0], nullptr, nullptr);
   db->CompactRange(cro, h[1], nullptr, nullptr);
+  const double debt = process_cpu() - debt0;
+  std::printf("compaction owed at the end of the run (the sequence index; %s): %.3f s CPU; "
+              "%.0f records/s (all threads' CPU including it)\n",
+              compacting ? "and every claim rewritten once into the bottom level"
+                         : "no claim is rewritten",
+              debt, static_cast<double>(records) / (cpu + others + debt));
   rocksdb::TablePropertiesCollection tables;
   db->GetPropertiesOfAllTables(h[0], &tables);
   rocksdb::TableProperties sum;

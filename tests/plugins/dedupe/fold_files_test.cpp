@@ -1,0 +1,126 @@
+// A store is a row of folded files that are never compacted: evicted claims leave as
+// whole files, and only a store that grows past rocksdb.fold.files.max compacts.
+#include "dedupe_fixture.hpp"
+
+#include <rocksdb/db.h>
+
+namespace dedupe_test {
+namespace {
+
+using ::testing::IsEmpty;
+
+std::vector<OwnedRecord> ids(int from, int to, int64_t& offset) {
+  std::vector<OwnedRecord> out;
+  for (int i = from; i < to; ++i) out.push_back(event("id-" + std::to_string(i), offset++));
+  return out;
+}
+
+// Files of the claims column family per level, read from a closed store.
+std::vector<size_t> claim_files_per_level(const fs::path& store) {
+  std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
+      {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions()},
+      {"seq", rocksdb::ColumnFamilyOptions()}};
+  std::vector<rocksdb::ColumnFamilyHandle*> h;
+  rocksdb::DB* db = nullptr;
+  auto st = rocksdb::DB::OpenForReadOnly(rocksdb::DBOptions(), store.string(), cfs, &h, &db);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  std::vector<size_t> out;
+  if (!st.ok()) return out;
+  rocksdb::ColumnFamilyMetaData meta;
+  db->GetColumnFamilyMetaData(h[0], &meta);
+  for (const auto& level : meta.levels) out.push_back(level.files.size());
+  for (auto* x : h) db->DestroyColumnFamilyHandle(x);
+  delete db;
+  return out;
+}
+
+size_t total(const std::vector<size_t>& v) {
+  size_t n = 0;
+  for (size_t x : v) n += x;
+  return n;
+}
+
+TEST_F(DedupeTest, EvictedClaimsLeaveAsWholeFilesWithoutACompaction) {
+  // 1 MiB write buffer: a fold about every 21845 claims, on the pipeline thread so the
+  // counts below do not race it. 30000 claims retained: about two files' worth.
+  Pairs small = {{"rocksdb.write.buffer.size", "1048576"},
+                 {"rocksdb.fold.background", "false"},
+                 {"retention.max.keys", "30000"}};
+  auto& t = start(small);
+  int64_t off = 0;
+  double bytes_early = 0;
+  for (int round = 0; round < 12; ++round) {
+    EXPECT_EQ(t.process(ids(round * 22000, (round + 1) * 22000, off)).kept.size(), 22000u);
+    commit_round();
+    if (round == 2) bytes_early = metric("dedupe_store_bytes");
+  }
+  EXPECT_EQ(metric("dedupe_store_compacting"), 0);
+  // Without dropping whole files, 12 folds of 22000 would all still be on disk.
+  EXPECT_LT(metric("dedupe_store_bytes"), 2 * bytes_early);
+  // Retained ids are still duplicates; evicted ones count as new again.
+  EXPECT_THAT(t.process(ids(12 * 22000 - 20000, 12 * 22000, off)).kept, IsEmpty());
+  EXPECT_EQ(t.process(ids(0, 1000, off)).kept.size(), 1000u);
+  stage_.reset();
+  auto files = claim_files_per_level(dir_ / "events-0");
+  ASSERT_FALSE(files.empty());
+  EXPECT_LE(total(files), 4u);
+  for (size_t l = 1; l + 1 < files.size(); ++l) EXPECT_EQ(files[l], 0u) << "level " << l;
+}
+
+TEST_F(DedupeTest, AStoreOfMoreFilesThanFoldFilesMaxCompactsAndStillAnswers) {
+  Pairs small = {{"rocksdb.write.buffer.size", "1048576"},
+                 {"rocksdb.fold.background", "false"},
+                 {"rocksdb.fold.files.max", "2"}};
+  auto& t = start(small);
+  int64_t off = 0;
+  for (int round = 0; round < 2; ++round) {
+    t.process(ids(round * 22000, (round + 1) * 22000, off));
+    commit_round();
+  }
+  EXPECT_EQ(metric("dedupe_store_compacting"), 0);
+  for (int round = 2; round < 5; ++round) {
+    t.process(ids(round * 22000, (round + 1) * 22000, off));
+    commit_round();
+  }
+  EXPECT_EQ(metric("dedupe_store_compacting"), 1);
+  // Every id is still known, whether or not a compaction has run yet.
+  EXPECT_THAT(t.process(ids(0, 5 * 22000, off)).kept, IsEmpty());
+  commit_round();
+  // Reopened with the default limit, a store that has compacted keeps compacting.
+  auto& again = start({{"rocksdb.write.buffer.size", "1048576"}}, {part(0, "events-0", off)});
+  EXPECT_THAT(again.process(ids(0, 5 * 22000, off)).kept, IsEmpty());
+}
+
+TEST_F(DedupeTest, AStoreMadeBeforeFoldedFilesReopensAsALeveledStore) {
+  Pairs small = {{"rocksdb.write.buffer.size", "1048576"}, {"rocksdb.fold.background", "false"}};
+  auto& t = start(small);
+  int64_t off = 0;
+  t.process(ids(0, 50000, off));
+  commit_round();
+  stage_.reset();
+  {
+    // What an earlier version left: a leveled store whose claims were compacted down.
+    rocksdb::Options o;
+    std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
+        {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions()},
+        {"seq", rocksdb::ColumnFamilyOptions()}};
+    std::vector<rocksdb::ColumnFamilyHandle*> h;
+    rocksdb::DB* db = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(o, (dir_ / "events-0").string(), cfs, &h, &db).ok());
+    rocksdb::CompactRangeOptions cro;
+    cro.change_level = true;
+    cro.target_level = 6;
+    ASSERT_TRUE(db->CompactRange(cro, h[0], nullptr, nullptr).ok());
+    for (auto* x : h) db->DestroyColumnFamilyHandle(x);
+    delete db;
+  }
+  EXPECT_GT(claim_files_per_level(dir_ / "events-0").back(), 0u);
+  auto& again = start(small, {part(0, "events-0", off)});
+  EXPECT_THAT(again.process(ids(0, 50000, off)).kept, IsEmpty());
+  EXPECT_EQ(again.process(ids(50000, 50010, off)).kept.size(), 10u);
+  commit_round();
+  EXPECT_EQ(metric("dedupe_store_compacting"), 1);
+}
+
+}  // namespace
+}  // namespace dedupe_test
