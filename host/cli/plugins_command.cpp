@@ -1,12 +1,12 @@
 #include "cli/commands.hpp"
 #include "config/loader.hpp"
 #include "plugin/loader.hpp"
+#include "util/json_string.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
 
 namespace exactly::cli {
 namespace {
@@ -25,59 +25,11 @@ const char* type_name(ex_config_type t) {
   return "?";
 }
 
-// Length of the valid UTF-8 sequence at s[i], or 0.
-size_t utf8_len(const std::string& s, size_t i) {
-  auto c = static_cast<unsigned char>(s[i]);
-  size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
-  if (n == 0 || i + n > s.size()) return 0;
-  for (size_t k = 1; k < n; ++k)
-    if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return 0;
-  return n;
-}
-
-// A JSON string; bytes that are not UTF-8 (a plugin's doc text, a file name) become
-// U+FFFD, so the output always parses.
-std::string json(const std::string& s) {
-  std::string o = "\"";
-  for (size_t i = 0; i < s.size();) {
-    auto c = static_cast<unsigned char>(s[i]);
-    size_t n = utf8_len(s, i);
-    if (n == 0) {
-      o += "\\ufffd";
-      ++i;
-      continue;
-    }
-    if (c == '"') o += "\\\"";
-    else if (c == '\\') o += "\\\\";
-    else if (c == '\n') o += "\\n";
-    else if (c < 0x20) o += fmt::format("\\u{:04x}", c);
-    else o.append(s, i, n);
-    i += n;
-  }
-  return o + "\"";
-}
-
 }  // namespace
 
-int cmd_plugins(const std::vector<std::string>& args) {
-  bool as_json = false, as_markdown = false;
-  std::vector<std::string> dirs;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--json") as_json = true;
-    else if (args[i] == "--markdown") as_markdown = true;
-    else if (args[i] == "--plugin-path" && i + 1 < args.size()) {
-      std::error_code ec;
-      if (!std::filesystem::is_directory(args[i + 1], ec)) {
-        std::fprintf(stderr, "exactly plugins: --plugin-path '%s' is not a directory\n", args[i + 1].c_str());
-        return 2;
-      }
-      dirs.push_back(args[++i]);
-    }
-    else {
-      std::fprintf(stderr, "exactly plugins: unknown argument '%s'\n", args[i].c_str());
-      return 2;
-    }
-  }
+int cmd_plugins(const PluginsOptions& opts) {
+  const bool as_json = opts.json, as_markdown = opts.markdown;
+  std::vector<std::string> dirs = opts.dirs;
   for (auto& d : plugin::default_plugin_path()) dirs.push_back(d);
   plugin::Registry reg;
   reg.scan(dirs);
@@ -89,22 +41,22 @@ int cmd_plugins(const std::vector<std::string>& args) {
       o += first_lib ? "" : ",";
       first_lib = false;
       o += fmt::format("{{\"path\":{},\"name\":{},\"version\":{},\"abi\":\"{}.{}\",\"components\":[",
-                       json(lib->path), json(lib->name), json(lib->version), lib->abi_version >> 16,
+                       json::quote(lib->path), json::quote(lib->name), json::quote(lib->version), lib->abi_version >> 16,
                        lib->abi_version & 0xffff);
       bool first_c = true;
       for (auto& c : lib->components) {
         o += first_c ? "" : ",";
         first_c = false;
-        o += fmt::format("{{\"kind\":{},\"name\":{},\"doc\":{},\"config\":[", json(plugin::kind_name(c.kind)),
-                         json(c.name), json(c.doc));
+        o += fmt::format("{{\"kind\":{},\"name\":{},\"doc\":{},\"config\":[", json::quote(plugin::kind_name(c.kind)),
+                         json::quote(c.name), json::quote(c.doc));
         bool first_f = true;
         for (auto& f : c.fields) {
           o += first_f ? "" : ",";
           first_f = false;
           o += fmt::format("{{\"key\":{},\"type\":{},\"required\":{},\"default\":{},\"doc\":{},\"allowed\":[",
-                           json(f.key), json(type_name(f.type)), f.required ? "true" : "false",
-                           f.has_default ? json(f.default_value) : "null", json(f.doc));
-          for (size_t i = 0; i < f.allowed.size(); ++i) o += (i ? "," : "") + json(f.allowed[i]);
+                           json::quote(f.key), json::quote(type_name(f.type)), f.required ? "true" : "false",
+                           f.has_default ? json::quote(f.default_value) : "null", json::quote(f.doc));
+          for (size_t i = 0; i < f.allowed.size(); ++i) o += (i ? "," : "") + json::quote(f.allowed[i]);
           o += "]}";
         }
         o += "]}";
@@ -113,8 +65,8 @@ int cmd_plugins(const std::vector<std::string>& args) {
     }
     o += "],\"failures\":[";
     for (size_t i = 0; i < reg.failures().size(); ++i)
-      o += fmt::format("{}{{\"path\":{},\"reason\":{}}}", i ? "," : "", json(reg.failures()[i].path),
-                       json(reg.failures()[i].reason));
+      o += fmt::format("{}{{\"path\":{},\"reason\":{}}}", i ? "," : "", json::quote(reg.failures()[i].path),
+                       json::quote(reg.failures()[i].reason));
     o += "]}\n";
     std::fputs(o.c_str(), stdout);
     return 0;

@@ -57,43 +57,9 @@ void reload(const std::vector<std::string>& paths, engine::Supervisor& sup, cons
 
 }  // namespace
 
-int cmd_run(const std::vector<std::string>& args) {
-  std::vector<std::string> paths;
-  bool watch = true;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const auto& a = args[i];
-    if (a == "--log-level" || a.rfind("--log-level=", 0) == 0) {
-      std::string l;
-      if (a == "--log-level") {
-        if (i + 1 >= args.size()) {
-          std::fprintf(stderr, "exactly run: --log-level needs a value: debug, info, warn or error\n");
-          return 2;
-        }
-        l = args[++i];
-      } else {
-        l = a.substr(std::string("--log-level=").size());
-      }
-      if (l != "debug" && l != "info" && l != "warn" && l != "error") {
-        std::fprintf(stderr, "exactly run: --log-level '%s' is not one of debug, info, warn, error\n",
-                     l.c_str());
-        return 2;
-      }
-      log::set_level(l == "debug" ? log::Level::debug
-                     : l == "warn" ? log::Level::warn
-                     : l == "error" ? log::Level::error
-                                    : log::Level::info);
-    } else if (a == "--no-watch") {
-      watch = false;
-    } else if (a == "--help" || a == "-h") {
-      print_usage();
-      return 0;
-    } else if (!a.empty() && a[0] == '-') {
-      std::fprintf(stderr, "exactly run: unknown option '%s'\n", a.c_str());
-      return 2;
-    } else {
-      paths.push_back(a);
-    }
-  }
+int cmd_run(const RunOptions& opts) {
+  const std::vector<std::string>& paths = opts.paths;
+  const bool watch = opts.watch;
   if (paths.empty()) {
     std::fprintf(stderr, "exactly run: give at least one file or directory\n");
     return 2;

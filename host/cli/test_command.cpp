@@ -170,19 +170,7 @@ std::vector<std::string> compare(const TestCase& c, const RunResult& r) {
 
 }  // namespace
 
-int cmd_test(const std::vector<std::string>& args) {
-  std::vector<std::string> files;
-  for (const auto& a : args) {
-    if (a == "--help" || a == "-h") {
-      print_usage();
-      return 0;
-    }
-    if (!a.empty() && a[0] == '-') {
-      std::fprintf(stderr, "exactly test: unknown option %s\n", a.c_str());
-      return 2;
-    }
-    files.push_back(a);
-  }
+int cmd_test(const std::vector<std::string>& files) {
   if (files.empty()) {
     std::fprintf(stderr, "exactly test: give the pipeline file(s) to test (each with a <name>.test.yaml beside it)\n");
     return 2;

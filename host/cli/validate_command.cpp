@@ -5,15 +5,7 @@
 
 namespace exactly::cli {
 
-int cmd_validate(const std::vector<std::string>& args) {
-  std::vector<std::string> paths;
-  for (auto& a : args) {
-    if (a == "--help" || a == "-h") {
-      print_usage();
-      return 0;
-    }
-    paths.push_back(a);
-  }
+int cmd_validate(const std::vector<std::string>& paths) {
   if (paths.empty()) {
     std::fprintf(stderr, "exactly validate: give at least one file or directory\n");
     return 2;

@@ -2,6 +2,7 @@
 // Reads pipeline YAML files (or directories of them) into a validated HostSpec.
 // Every problem becomes a Diagnostic that names file:line:col and the key; nothing
 // partial is returned as valid.
+#include "config/host_schema.hpp"  // the host's own keys, for callers listing them
 #include "config/model.hpp"
 #include "plugin/loader.hpp"
 
@@ -26,9 +27,5 @@ std::vector<std::string> expand_paths(const std::vector<std::string>& paths,
 // Parses and validates. Scans plugin.path (from the files, then the default path)
 // into `registry` so components can be checked against their schemas.
 LoadResult load(const std::vector<std::string>& paths, plugin::Registry& registry);
-
-// The host's own keys, for the config reference: a pipeline entry's, and a file's top level.
-const std::vector<plugin::Field>& pipeline_fields();
-const std::vector<plugin::Field>& file_fields();
 
 }  // namespace exactly::config

@@ -1,18 +1,28 @@
+// The log on spdlog: one logger writing to stderr, every line flushed as it is written
+// (a crash or std::_Exit must not lose the lines before it). The scope travels as the
+// log message's logger name, so one logger serves every pipeline.
 #include "util/log.hpp"
 
+#include "util/json_string.hpp"
+#include "util/log_output.hpp"
 #include "util/secrets.hpp"
+
+#include <spdlog/formatter.h>
+#include <spdlog/logger.h>
+#include <spdlog/sinks/stdout_sinks.h>
 
 #include <atomic>
 #include <chrono>
-#include <cstdio>
 #include <ctime>
-#include <mutex>
+#include <iterator>
+#include <memory>
 
 namespace exactly::log {
 namespace {
+
 std::atomic<int> g_level{static_cast<int>(Level::info)};
-std::mutex g_mu;
-const char* name(Level l) {
+
+const char* upper_name(Level l) {
   switch (l) {
     case Level::debug: return "DEBUG";
     case Level::info: return "INFO";
@@ -20,24 +30,122 @@ const char* name(Level l) {
     default: return "ERROR";
   }
 }
+
+const char* lower_name(Level l) {
+  switch (l) {
+    case Level::debug: return "debug";
+    case Level::info: return "info";
+    case Level::warn: return "warn";
+    default: return "error";
+  }
+}
+
+spdlog::level::level_enum to_spdlog(Level l) {
+  switch (l) {
+    case Level::debug: return spdlog::level::debug;
+    case Level::info: return spdlog::level::info;
+    case Level::warn: return spdlog::level::warn;
+    default: return spdlog::level::err;
+  }
+}
+
+Level from_spdlog(spdlog::level::level_enum l) {
+  switch (l) {
+    case spdlog::level::trace:
+    case spdlog::level::debug: return Level::debug;
+    case spdlog::level::info: return Level::info;
+    case spdlog::level::warn: return Level::warn;
+    default: return Level::error;
+  }
+}
+
+// 2026-11-24T18:45:27.123Z
+std::string utc_time(spdlog::log_clock::time_point at) {
+  using namespace std::chrono;
+  auto t = spdlog::log_clock::to_time_t(at);
+  int ms = static_cast<int>(duration_cast<milliseconds>(at.time_since_epoch()).count() % 1000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char ts[32];
+  std::strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
+  return fmt::format("{}.{:03d}Z", ts, ms);
+}
+
+class LineFormatter final : public spdlog::formatter {
+ public:
+  explicit LineFormatter(Format f) : format_(f) {}
+
+  void format(const spdlog::details::log_msg& m, spdlog::memory_buf_t& out) override {
+    std::string_view scope(m.logger_name.data(), m.logger_name.size());
+    std::string_view text(m.payload.data(), m.payload.size());
+    Level l = from_spdlog(m.level);
+    auto to = std::back_inserter(out);
+    if (format_ == Format::text) {
+      fmt::format_to(to, "{} {:<5} [{}] {}\n", utc_time(m.time), upper_name(l), scope, text);
+      return;
+    }
+    fmt::format_to(to, "{{\"time\":\"{}\",\"level\":\"{}\",\"scope\":{}", utc_time(m.time), lower_name(l),
+                   json::quote(scope));
+    // A pipeline's lines carry its name as a field of its own, for filtering.
+    constexpr std::string_view kPipeline = "pipeline:";
+    if (scope.substr(0, kPipeline.size()) == kPipeline)
+      fmt::format_to(to, ",\"pipeline\":{}", json::quote(scope.substr(kPipeline.size())));
+    fmt::format_to(to, ",\"message\":{}}}\n", json::quote(text));
+  }
+
+  std::unique_ptr<spdlog::formatter> clone() const override { return std::make_unique<LineFormatter>(format_); }
+
+ private:
+  Format format_;
+};
+
+// spdlog's logger names its lines after itself; this one takes the scope per line.
+class ScopedLogger final : public spdlog::logger {
+ public:
+  using spdlog::logger::logger;
+  void write(Level l, std::string_view scope, std::string_view text) {
+    auto level = to_spdlog(l);
+    spdlog::details::log_msg m(spdlog::string_view_t(scope.data(), scope.size()), level,
+                               spdlog::string_view_t(text.data(), text.size()));
+    log_it_(m, should_log(level), tracer_.enabled());
+  }
+};
+
+ScopedLogger& logger() {
+  // Never destroyed: threads and exit paths log until the very end of the process.
+  static ScopedLogger* l = [] {
+    auto* made = new ScopedLogger("exactly", std::make_shared<spdlog::sinks::stderr_sink_mt>());
+    made->set_formatter(std::make_unique<LineFormatter>(Format::text));
+    made->set_level(spdlog::level::trace);  // the level is checked by the callers (log.hpp)
+    made->flush_on(spdlog::level::trace);
+    return made;
+  }();
+  return *l;
+}
+
 }  // namespace
 
 void set_level(Level l) { g_level = static_cast<int>(l); }
 Level level() { return static_cast<Level>(g_level.load()); }
 
-void write(Level l, std::string_view scope, std::string_view msg) {
-  using namespace std::chrono;
-  auto now = system_clock::now();
-  auto t = system_clock::to_time_t(now);
-  int ms = static_cast<int>(duration_cast<milliseconds>(now.time_since_epoch()).count() % 1000);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char ts[32];
-  std::strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
-  std::string text = secrets::scrub(msg);
-  std::lock_guard<std::mutex> g(g_mu);
-  std::fprintf(stderr, "%s.%03dZ %-5s [%.*s] %.*s\n", ts, ms, name(l), static_cast<int>(scope.size()),
-               scope.data(), static_cast<int>(text.size()), text.data());
-  std::fflush(stderr);
+void set_format(Format f) { logger().set_formatter(std::make_unique<LineFormatter>(f)); }
+
+std::optional<Level> parse_level(std::string_view name) {
+  for (Level l : {Level::debug, Level::info, Level::warn, Level::error})
+    if (name == lower_name(l)) return l;
+  return std::nullopt;
 }
+
+std::optional<Format> parse_format(std::string_view name) {
+  if (name == "text") return Format::text;
+  if (name == "json") return Format::json;
+  return std::nullopt;
+}
+
+void write(Level l, std::string_view scope, std::string_view msg) {
+  // Plugins' lines come here directly: --log-level applies to them as to the host's own.
+  if (l < level()) return;
+  logger().write(l, scope, secrets::scrub(msg));
+}
+
 }  // namespace exactly::log

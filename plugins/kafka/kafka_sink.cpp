@@ -1,6 +1,6 @@
 #include "kafka_sink.hpp"
 
-#include "embedded_cluster.hpp"
+#include "cluster_endpoint.hpp"
 #include "kafka_settings.hpp"
 #include "txn_instance_id.hpp"
 #include "visible_text.hpp"
@@ -45,10 +45,6 @@ const ex_config_field kSinkFields[10] = {
 
 namespace {
 
-std::string display_servers(const std::string& given, const std::string& connect) {
-  return given == connect ? given : given + " (" + connect + ")";
-}
-
 bool same_offsets(const std::vector<TopicOffset>& a, const std::vector<TopicOffset>& b) {
   return a == b;
 }
@@ -61,7 +57,7 @@ KafkaSink::KafkaSink(sdk::Host host, const sdk::Config& cfg)
 sdk::Status KafkaSink::validate(const sdk::Config& cfg) { return validate_sink(cfg); }
 
 KafkaSink::KafkaSink(sdk::Host host, SinkSettings s)
-    : ClientContext(host), servers_(s.servers), router_(s.topic, s.topic_from) {
+    : ClientContext(host), router_(s.topic, s.topic_from) {
   partitioning_ = s.partitioning == SinkSettings::Partitioning::Input ? Partitioning::Input
                   : s.partitioning == SinkSettings::Partitioning::Key ? Partitioning::Key
                                                                        : Partitioning::Default;
@@ -83,26 +79,23 @@ KafkaSink::KafkaSink(sdk::Host host, SinkSettings s)
   }
 
   ConfBuilder b;
-  connect_ = servers_;
-  if (is_embedded(servers_)) {
-    connect_ = EmbeddedCluster::bootstrap_servers();
-    if (router_.is_fixed()) EmbeddedCluster::ensure_topic(router_.fixed_topic());
-    if (eos_)
-      host_.warn("kafka sink: the embedded cluster does not implement transactions "
-                 "faithfully; exactly_once needs a real broker");
-  }
+  cluster_ = resolve_cluster(s.servers);
+  if (cluster_.prepare_topic && router_.is_fixed()) cluster_.prepare_topic(router_.fixed_topic());
+  if (eos_ && !cluster_.transactions_caveat.empty())
+    host_.warn("kafka sink: " + cluster_.transactions_caveat);
   apply_producer_defaults(b, s);
-  b.set("bootstrap.servers", connect_, "bootstrap.servers");
+  b.set("bootstrap.servers", cluster_.bootstrap, "bootstrap.servers");
   b.set("enable.idempotence", "true", "rdkafka.enable.idempotence");
   if (eos_) {
     b.set("transactional.id", txn_id_, "transactional.id");
     b.set("transaction.timeout.ms", std::to_string(txn_timeout_ms_), "transaction.timeout");
   }
   // Other hosts of this pipeline use the same default id form; a transactional.id set by
-  // hand is the user's to manage, and the embedded cluster has no real transactions.
-  if (default_txn_id && !is_embedded(servers_)) {
+  // hand is the user's to manage, and a cluster without faithful transactions has nothing
+  // to fence.
+  if (default_txn_id && cluster_.transactions_caveat.empty()) {
     std::map<std::string, std::string> fence_conf = user;
-    fence_conf["bootstrap.servers"] = connect_;
+    fence_conf["bootstrap.servers"] = cluster_.bootstrap;
     fence_conf.erase("transactional.id");
     fencer_ = std::make_unique<TxnFencer>(std::move(fence_conf), txn_id_, 30000);
     departed_ = std::make_unique<departed::Subscription>(
@@ -163,7 +156,7 @@ rd_kafka_topic_t* KafkaSink::topic_handle(std::string_view topic) {
   auto it = topics_.find(topic);
   if (it != topics_.end()) return it->second;
   std::string name(topic);
-  if (is_embedded(servers_)) EmbeddedCluster::ensure_topic(name);
+  if (cluster_.prepare_topic) cluster_.prepare_topic(name);
   rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk_, name.c_str(), nullptr);
   if (rkt == nullptr)
     throw sdk::StatusError(sdk::Status::fatal("kafka sink: cannot create topic handle for " + name +
@@ -184,7 +177,7 @@ sdk::Status KafkaSink::open(std::optional<sdk::Checkpoint>& stored) {
   stored.reset();
   std::vector<std::string> topics;
   if (router_.is_fixed()) topics.push_back(router_.fixed_topic());
-  sdk::Status st = check_cluster(rk_, display_servers(servers_, connect_), open_timeout_ms_,
+  sdk::Status st = check_cluster(rk_, cluster_.display, open_timeout_ms_,
                                  topics, "topic", this);
   if (!st) return st;
   // Only now: a topic handle makes the producer ask for the topic's metadata, which lets
@@ -200,17 +193,17 @@ sdk::Status KafkaSink::open(std::optional<sdk::Checkpoint>& stored) {
         return fatal_status("init_transactions failed: " + describe(e.get()));
       if (rd_kafka_error_is_retriable(e.get())) {
         if (now_ms() < deadline) continue;  // resumes the same initialisation
-        return sdk::Status::retriable("cannot reach " + display_servers(servers_, connect_) +
+        return sdk::Status::retriable("cannot reach " + cluster_.display +
                                       ": init_transactions: " + describe(e.get()));
       }
       return fatal_status("init_transactions failed: " + describe(e.get()));
     }
     host_.info("kafka sink: transactional producer ready (transactional.id=" + txn_id_ + ")");
   }
-  // The embedded demo cluster has no admin API and no real transactions: no changelogs.
-  if (!is_embedded(servers_) && !changelog_)
-    changelog_ = std::make_unique<ChangelogStore>(host_, rk_, connect_,
-                                                  display_servers(servers_, connect_),
+  // A cluster without an admin API (the embedded demo cluster) keeps no changelogs.
+  if (cluster_.changelog_caveat.empty() && !changelog_)
+    changelog_ = std::make_unique<ChangelogStore>(host_, rk_, cluster_.bootstrap,
+                                                  cluster_.display,
                                                   open_timeout_ms_, connection_);
   opened_ = true;
   return sdk::Status::ok();
@@ -529,9 +522,8 @@ sdk::Status KafkaSink::revoke(const std::vector<sdk::Partition>& parts) {
 sdk::Status KafkaSink::state_open(const std::string& store, const sdk::Partition& part,
                                   sdk::StateInfo& info) {
   if (!changelog_)
-    return sdk::Status::unsupported(is_embedded(servers_)
-                                        ? "the embedded cluster keeps no changelogs"
-                                        : "kafka sink not open");
+    return sdk::Status::unsupported(cluster_.changelog_caveat.empty() ? "kafka sink not open"
+                                                                      : cluster_.changelog_caveat);
   return changelog_->open(store, part, info);
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "changelog_store.hpp"
+#include "cluster_endpoint.hpp"
 #include "checkpoint_codec.hpp"
 #include "departed_members.hpp"
 #include "kafka_settings.hpp"
@@ -77,7 +78,7 @@ class KafkaSink final : public sdk::Sink, public ClientContext {
   void log_fence_reports();
 
   // settings
-  std::string servers_, connect_;
+  ClusterEndpoint cluster_;  // bootstrap.servers resolved (cluster_endpoint.hpp)
   std::map<std::string, std::string> connection_;  // connection_settings() of `rdkafka`
   TopicRouter router_;
   Partitioning partitioning_ = Partitioning::Default;

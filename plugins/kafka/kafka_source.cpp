@@ -2,7 +2,7 @@
 
 #include "departed_members.hpp"
 #include "kafka_settings.hpp"
-#include "embedded_cluster.hpp"
+#include "cluster_endpoint.hpp"
 #include "txn_instance_id.hpp"
 #include "visible_text.hpp"
 
@@ -79,15 +79,10 @@ sdk::Status checkpoint_offsets(const sdk::Checkpoint& cp, KafkaCheckpoint& out) 
   return sdk::Status::ok();
 }
 
-std::string display_servers(const std::string& given, const std::string& connect) {
-  return given == connect ? given : given + " (" + connect + ")";
-}
-
 }  // namespace
 
 KafkaSource::KafkaSource(sdk::Host host, const sdk::Config& cfg) : ClientContext(host) {
   SourceSettings s = SourceSettings::parse(cfg);
-  servers_ = s.servers;
   group_ = s.group;
   topics_ = s.topics;
   batch_size_ = s.batch_size;
@@ -99,15 +94,11 @@ KafkaSource::KafkaSource(sdk::Host host, const sdk::Config& cfg) : ClientContext
   const auto& user = s.user;
 
   ConfBuilder b;
-  connect_ = servers_;
-  if (is_embedded(servers_)) {
-    connect_ = EmbeddedCluster::bootstrap_servers();
+  cluster_ = resolve_cluster(s.servers);
+  if (cluster_.prepare_topic)
     for (const auto& t : topics_)
-      if (t[0] != '^') EmbeddedCluster::ensure_topic(t);
-    // The mock coordinator makes a joining member wait about session.timeout.ms.
-    b.set("session.timeout.ms", "3000", "rdkafka.session.timeout.ms");
-    b.set("heartbeat.interval.ms", "300", "rdkafka.heartbeat.interval.ms");
-  }
+      if (t[0] != '^') cluster_.prepare_topic(t);  // a pattern names no topic to prepare
+  for (const auto& [k, v] : cluster_.consumer_settings) b.set(k, v, "rdkafka." + k);
   apply_consumer_defaults(b, user);
   const std::string pipeline = host_.pipeline();
   if (s.static_membership)
@@ -121,7 +112,7 @@ KafkaSource::KafkaSource(sdk::Host host, const sdk::Config& cfg) : ClientContext
       departure_prefix_ = default_transactional_id(pipeline, "");
     }
   }
-  b.set("bootstrap.servers", connect_, "bootstrap.servers");
+  b.set("bootstrap.servers", cluster_.bootstrap, "bootstrap.servers");
   b.set("group.id", group_, "group.id");
   b.set("isolation.level", "read_committed", "rdkafka.isolation.level");
   b.set("enable.auto.commit", "false", "rdkafka.enable.auto.commit");
@@ -181,7 +172,7 @@ sdk::Status KafkaSource::open(const std::optional<sdk::Checkpoint>& resume) {
     if (!st) return st;
     for (auto& o : cp.offsets) resume_[{o.topic, o.partition}] = o.offset;
   }
-  sdk::Status st = check_cluster(rk_, display_servers(servers_, connect_), open_timeout_ms_,
+  sdk::Status st = check_cluster(rk_, cluster_.display, open_timeout_ms_,
                                  topics_, "topics", this);
   if (!st) return st;
   TplPtr sub(rd_kafka_topic_partition_list_new(static_cast<int>(topics_.size())));

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "checkpoint_codec.hpp"
+#include "cluster_endpoint.hpp"
 #include "kafka_settings.hpp"
 #include "priority_planner.hpp"
 #include "rdkafka_common.hpp"
@@ -119,8 +120,7 @@ class KafkaSource final : public sdk::Source, public ClientContext {
   void announce_departures(const std::vector<std::string>& client_ids);
 
   // settings
-  std::string servers_;  // as given ("embedded" or a list)
-  std::string connect_;  // what librdkafka connects to
+  ClusterEndpoint cluster_;  // bootstrap.servers resolved (cluster_endpoint.hpp)
   std::string group_;
   std::vector<std::string> topics_;
   size_t batch_size_;

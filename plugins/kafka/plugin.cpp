@@ -1,5 +1,5 @@
 // The kafka plugin: one library, a source and a sink sharing the checkpoint format and
-// (for `bootstrap.servers: embedded`) one in-process cluster.
+// (for `bootstrap.servers: embedded`, cluster_endpoint.hpp) one in-process demo cluster.
 #include "kafka_sink.hpp"
 #include "kafka_source.hpp"
 

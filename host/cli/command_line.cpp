@@ -1,0 +1,129 @@
+// The command line on CLI11: every subcommand's options, `--flag value` and
+// `--flag=value` alike. Anything it cannot take (an unknown option or command, a value
+// that is not one of the allowed ones, a missing value) is refused with the option
+// named and exit code 2 before anything starts.
+#include "cli/commands.hpp"
+#include "util/log_output.hpp"
+
+#include <exactly/plugin_abi.h>
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <string>
+
+namespace exactly::cli {
+namespace {
+
+constexpr int kUsageError = 2;
+
+// --plugin-path must name a directory that exists (a typo would otherwise list nothing).
+const CLI::Validator kDirectory(
+    [](std::string& dir) {
+      std::error_code ec;
+      return std::filesystem::is_directory(dir, ec) ? std::string() : "'" + dir + "' is not a directory";
+    },
+    "DIR");
+
+// Flags take no value: `--no-watch=false` is refused rather than read one way or another.
+CLI::Option* flag(CLI::App* app, const std::string& name, bool& to, const std::string& doc) {
+  return app->add_flag(name, to, doc)->disable_flag_override()->expected(0);
+}
+
+void print_version() {
+  std::printf("exactly %s (plugin ABI %u.%u)\n", EXACTLY_VERSION, EX_ABI_VERSION_MAJOR, EX_ABI_VERSION_MINOR);
+}
+
+}  // namespace
+
+int dispatch(int argc, char** argv) {
+  if (argc < 2) {
+    print_usage();
+    return kUsageError;
+  }
+  const std::string first = argv[1];
+  if (first == "help") {
+    print_usage();
+    return 0;
+  }
+  if (first == "version") {
+    print_version();
+    return 0;
+  }
+
+  CLI::App app("exactly — exactly-once pipelines from plugins", "exactly");
+  bool version = false;
+  flag(&app, "--version", version, "print the version and the plugin ABI version");
+  app.require_subcommand(0, 1);
+
+  RunOptions run_opts;
+  std::string level_name = "info", format_name = "text";
+  bool no_watch = false;
+  CLI::App* run = app.add_subcommand("run", "run the pipelines in the YAML files / directories");
+  run->add_option("PATH", run_opts.paths, "YAML file or directory of them");
+  run->add_option("--log-level", level_name, "debug, info (default), warn or error")
+      ->check(CLI::IsMember({"debug", "info", "warn", "error"}))
+      ->option_text("debug|info|warn|error");
+  run->add_option("--log-format", format_name,
+                  "text (default): '<time> <LEVEL> [<scope>] message'; json: one JSON object per line")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->option_text("text|json");
+  flag(run, "--no-watch", no_watch, "do not watch the files for changes; only SIGHUP reloads");
+
+  std::vector<std::string> validate_paths;
+  CLI::App* validate = app.add_subcommand("validate", "check files without running anything");
+  validate->add_option("PATH", validate_paths, "YAML file or directory of them");
+
+  PluginsOptions plugins_opts;
+  CLI::App* plugins = app.add_subcommand("plugins", "list the components on the plugin path with their schemas");
+  flag(plugins, "--json", plugins_opts.json, "machine-readable output");
+  flag(plugins, "--markdown", plugins_opts.markdown, "the configuration reference (docs/config-reference.md)");
+  plugins->add_option("--plugin-path", plugins_opts.dirs, "scan DIR too (may be repeated)")
+      ->check(kDirectory)
+      ->option_text("DIR")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+
+  std::vector<std::string> test_files;
+  CLI::App* test = app.add_subcommand("test", "run each pipeline's transforms over the cases in PIPELINE.test.yaml");
+  test->add_option("PIPELINE", test_files, "pipeline file with a <name>.test.yaml beside it");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    // The overview for `exactly --help`; CLI11's own help for `exactly <command> --help`.
+    if (app.get_subcommands().empty()) print_usage();
+    else std::cout << app.help();
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    const auto& chosen = app.get_subcommands();
+    if (chosen.empty() && first.rfind("-", 0) != 0) {
+      std::fprintf(stderr, "exactly: unknown command '%s'\n\n", first.c_str());
+      print_usage();
+    } else {
+      std::string who = chosen.empty() ? "exactly" : "exactly " + chosen.front()->get_name();
+      std::fprintf(stderr, "%s: %s\n(see '%s --help')\n", who.c_str(), e.what(), who.c_str());
+    }
+    return kUsageError;
+  }
+
+  if (version) {
+    print_version();
+    return 0;
+  }
+  if (run->parsed()) {
+    log::set_level(*log::parse_level(level_name));
+    log::set_format(*log::parse_format(format_name));
+    run_opts.watch = !no_watch;
+    return cmd_run(run_opts);
+  }
+  if (validate->parsed()) return cmd_validate(validate_paths);
+  if (plugins->parsed()) return cmd_plugins(plugins_opts);
+  if (test->parsed()) return cmd_test(test_files);
+  print_usage();
+  return kUsageError;
+}
+
+}  // namespace exactly::cli
