@@ -69,20 +69,25 @@ std::optional<YamlProblem> check_yaml_text(const std::string& text) {
 }
 
 namespace {
-// Counts nodes with aliases expanded, stopping once over the budget; `where` is the
-// node the budget ran out at (inside the repeated part).
-bool within(const YAML::Node& n, size_t& left, YAML::Mark& where) {
-  if (left == 0) {
+// No config nests this deep; an alias inside its own anchor nests without end.
+constexpr size_t kMaxYamlDepth = 200;
+
+// Counts nodes with aliases expanded, stopping once over the budget or the depth;
+// `where` is the node it stopped at (inside the repeated part).
+bool within(const YAML::Node& n, size_t& left, size_t depth, YAML::Mark& where) {
+  if (left == 0 || depth > kMaxYamlDepth) {
     where = n.Mark();
     return false;
   }
   --left;
   if (n.IsMap()) {
     for (auto it = n.begin(); it != n.end(); ++it)
-      if (!within(it->first, left, where) || !within(it->second, left, where)) return false;
+      if (!within(it->first, left, depth + 1, where) ||
+          !within(it->second, left, depth + 1, where))
+        return false;
   } else if (n.IsSequence()) {
     for (auto it = n.begin(); it != n.end(); ++it)
-      if (!within(*it, left, where)) return false;
+      if (!within(*it, left, depth + 1, where)) return false;
   }
   return true;
 }
@@ -102,11 +107,12 @@ std::optional<YamlProblem> check_yaml_documents(const std::vector<YAML::Node>& d
   }
   size_t left = kMaxYamlNodes;
   YAML::Mark where = doc.Mark();
-  if (have && !within(doc, left, where))
+  if (have && !within(doc, left, 0, where))
     return YamlProblem{where.line + 1, where.column + 1,
-                       fmt::format("the document expands to more than {} YAML nodes (aliases "
-                                   "repeating aliases?); refusing to read it",
-                                   kMaxYamlNodes)};
+                       fmt::format("the document expands to more than {} YAML nodes or nests "
+                                   "deeper than {} (aliases repeating aliases, or an alias "
+                                   "inside its own anchor?); refusing to read it",
+                                   kMaxYamlNodes, kMaxYamlDepth)};
   return std::nullopt;
 }
 

@@ -207,6 +207,15 @@ TEST_F(ValidateTest, AnAliasBombIsRefusedBeforeItExpands) {
   EXPECT_LE(line, 11) << r.err;
 }
 
+TEST_F(ValidateTest, AnAliasInsideItsOwnAnchorIsRefusedNotRecursedForever) {
+  // Found by the fuzzer (tests/fuzz/crashers/config_load/alias-inside-its-own-anchor.yaml):
+  // the node contains itself, so walking it never ends.
+  auto r = validate("loop: &a [x, *a]\n" + std::string(kGood));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find(file() + ":"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("an alias inside its own anchor"), std::string::npos) << r.err;
+}
+
 TEST_F(ValidateTest, ASecondDocumentIsRefusedNotIgnored) {
   std::string second = kGood;
   second.replace(second.find("name: good"), 10, "name: other");
