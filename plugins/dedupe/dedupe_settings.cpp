@@ -110,7 +110,7 @@ Settings Settings::parse(const sdk::Config& c) {
     throw ConfigError("rocksdb.compression", "expected none, lz4 or zstd, got '" +
                                                  s.tuning.compression + "'");
   s.tuning.background_fold = c.get_bool("rocksdb.fold.background", true);
-  int64_t files = c.get_int("rocksdb.fold.files.max", 64);
+  int64_t files = c.get_int("rocksdb.fold.files.max", 256);
   if (files < 0 || files > 100000)
     throw ConfigError("rocksdb.fold.files.max", "must be between 0 and 100000");
   s.tuning.fold_files_max = static_cast<size_t>(files);

@@ -172,7 +172,7 @@ class PartitionStore {
   rocksdb::Options sst_options_;
   rocksdb::Options fold_options_;  // sst_options_ plus this fold's label and compression
   rocksdb::CompressionType fold_compression_ = rocksdb::kNoCompression;
-  size_t fold_files_max_ = 64;
+  size_t fold_files_max_ = 256;
   bool compacting_ = false;
   uint64_t next_seq_ = 0;
   int64_t round_high_ = -1;

@@ -89,7 +89,7 @@ const ex_config_field kFields[] = {
           "per store: folded SST files kept as they are, never compacted (evicted claims "
           "leave as whole files) until the store holds this many; then it compacts as a "
           "size-tiered LSM (0: from the start)",
-          "64"),
+          "256"),
 };
 
 const char* const kDurability[] = {"none", "aof-always", "replicas", nullptr};

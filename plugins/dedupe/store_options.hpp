@@ -20,7 +20,7 @@ struct StoreTuning {
   bool background_fold = true;  // fold claims into SST files on a thread of the store's own
   // Folded files kept as they are (no compaction; whole files dropped once evicted)
   // before the store compacts (size-tiered); 0 = compact from the start.
-  size_t fold_files_max = 64;
+  size_t fold_files_max = 256;
 };
 
 inline constexpr const char* kSeqColumnFamily = "seq";

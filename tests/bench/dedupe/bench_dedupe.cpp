@@ -45,7 +45,7 @@ struct Args {
   std::string write_buffer = "67108864";
   std::string filter = "bloom";
   std::string compression = "zstd";
-  std::string fold_files_max = "64";
+  std::string fold_files_max = "256";
   std::string fingerprint = "4";
   bool keep = false;
 };
