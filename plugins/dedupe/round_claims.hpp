@@ -29,10 +29,14 @@ class RoundClaims {
   }
   const Claim* find(std::string_view key, uint64_t hash) const {
     size_t mask = slots_.size() - 1;
+    const uint64_t tag = tag_of(hash);
     for (size_t i = hash & mask;; i = (i + 1) & mask) {
-      uint32_t s = slots_[i];
+      uint64_t s = slots_[i];
       if (s == 0) return nullptr;
-      const Claim& c = claims_[s - 1];
+      // Most lookups are of new ids: the tag turns a probe of an occupied slot away
+      // without a cache miss in claims_.
+      if ((s & kTagMask) != tag) continue;
+      const Claim& c = claims_[static_cast<uint32_t>(s) - 1];
       if (c.hash == hash && key_of(c) == key) return &c;
     }
   }
@@ -73,11 +77,16 @@ class RoundClaims {
   }
 
  private:
+  // A slot: the claim's 1-based index in the low 32 bits, the hash's top 32 bits above.
+  static constexpr uint64_t kTagMask = ~uint64_t{0xffffffff};
+  static uint64_t tag_of(uint64_t hash) { return hash & kTagMask; }
+
   void place(uint32_t index1) {
     size_t mask = slots_.size() - 1;
-    for (size_t i = claims_[index1 - 1].hash & mask;; i = (i + 1) & mask)
+    const uint64_t hash = claims_[index1 - 1].hash;
+    for (size_t i = hash & mask;; i = (i + 1) & mask)
       if (slots_[i] == 0) {
-        slots_[i] = index1;
+        slots_[i] = tag_of(hash) | index1;
         return;
       }
   }
@@ -88,7 +97,7 @@ class RoundClaims {
 
   std::string arena_;
   std::vector<Claim> claims_;
-  std::vector<uint32_t> slots_;  // 1-based index into claims_, 0 = empty
+  std::vector<uint64_t> slots_;  // tag | 1-based index into claims_, 0 = empty
 };
 
 }  // namespace exactly::dedupe
