@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <mutex>
+#include <set>
 
 namespace exactly::http {
 
@@ -43,6 +44,7 @@ HttpSink::HttpSink(sdk::Host host, const sdk::Config& config)
   Settings::check(config);
   curl_once();
   classes_.apply(settings_.classes, Clock::now());
+  on_done_ = [this](Request& r) { window_.finished(r); };
 }
 
 sdk::Status HttpSink::validate(const sdk::Config& config) {
@@ -59,7 +61,10 @@ bool HttpSink::build(const ex_record& r, size_t i, Request& q, std::string& reas
   if (!s.url.render(fields_, q.url, reason)) return false;
   q.cls = classes_.default_index();
   if (s.class_field)
-    if (auto v = fields_.get(*s.class_field)) q.cls = classes_.find(*v);
+    if (auto v = fields_.get(*s.class_field)) {
+      q.class_value = std::string(*v);
+      q.cls = classes_.find(q.class_value);
+    }
   auto add = [&](std::string_view name, std::string_view value) {
     std::string line;
     line.reserve(name.size() + value.size() + 2);
@@ -103,35 +108,76 @@ bool HttpSink::build(const ex_record& r, size_t i, Request& q, std::string& reas
 }
 
 sdk::Status HttpSink::write(const sdk::Batch& in, const sdk::RecordErrors& errors) {
-  std::vector<Request> reqs;
-  reqs.reserve(in.size());
   std::string reason;
   for (size_t i = 0; i < in.size(); ++i) {
-    Request q;
-    if (!build(in[i], i, q, reason)) {
+    auto& e = window_.add(in[i]);
+    if (!build(e.record, e.req.index, e.req, reason)) {
+      window_.forget(e.req.index);
       errors.reject(i, reason);
       continue;
     }
-    reqs.push_back(std::move(q));
+    dispatcher_.submit(e.req);
   }
-  dispatcher_.run(reqs, classes_, settings_, [this] { publish(false); });
-  size_t failed = 0;
-  const std::string* first = nullptr;
-  for (auto& q : reqs)
-    if (!q.delivered) {
-      errors.reject(q.index, q.reason);
-      if (failed++ == 0) first = &q.reason;
+  // Backpressure: only a full window holds the pipeline.
+  auto last_tick = Clock::now();
+  pump(0);
+  while (window_full()) {
+    pump(50);
+    if (Clock::now() - last_tick > std::chrono::milliseconds(500)) {
+      publish(false);
+      last_tick = Clock::now();
     }
-  publish(true);
+  }
+  publish(false);
+  return sdk::Status::ok();
+}
+
+bool HttpSink::window_full() const {
+  return window_.open_records() >= static_cast<size_t>(settings_.window_records) ||
+         window_.open_bytes() >= static_cast<size_t>(settings_.window_bytes);
+}
+
+void HttpSink::pump(int wait_ms) {
+  try {
+    dispatcher_.pump(classes_, settings_, on_done_, wait_ms);
+  } catch (...) {
+    // Transfers may point at the window's requests: cut them loose before they go.
+    dispatcher_.drop([](const Request&) { return true; });
+    window_.clear();
+    throw;
+  }
+}
+
+sdk::Status HttpSink::completed(std::vector<sdk::Partition>& parts, const sdk::RecordErrors& errors) {
+  pump(0);
+  size_t failed = window_.failed();
+  window_.report_failures(errors);
+  window_.lower(parts);
   if (failed > 0)
-    host_.warn(std::to_string(failed) + " of " + std::to_string(reqs.size()) +
-               " request(s) failed for good; first: " + *first);
+    host_.warn(std::to_string(failed) + " request(s) failed for good (to the error policy)");
+  publish(dispatcher_.pending() == 0);
+  return sdk::Status::ok();
+}
+
+sdk::Status HttpSink::revoke(const std::vector<sdk::Partition>& parts) {
+  // Whatever is open of them is not committed; the next owner sends it again.
+  std::set<int32_t> ids;
+  for (const auto& p : parts) ids.insert(p.id);
+  dispatcher_.drop([&](const Request& r) { return ids.count(r.partition) != 0; });
+  window_.forget_partitions(ids);
+  return sdk::Status::ok();
+}
+
+sdk::Status HttpSink::abort() {
+  // The host rewinds to the committed positions, which are at or before every open record.
+  dispatcher_.drop([](const Request&) { return true; });
+  window_.clear();
+  publish(true);
   return sdk::Status::ok();
 }
 
 sdk::Status HttpSink::commit(const sdk::Checkpoint*, bool& stored_positions) {
-  // Every request already has its final outcome (write waits for them); the host
-  // commits the source positions after this.
+  // The host committed positions no further than the lowest open record (completed()).
   stored_positions = false;
   return sdk::Status::ok();
 }
@@ -142,6 +188,10 @@ sdk::Status HttpSink::reconfigure(const sdk::Config& config) {
     return sdk::Status::unsupported("only classes, fuse.failures and fuse.cooldown change in place");
   settings_.classes = next.classes;
   classes_.apply(settings_.classes, Clock::now());
+  // Requests in the window keep their class by name; indexes may have moved.
+  dispatcher_.reclass([this](Request& r) {
+    r.cls = r.class_value.empty() ? classes_.default_index() : classes_.find(r.class_value);
+  });
   host_.info("rate classes reconfigured in place (" + std::to_string(classes_.size()) + " classes)");
   publish(true);
   return sdk::Status::ok();

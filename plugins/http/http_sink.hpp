@@ -1,8 +1,9 @@
 // The `http` sink: one HTTP request per record, many in flight, per-class rate limits
 // and fuses, retries with backoff; a record that cannot be delivered goes to the
-// pipeline's error policy with the status and response. at_least_once: write() returns
-// only when every request of the batch has a final outcome, so a committed round never
-// has a request still open, and a crash replays at most the uncommitted round (the
+// pipeline's error policy with the status and response. at_least_once with an ordered
+// completion window (ABI 1.4): write() hands requests over and returns unless the window
+// is full; before each commit the host learns, per partition, the lowest record still
+// open, and commits only up to it, so a crash replays only unfinished work (the
 // idempotency key makes those repeats harmless downstream).
 #pragma once
 
@@ -12,6 +13,7 @@
 #include <memory>
 #include <optional>
 
+#include "completion_window.hpp"
 #include "dispatcher.hpp"
 #include "field_ref.hpp"
 #include "http_settings.hpp"
@@ -28,17 +30,25 @@ class HttpSink final : public sdk::Sink {
 
   sdk::Status write(const sdk::Batch& in, const sdk::RecordErrors& errors) override;
   sdk::Status commit(const sdk::Checkpoint* positions, bool& stored_positions) override;
+  // ABI 1.4: lowers each partition to its lowest open record, reports late failures.
+  sdk::Status completed(std::vector<sdk::Partition>& parts, const sdk::RecordErrors& errors);
+  sdk::Status revoke(const std::vector<sdk::Partition>& parts) override;
+  sdk::Status abort() override;
   sdk::Status reconfigure(const sdk::Config& config) override;
 
  private:
   // Builds the request for record `i`; false with `reason` for a record error.
   bool build(const ex_record& r, size_t i, Request& out, std::string& reason);
   void publish(bool final_of_batch);
+  void pump(int wait_ms);
+  bool window_full() const;
 
   sdk::Host host_;
   Settings settings_;
   RateClasses classes_;
+  CompletionWindow window_;  // before dispatcher_: transfers point into it until it goes
   Dispatcher dispatcher_;
+  Dispatcher::Done on_done_;
   RecordFields fields_;
   uint64_t fuse_trips_seen_ = 0;
 };
