@@ -253,7 +253,7 @@ void Dispatcher::start_ready(RateClasses& classes, const Settings& s, const Done
   }
 }
 
-void Dispatcher::pump(RateClasses& classes, const Settings& s, const Done& done, int wait_ms) {
+int Dispatcher::pump(RateClasses& classes, const Settings& s, const Done& done, int wait_ms) {
   ensure_slots(s);
   auto now = Clock::now();
   for (size_t k = 0; k < delayed_.size();) {
@@ -290,8 +290,12 @@ void Dispatcher::pump(RateClasses& classes, const Settings& s, const Done& done,
     }
     finished = true;
   }
-  if (finished || wait_ms <= 0 || pending_ == 0) return;
-  curl_multi_poll(multi_, nullptr, 0, ms_until(Clock::now(), wake), nullptr);
+  if (finished) return 0;
+  return ms_until(Clock::now(), wake);
 }
+
+void Dispatcher::wait(int ms) { curl_multi_poll(multi_, nullptr, 0, ms, nullptr); }
+
+void Dispatcher::wakeup() { curl_multi_wakeup(multi_); }
 
 }  // namespace exactly::http

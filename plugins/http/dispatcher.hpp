@@ -1,4 +1,4 @@
-// Drives the sink's requests through one libcurl multi handle: up to max.in.flight at
+// Drives the sink's requests through one libcurl multi handle, on one thread: up to max.in.flight at
 // once over kept-alive connections, each class gated by its token bucket, its fuse and
 // any Retry-After pause, retriable failures retried with backoff. Requests stay here
 // across write() calls (the sink's completion window): each pump() moves them on and
@@ -34,8 +34,14 @@ class Dispatcher {
   // `r` stays owned by the caller and must live until it is handed to Done or dropped.
   void submit(Request& r);
   // One pass: start what may start, move transfers on, hand final requests to `done`.
-  // When nothing became final, waits up to `wait_ms` for activity (0: never waits).
-  void pump(RateClasses& classes, const Settings& s, const Done& done, int wait_ms);
+  // Returns how long the caller may wait() before the next pass is due (at most
+  // `wait_ms`; 0 when something became final).
+  int pump(RateClasses& classes, const Settings& s, const Done& done, int wait_ms);
+  // Waits for transfer activity, wakeup() or `ms`. The only call that may run while
+  // another thread uses the other members (under the caller's lock).
+  void wait(int ms);
+  // Ends a wait() early; callable from any thread.
+  void wakeup();
   // Forgets the requests `which` selects (in flight ones are cut off); never handed to Done.
   void drop(const std::function<bool(const Request&)>& which);
   // After the classes were rebuilt: `fix` re-resolves each request's class index.

@@ -44,7 +44,11 @@ HttpSink::HttpSink(sdk::Host host, const sdk::Config& config)
   Settings::check(config);
   curl_once();
   classes_.apply(settings_.classes, Clock::now());
-  on_done_ = [this](Request& r) { window_.finished(r); };
+  on_done_ = [this](Request& r) {
+    window_.finished(r);
+    progress_.notify_all();
+  };
+  transfers_ = std::thread([this] { run_transfers(); });
 }
 
 sdk::Status HttpSink::validate(const sdk::Config& config) {
@@ -52,7 +56,53 @@ sdk::Status HttpSink::validate(const sdk::Config& config) {
   return sdk::Status::ok();
 }
 
-HttpSink::~HttpSink() = default;
+HttpSink::~HttpSink() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stop_ = true;
+  }
+  dispatcher_.wakeup();
+  transfers_.join();
+}
+
+void HttpSink::run_transfers() {
+  std::unique_lock<std::mutex> lk(mu_);
+  while (!stop_) {
+    int wait = 0;
+    try {
+      if (drop_) {
+        dispatcher_.drop(drop_);
+        drop_ = nullptr;
+        progress_.notify_all();
+      }
+      wait = dispatcher_.pump(classes_, settings_, on_done_, 100);
+    } catch (const std::exception& e) {
+      // Transfers may point at the window's requests: cut them loose. The pipeline's next
+      // call fails, the instance is rebuilt and replays from the committed positions.
+      dispatcher_.drop([](const Request&) { return true; });
+      transfer_error_ = e.what();
+      progress_.notify_all();
+      return;
+    }
+    lk.unlock();
+    if (wait > 0)
+      dispatcher_.wait(wait);
+    else
+      std::this_thread::yield();  // let the pipeline thread take the lock
+    lk.lock();
+  }
+}
+
+void HttpSink::drop(std::unique_lock<std::mutex>& lk, std::function<bool(const Request&)> which) {
+  if (!transfer_error_.empty()) return;  // the thread is gone and dropped everything
+  drop_ = std::move(which);
+  dispatcher_.wakeup();
+  progress_.wait(lk, [this] { return !drop_ || !transfer_error_.empty(); });
+}
+
+sdk::Status HttpSink::transfer_failure() const {
+  return sdk::Status::fatal("http sink: the transfer thread failed: " + transfer_error_);
+}
 
 bool HttpSink::build(const ex_record& r, size_t i, Request& q, std::string& reason) {
   const Settings& s = settings_;
@@ -108,6 +158,8 @@ bool HttpSink::build(const ex_record& r, size_t i, Request& q, std::string& reas
 }
 
 sdk::Status HttpSink::write(const sdk::Batch& in, const sdk::RecordErrors& errors) {
+  std::unique_lock<std::mutex> lk(mu_);
+  if (!transfer_error_.empty()) return transfer_failure();
   std::string reason;
   for (size_t i = 0; i < in.size(); ++i) {
     auto& e = window_.add(in[i]);
@@ -118,16 +170,11 @@ sdk::Status HttpSink::write(const sdk::Batch& in, const sdk::RecordErrors& error
     }
     dispatcher_.submit(e.req);
   }
+  dispatcher_.wakeup();
   // Backpressure: only a full window holds the pipeline.
-  auto last_tick = Clock::now();
-  pump(0);
-  while (window_full()) {
-    pump(50);
-    if (Clock::now() - last_tick > std::chrono::milliseconds(500)) {
-      publish(false);
-      last_tick = Clock::now();
-    }
-  }
+  while (window_full() && transfer_error_.empty())
+    if (progress_.wait_for(lk, std::chrono::milliseconds(500)) == std::cv_status::timeout) publish(false);
+  if (!transfer_error_.empty()) return transfer_failure();
   publish(false);
   return sdk::Status::ok();
 }
@@ -137,19 +184,9 @@ bool HttpSink::window_full() const {
          window_.open_bytes() >= static_cast<size_t>(settings_.window_bytes);
 }
 
-void HttpSink::pump(int wait_ms) {
-  try {
-    dispatcher_.pump(classes_, settings_, on_done_, wait_ms);
-  } catch (...) {
-    // Transfers may point at the window's requests: cut them loose before they go.
-    dispatcher_.drop([](const Request&) { return true; });
-    window_.clear();
-    throw;
-  }
-}
-
 sdk::Status HttpSink::completed(std::vector<sdk::Partition>& parts, const sdk::RecordErrors& errors) {
-  pump(0);
+  std::unique_lock<std::mutex> lk(mu_);
+  if (!transfer_error_.empty()) return transfer_failure();
   size_t failed = window_.failed();
   window_.report_failures(errors);
   window_.lower(parts);
@@ -163,14 +200,16 @@ sdk::Status HttpSink::revoke(const std::vector<sdk::Partition>& parts) {
   // Whatever is open of them is not committed; the next owner sends it again.
   std::set<int32_t> ids;
   for (const auto& p : parts) ids.insert(p.id);
-  dispatcher_.drop([&](const Request& r) { return ids.count(r.partition) != 0; });
+  std::unique_lock<std::mutex> lk(mu_);
+  drop(lk, [ids](const Request& r) { return ids.count(r.partition) != 0; });
   window_.forget_partitions(ids);
   return sdk::Status::ok();
 }
 
 sdk::Status HttpSink::abort() {
   // The host rewinds to the committed positions, which are at or before every open record.
-  dispatcher_.drop([](const Request&) { return true; });
+  std::unique_lock<std::mutex> lk(mu_);
+  drop(lk, [](const Request&) { return true; });
   window_.clear();
   publish(true);
   return sdk::Status::ok();
@@ -186,6 +225,7 @@ sdk::Status HttpSink::reconfigure(const sdk::Config& config) {
   Settings next = Settings::from(config);
   if (!next.same_connection_settings(settings_))
     return sdk::Status::unsupported("only classes, fuse.failures and fuse.cooldown change in place");
+  std::unique_lock<std::mutex> lk(mu_);
   settings_.classes = next.classes;
   classes_.apply(settings_.classes, Clock::now());
   // Requests in the window keep their class by name; indexes may have moved.

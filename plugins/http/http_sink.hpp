@@ -4,12 +4,19 @@
 // completion window (ABI 1.4): write() hands requests over and returns unless the window
 // is full; before each commit the host learns, per partition, the lowest record still
 // open, and commits only up to it, so a crash replays only unfinished work (the
-// idempotency key makes those repeats harmless downstream).
+// idempotency key makes those repeats harmless downstream). The requests move on in a
+// thread of the sink's own (the only one that calls libcurl), so they progress between
+// the pipeline's calls too.
 #pragma once
 
 #include <exactly/sdk.hpp>
 
+#include <condition_variable>
 #include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
 #include <memory>
 #include <optional>
 
@@ -40,8 +47,12 @@ class HttpSink final : public sdk::Sink {
   // Builds the request for record `i`; false with `reason` for a record error.
   bool build(const ex_record& r, size_t i, Request& out, std::string& reason);
   void publish(bool final_of_batch);
-  void pump(int wait_ms);
   bool window_full() const;
+  // The transfer thread: pumps the dispatcher, waits for activity without the lock.
+  void run_transfers();
+  // Has the transfer thread drop the requests `which` selects; `lk` holds mu_.
+  void drop(std::unique_lock<std::mutex>& lk, std::function<bool(const Request&)> which);
+  sdk::Status transfer_failure() const;
 
   sdk::Host host_;
   Settings settings_;
@@ -51,6 +62,14 @@ class HttpSink final : public sdk::Sink {
   Dispatcher::Done on_done_;
   RecordFields fields_;
   uint64_t fuse_trips_seen_ = 0;
+  // Everything above is shared with the transfer thread under mu_; it calls libcurl
+  // (dispatcher_.pump/drop) only there, and waits for activity without holding mu_.
+  std::mutex mu_;
+  std::condition_variable progress_;  // a request became final, or a drop was done
+  std::function<bool(const Request&)> drop_;
+  std::string transfer_error_;
+  bool stop_ = false;
+  std::thread transfers_;  // last: started when everything else exists
 };
 
 }  // namespace exactly::http
