@@ -2,6 +2,7 @@
 
 #include <curl/curl.h>
 
+#include <algorithm>
 #include <cctype>
 #include <mutex>
 #include <set>
@@ -85,10 +86,9 @@ void HttpSink::run_transfers() {
       return;
     }
     lk.unlock();
-    if (wait > 0)
-      dispatcher_.wait(wait);
-    else
-      std::this_thread::yield();  // let the pipeline thread take the lock
+    // Even with more to do at once (wait 0): a poll outside the lock lets a waiting
+    // pipeline thread in (sched_yield would give the core away on a busy machine).
+    dispatcher_.wait(std::max(wait, 0));
     lk.lock();
   }
 }
