@@ -18,8 +18,9 @@ CompletionWindow::Entry& CompletionWindow::add(const ex_record& r) {
   for (auto& [k, v] : e.headers) e.header_views.push_back(ex_header{sdk::bytes(k), sdk::bytes(v)});
   e.record = r;
   e.record.key = e.key ? sdk::bytes(*e.key) : ex_bytes{nullptr, 0};
-  e.record.value = sdk::bytes(e.value);
-  if (e.value.empty()) e.record.value.ptr = reinterpret_cast<const uint8_t*>(e.value.data());
+  // An absent value stays absent in the dead-letter copy; an empty one stays empty.
+  e.record.value = r.value.ptr == nullptr ? ex_bytes{nullptr, 0}
+                                          : ex_bytes{reinterpret_cast<const uint8_t*>(e.value.data()), e.value.size()};
   e.record.headers = e.header_views.empty() ? nullptr : e.header_views.data();
   e.record.header_count = static_cast<uint32_t>(e.header_views.size());
   e.req.index = id;

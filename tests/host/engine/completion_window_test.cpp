@@ -170,3 +170,32 @@ TEST(CompletionWindow, ASinkOfAnOlderMinorCommitsAsBefore) {
   for (size_t i = 0; i < c.size(); ++i)
     EXPECT_EQ(c[i], std::make_pair(static_cast<int64_t>(20 * (i + 1)), static_cast<int64_t>(20 * (i + 1))));
 }
+
+// A revocation while a record of the revoked partition is still open: the host commits
+// the round with that partition at its open record, the sink drops what is open of it,
+// and the partition (assigned again at its committed position, as a new owner would
+// resume) sends the open record again: nothing before it is repeated, nothing is lost.
+TEST(CompletionWindow, ARevokedPartitionResumesAtItsOpenRecord) {
+  auto dir = temp_dir("window");
+  std::string src = "{ plugin: counters, config: { count: 400, batch.size: 20, partitions: 2, "
+                    "revoke.at: 100, commits.file: " + (dir / "commits.txt").string() + " } }";
+  write_file(dir / "p.yaml", yaml(dir, "out.txt", ", stuck: \"1:45\"", "", src));
+  auto r = run(exactly_bin() + " run " + (dir / "p.yaml").string(), dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("revoked counters-1"), std::string::npos) << r.err;
+  auto c = commits(dir / "commits.txt");
+  // The commit made inside the revocation: partition 1 at its open record.
+  bool at_open = false;
+  for (auto [p0, p1] : c) at_open = at_open || (p0 >= 100 && p1 == 45);
+  EXPECT_TRUE(at_open) << read_file(dir / "commits.txt");
+  EXPECT_EQ(c.back(), std::make_pair(int64_t{400}, int64_t{400}));
+  auto v = values(dir / "out.txt");
+  for (int p = 0; p < 2; ++p)
+    for (const auto& k : range(p, 0, 400)) EXPECT_TRUE(v.count(k)) << k << " lost";
+  // Before the open record: completed and committed, never sent again.
+  for (const auto& k : range(1, 0, 45)) EXPECT_EQ(v[k], 1) << k;
+  // The open record was dropped at the revocation and completed once, from the replay.
+  EXPECT_EQ(v["1:45"], 1);
+  // Partition 0 was never revoked: nothing of it repeated.
+  for (const auto& k : range(0, 0, 400)) EXPECT_EQ(v[k], 1) << k;
+}
