@@ -199,3 +199,26 @@ TEST(CompletionWindow, ARevokedPartitionResumesAtItsOpenRecord) {
   // Partition 0 was never revoked: nothing of it repeated.
   for (const auto& k : range(0, 0, 400)) EXPECT_EQ(v[k], 1) << k;
 }
+
+// An aborted round while a record is open: the sink drops everything in flight and the
+// host rewinds to the last committed positions, which are at or before every open record:
+// the open record is sent again and completes, nothing is lost.
+TEST(CompletionWindow, AnAbortRewindsToTheCommittedOpenRecord) {
+  auto dir = temp_dir("window");
+  // 0:37 is open from the second commit on; the fourth commit fails.
+  write_file(dir / "p.yaml", yaml(dir, "out.txt", ", stuck: \"0:37\", abort.at.commit: 4"));
+  auto r = run(exactly_bin() + " run " + (dir / "p.yaml").string(), dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("injected abortable error at commit"), std::string::npos) << r.err;
+  auto c = commits(dir / "commits.txt");
+  ASSERT_GE(c.size(), 3u);
+  EXPECT_EQ(c[2].first, 37);  // the last commit before the abort held partition 0 there
+  for (size_t i = 1; i < c.size(); ++i) EXPECT_GE(c[i].first, c[i - 1].first);
+  EXPECT_EQ(c.back(), std::make_pair(int64_t{400}, int64_t{400}));
+  auto v = values(dir / "out.txt");
+  for (int p = 0; p < 2; ++p)
+    for (const auto& k : range(p, 0, 400)) EXPECT_TRUE(v.count(k)) << k << " lost";
+  // Committed before the abort: not sent again.
+  for (const auto& k : range(0, 0, 37)) EXPECT_EQ(v[k], 1) << k;
+  EXPECT_EQ(v["0:37"], 1);  // dropped by the abort while open; completed from the replay
+}
