@@ -108,6 +108,10 @@ Outcome Source::rewind(const ex_checkpoint* cp) { CALL_REQUIRED(rewind, cp); }
 Outcome Source::pause_partitions(const std::vector<ex_partition>& p, bool paused) {
   CALL_REQUIRED(pause_partitions, p.data(), p.size(), paused ? 1 : 0);
 }
+Outcome Source::checkpoint_at(const std::vector<ex_partition>& p, ex_checkpoint* out) {
+  *out = ex_checkpoint{sizeof(ex_checkpoint), {nullptr, 0}, {nullptr, 0}};
+  CALL_REQUIRED(checkpoint_at, p.data(), p.size(), out);
+}
 Outcome Source::reconfigure(const config::ComponentSpec& spec) {
   return reconfigure_with(vt(), spec, self_, &spec_, site_);
 }
@@ -164,6 +168,9 @@ Outcome Sink::commit(const ex_checkpoint* positions, uint32_t* flags) {
   CALL_REQUIRED(commit, positions, flags);
 }
 Outcome Sink::abort() { CALL(abort); }
+Outcome Sink::completed(std::vector<ex_partition>& p, const ex_record_errors* errors) {
+  CALL_REQUIRED(completed, p.data(), p.size(), errors);
+}
 bool Sink::has_state() const {
   return vt().state_open && vt().state_read && vt().state_write && vt().state_position;
 }

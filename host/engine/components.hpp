@@ -81,6 +81,9 @@ class Source : public Component {
   Outcome reconfigure(const config::ComponentSpec& spec);
   bool can_pause_partitions() const { return vt().pause_partitions != nullptr; }
   Outcome pause_partitions(const std::vector<ex_partition>& p, bool paused);
+  // ABI 1.4: the checkpoint with `p` at their start_offset (a sink's completion cursor).
+  bool has_checkpoint_at() const { return vt().checkpoint_at != nullptr; }
+  Outcome checkpoint_at(const std::vector<ex_partition>& p, ex_checkpoint* out);
 
  private:
   const ex_source_vtable& vt() const { return spec_.component->source; }
@@ -126,6 +129,9 @@ class Sink : public Component {
                      void* fn_ctx);
   Outcome state_write(ex_bytes store, const ex_partition* part, ex_bytes key, ex_bytes value);
   int64_t state_position(ex_bytes store, const ex_partition* part);
+  // ABI 1.4: an ordered completion window (records still in flight after write returns).
+  bool has_completed() const { return vt().completed != nullptr; }
+  Outcome completed(std::vector<ex_partition>& p, const ex_record_errors* errors);
 
  private:
   const ex_sink_vtable& vt() const { return spec_.component->sink; }

@@ -242,7 +242,10 @@ Pipeline::RunResult Pipeline::run_instance() {
       }
       if (eoi) break;
     }
-    if (err.ok() && (in.round_records > 0 || eoi)) err = commit_round(in);
+    // A sink's completion window (ABI 1.4) also commits rounds without new records, so
+    // that the committed positions follow requests that finish later.
+    if (err.ok() && (in.round_records > 0 || eoi || !in.window.empty()))
+      err = commit_round(in, eoi);
     if (!err.ok()) {
       abort_round(in, err.message);
       if (err.code == EX_ERR_CONFIG) {

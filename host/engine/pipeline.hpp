@@ -73,7 +73,11 @@ class Pipeline {
   bool handle_reject(Instance& in, const std::string& stage, const ex_record& r,
                      const std::string& reason);
   Outcome process_batch(Instance& in, const ex_batch* batch);
-  Outcome commit_round(Instance& in);
+  // `final`: the source's input ended; nothing may stay open in a sink's window.
+  Outcome commit_round(Instance& in, bool final = false);
+  // ABI 1.4: a sink's completion window lowers the positions a round commits.
+  Outcome settle_window(Instance& in, bool final, std::string& format, std::string& data);
+  Outcome write_dead_letters(Instance& in);
   void abort_round(Instance& in, const std::string& why);
   void tick_standby(Instance& in);
   Outcome apply_holds(Instance& in, ex_batch& b, std::vector<ex_record>& kept);

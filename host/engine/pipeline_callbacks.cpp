@@ -130,6 +130,7 @@ int32_t Pipeline::cb_revoked(void* ctx, const ex_partition* parts, size_t n, ex_
     log::info(scope, "revoked {}", sv(x.name));
     p->partitions_.erase(x.id);
     p->held_.forget(x.id);
+    in->window.erase(x.id);  // the sink dropped its records in flight; the next owner replays them
   }
   return EX_OK;
 }

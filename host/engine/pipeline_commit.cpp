@@ -8,12 +8,16 @@
 
 namespace exactly::engine {
 
-Outcome Pipeline::commit_round(Instance& in) {
+Outcome Pipeline::commit_round(Instance& in, bool final) {
   auto t0 = Clock::now();
   ex_checkpoint cp{};
   Outcome o = in.source->checkpoint(&cp);
   if (!o.ok()) return o;
   std::string fmt_s = sv(cp.format), data_s = sv(cp.data);
+  if (in.sink->has_completed()) {
+    o = settle_window(in, final, fmt_s, data_s);
+    if (!o.ok()) return o;
+  }
   ex_checkpoint positions{sizeof(ex_checkpoint), bv(fmt_s), bv(data_s)};
 
   // 1. every stateful stage makes the round durable, knowing how far the round read
@@ -117,6 +121,8 @@ void Pipeline::abort_round(Instance& in, const std::string& why) {
   stats_.replayed += in.round_records;
   in.round_records = in.round_out = in.round_rejected = 0;
   in.round_positions.clear();
+  in.dlq_pending.clear();
+  in.window.clear();  // the sink dropped what was in flight; the source replays it
   in.consecutive_aborts++;
   stats_.aborts++;
   metrics::global().add("aborts_total", labels(), 1);

@@ -73,6 +73,9 @@ struct Pipeline::Instance {
   uint64_t round_out = 0, round_rejected = 0;  // folded into the stats when it commits
   // Per partition id: the source position after the last record read this round.
   std::map<int32_t, int64_t> round_positions;
+  // ABI 1.4: partitions whose committed position is behind the scan position because the
+  // sink still has records of them in flight, with that scan position.
+  std::map<int32_t, int64_t> window;
   int64_t consecutive_aborts = 0;
   Clock::time_point round_start = Clock::now();
   // For commit.after.takeover after partitions are assigned (not the instance's first

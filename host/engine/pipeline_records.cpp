@@ -181,7 +181,8 @@ Outcome Pipeline::process_batch(Instance& in, const ex_batch* batch) {
                           ++*x->count;
                           x->p->handle_reject(*x->in, x->stage, at(x->batch, idx), std::string(m, n));
                           return EX_OK;
-                        }};
+                        },
+                        nullptr};  // reject_record: only from completed() (pipeline_window.cpp)
   if (cur->count > 0) {
     set_next_call_origin(batch_origin(cur));
     Outcome o = in.sink->write(cur, &errs);
@@ -191,6 +192,16 @@ Outcome Pipeline::process_batch(Instance& in, const ex_batch* batch) {
     }
   }
   if (in.policy_stop) return Outcome::make(EX_ERR_CONFIG, *in.policy_stop);
+  Outcome d = write_dead_letters(in);
+  if (!d.ok()) return d;
+  uint64_t out = cur->count - sink_rejects;
+  in.round_out += out;
+  metrics::global().add("records_out_total", labels(), static_cast<double>(out));
+  metrics::global().observe("batch_latency_seconds", labels(), seconds_since(t0));
+  return {};
+}
+
+Outcome Pipeline::write_dead_letters(Instance& in) {
   if (!in.dlq_pending.empty()) {
     ex_batch d{sizeof(ex_batch), sizeof(ex_record), in.dlq_pending.data(), in.dlq_pending.size()};
     size_t dlq_rejects = 0;
@@ -201,7 +212,8 @@ Outcome Pipeline::process_batch(Instance& in, const ex_batch* batch) {
                            [](void* c, size_t, const char*, size_t) -> int32_t {
                              ++*static_cast<DlqCtx*>(c)->n;
                              return EX_OK;
-                           }};
+                           },
+                           nullptr};
     Outcome o = in.dlq->write(&d, &derrs);
     if (!o.ok()) {
       o.message = fmt::format("dead-letter sink: {}", o.message);
@@ -213,10 +225,7 @@ Outcome Pipeline::process_batch(Instance& in, const ex_batch* batch) {
                                                       "stopping rather than losing them",
                                                       dlq_rejects));
   }
-  uint64_t out = cur->count - sink_rejects;
-  in.round_out += out;
-  metrics::global().add("records_out_total", labels(), static_cast<double>(out));
-  metrics::global().observe("batch_latency_seconds", labels(), seconds_since(t0));
+  in.dlq_pending.clear();  // written: a later call must not write them again
   return {};
 }
 

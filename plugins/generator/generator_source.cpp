@@ -1,5 +1,6 @@
 #include "generator_source.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 
@@ -162,13 +163,23 @@ Status GeneratorSource::poll(int timeout_ms, std::vector<ex_record>& out, bool& 
   return Status::ok();
 }
 
-Status GeneratorSource::checkpoint(sdk::Checkpoint& out) {
+Status GeneratorSource::checkpoint(sdk::Checkpoint& out) { return encode(next_, out); }
+
+Status GeneratorSource::checkpoint_at(const std::vector<sdk::Partition>& parts, sdk::Checkpoint& out) {
+  std::vector<uint64_t> at = next_;
+  for (const auto& x : parts)
+    if (x.id >= 0 && static_cast<size_t>(x.id) < at.size() && x.start_offset >= 0)
+      at[static_cast<size_t>(x.id)] = std::min(at[static_cast<size_t>(x.id)], static_cast<uint64_t>(x.start_offset));
+  return encode(at, out);
+}
+
+Status GeneratorSource::encode(const std::vector<uint64_t>& next, sdk::Checkpoint& out) {
   out.format = kCheckpointFormat;
   out.data.clear();
   char buf[24];
-  for (size_t p = 0; p < next_.size(); ++p) {
+  for (size_t p = 0; p < next.size(); ++p) {
     if (p != 0) out.data.push_back(',');
-    auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), next_[p]);
+    auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), next[p]);
     out.data.append(buf, end);
   }
   return Status::ok();

@@ -35,6 +35,8 @@ class GeneratorSource final : public sdk::Source {
   sdk::Status open(const std::optional<sdk::Checkpoint>& resume) override;
   sdk::Status poll(int timeout_ms, std::vector<ex_record>& out, bool& end_of_input) override;
   sdk::Status checkpoint(sdk::Checkpoint& out) override;
+  // ABI 1.4: positions with some partitions further back (a sink's completion window).
+  sdk::Status checkpoint_at(const std::vector<sdk::Partition>& parts, sdk::Checkpoint& out);
   sdk::Status commit(const sdk::Checkpoint&) override { return sdk::Status::ok(); }
   sdk::Status rewind(const sdk::Checkpoint& positions) override;
   sdk::Status reconfigure(const sdk::Config& config) override;
@@ -52,6 +54,7 @@ class GeneratorSource final : public sdk::Source {
   RecordMaker maker_;
   RateLimiter limiter_;
   std::vector<uint64_t> next_;  // next offset per partition
+  static sdk::Status encode(const std::vector<uint64_t>& next, sdk::Checkpoint& out);
   std::string arena_;           // bytes of the current batch; never reallocated mid-poll
   bool announced_ = false;
 };

@@ -27,6 +27,30 @@ Dispatcher::~Dispatcher() {
   curl_multi_cleanup(multi_);
 }
 
+void Dispatcher::ensure_slots(const Settings& s) {
+  if (slots_.size() >= static_cast<size_t>(s.max_in_flight)) return;
+  // Slots are never added while transfers point at them: reserve once, all at once.
+  slots_.reserve(static_cast<size_t>(s.max_in_flight));
+  while (slots_.size() < static_cast<size_t>(s.max_in_flight)) {
+    Slot slot;
+    slot.easy = curl_easy_init();
+    if (slot.easy == nullptr) throw std::runtime_error("curl_easy_init failed");
+    slots_.push_back(slot);
+    free_.push_back(&slots_.back());
+  }
+  if (max_conns_ != s.max_in_flight) {
+    // Keep one idle connection per possible in-flight request.
+    curl_multi_setopt(multi_, CURLMOPT_MAXCONNECTS, static_cast<long>(s.max_in_flight));
+    max_conns_ = s.max_in_flight;
+  }
+}
+
+void Dispatcher::submit(Request& r) {
+  if (ready_.size() <= r.cls) ready_.resize(r.cls + 1);
+  ready_[r.cls].push_back(&r);
+  ++pending_;
+}
+
 size_t Dispatcher::on_body(char* p, size_t size, size_t n, void* userdata) {
   auto* slot = static_cast<Slot*>(userdata);
   size_t len = size * n;
@@ -70,13 +94,11 @@ void Dispatcher::start(Slot& slot, Request& r, const Settings& s) {
   ++in_flight_;
 }
 
-void Dispatcher::fail(Request& r, RateClass& c, std::string reason, size_t& remaining,
-                      bool downstream) {
+void Dispatcher::fail(Request& r, RateClass& c, std::string reason, bool downstream) {
   r.done = true;
   r.delivered = false;
   r.reason = std::move(reason);
   if (downstream) ++c.failures;
-  --remaining;
 }
 
 namespace {
@@ -88,9 +110,7 @@ std::string final_reason(const Request& r, const Settings& s) {
 }
 }  // namespace
 
-void Dispatcher::finish(Slot& slot, CURLcode code, RateClasses& classes, const Settings& s,
-                        std::vector<size_t>& delayed, std::vector<Request>& reqs,
-                        size_t& remaining) {
+bool Dispatcher::finish(Slot& slot, CURLcode code, RateClasses& classes, const Settings& s) {
   Request& r = *slot.req;
   slot.req = nullptr;
   --in_flight_;
@@ -114,11 +134,10 @@ void Dispatcher::finish(Slot& slot, CURLcode code, RateClasses& classes, const S
       r.done = true;
       r.delivered = true;
       ++c.ok;
-      --remaining;
-      return;
+      return true;
     case Outcome::Verdict::fail:
-      fail(r, c, final_reason(r, s), remaining);
-      return;
+      fail(r, c, final_reason(r, s));
+      return true;
     case Outcome::Verdict::retry:
       break;
   }
@@ -129,146 +148,154 @@ void Dispatcher::finish(Slot& slot, CURLcode code, RateClasses& classes, const S
     c.paused_until = std::max(c.paused_until, now + delay);
   }
   if (r.attempts > s.retry_max) {
-    fail(r, c, final_reason(r, s), remaining);
-    return;
+    fail(r, c, final_reason(r, s));
+    return true;
   }
   if (r.last.retry_after_ms < 0) delay = backoff(r.attempts, s.backoff_initial_ms, s.backoff_max_ms, rng_);
   r.not_before = now + delay;
   ++c.retries;
-  delayed.push_back(static_cast<size_t>(&r - reqs.data()));
+  delayed_.push_back(&r);
+  return false;
 }
 
-void Dispatcher::abandon() {
+void Dispatcher::drop(const std::function<bool(const Request&)>& which) {
   for (auto& slot : slots_)
-    if (slot.req != nullptr) {
+    if (slot.req != nullptr && which(*slot.req)) {
       curl_multi_remove_handle(multi_, slot.easy);
       slot.req = nullptr;
+      free_.push_back(&slot);
+      --in_flight_;
+      --pending_;
     }
-  in_flight_ = 0;
-}
-
-void Dispatcher::run(std::vector<Request>& reqs, RateClasses& classes, const Settings& s,
-                     const std::function<void()>& tick) {
-  try {
-    run_batch(reqs, classes, s, tick);
-  } catch (...) {
-    // Transfers still point at this batch's requests: cut them loose before it goes.
-    abandon();
-    throw;
-  }
-}
-
-void Dispatcher::run_batch(std::vector<Request>& reqs, RateClasses& classes, const Settings& s,
-                           const std::function<void()>& tick) {
-  while (slots_.size() < static_cast<size_t>(s.max_in_flight)) {
-    Slot slot;
-    slot.easy = curl_easy_init();
-    if (slot.easy == nullptr) throw std::runtime_error("curl_easy_init failed");
-    slots_.push_back(slot);
-  }
-  if (max_conns_ != s.max_in_flight) {
-    // Keep one idle connection per possible in-flight request for the next batch.
-    curl_multi_setopt(multi_, CURLMOPT_MAXCONNECTS, static_cast<long>(s.max_in_flight));
-    max_conns_ = s.max_in_flight;
-  }
-  std::vector<Slot*> free;
-  for (size_t i = 0; i < static_cast<size_t>(s.max_in_flight); ++i)
-    if (slots_[i].req == nullptr) free.push_back(&slots_[i]);
-
-  const size_t n = classes.size();
-  std::vector<std::deque<size_t>> ready(n);
-  std::vector<size_t> delayed;
-  size_t remaining = 0;
-  for (size_t i = 0; i < reqs.size(); ++i)
-    if (!reqs[i].done) {
-      ready[reqs[i].cls].push_back(i);
-      ++remaining;
-    }
-  size_t rr = 0;
-  auto last_tick = Clock::now();
-  while (remaining > 0) {
-    auto now = Clock::now();
-    for (size_t k = 0; k < delayed.size();) {
-      Request& r = reqs[delayed[k]];
-      if (r.not_before <= now) {
-        ready[r.cls].push_back(delayed[k]);
-        delayed[k] = delayed.back();
-        delayed.pop_back();
+  for (auto& q : ready_)
+    for (auto it = q.begin(); it != q.end();)
+      if (which(**it)) {
+        it = q.erase(it);
+        --pending_;
       } else {
-        ++k;
+        ++it;
       }
+  for (size_t k = 0; k < delayed_.size();)
+    if (which(*delayed_[k])) {
+      delayed_[k] = delayed_.back();
+      delayed_.pop_back();
+      --pending_;
+    } else {
+      ++k;
     }
-    // One request per class per pass, so that a busy class cannot fill every slot
-    // before a quieter one gets its turn.
-    auto wake = now + std::chrono::milliseconds(100);
-    bool progress = true;
-    while (progress && !free.empty()) {
-      progress = false;
-      for (size_t j = 0; j < n && !free.empty(); ++j) {
-        size_t ci = (rr + j) % n;
-        auto& q = ready[ci];
-        if (q.empty()) continue;
-        RateClass& c = classes[ci];
-        if (c.fuse.rejecting(now)) {
-          for (size_t id : q) {
-            Request& r = reqs[id];
-            std::string why = "fuse open for class '" + c.name + "'";
-            why += r.attempts == 0 ? " (not sent)"
-                                   : " after " + std::to_string(r.attempts) +
-                                         " attempt(s), last: " + r.last.what + ": " + s.method +
-                                         " " + r.url;
-            ++c.fuse_rejects;
-            fail(r, c, std::move(why), remaining, false);
-          }
-          q.clear();
-          continue;
-        }
-        if (c.paused_until > now) {
-          wake = std::min(wake, c.paused_until);
-          continue;
-        }
-        auto next = c.bucket.next_token(now);
-        if (next > now) {
-          wake = std::min(wake, next);
-          continue;
-        }
-        auto d = c.fuse.decide(now);
-        if (d == Fuse::Decision::wait) continue;  // a probe is out; its answer wakes us
-        c.bucket.try_take(now);
-        Request& r = reqs[q.front()];
-        q.pop_front();
-        r.probe = d == Fuse::Decision::probe;
-        Slot* slot = free.back();
-        free.pop_back();
-        start(*slot, r, s);
-        progress = true;
-      }
-      ++rr;
-    }
-    for (size_t id : delayed) wake = std::min(wake, reqs[id].not_before);
+}
 
-    int running = 0;
-    curl_multi_perform(multi_, &running);
-    bool finished = false;
-    int left = 0;
-    while (CURLMsg* m = curl_multi_info_read(multi_, &left)) {
-      if (m->msg != CURLMSG_DONE) continue;
-      CURL* e = m->easy_handle;
-      CURLcode code = m->data.result;  // read before remove: the message dies with it
-      curl_multi_remove_handle(multi_, e);
-      Slot* slot = nullptr;
-      curl_easy_getinfo(e, CURLINFO_PRIVATE, &slot);
-      finish(*slot, code, classes, s, delayed, reqs, remaining);
-      free.push_back(slot);
-      finished = true;
+void Dispatcher::reclass(const std::function<void(Request&)>& fix) {
+  std::vector<Request*> waiting;
+  for (auto& q : ready_) waiting.insert(waiting.end(), q.begin(), q.end());
+  ready_.clear();
+  for (Request* r : waiting) {
+    fix(*r);
+    if (ready_.size() <= r->cls) ready_.resize(r->cls + 1);
+    ready_[r->cls].push_back(r);
+  }
+  for (Request* r : delayed_) fix(*r);
+  for (auto& slot : slots_)
+    if (slot.req != nullptr) fix(*slot.req);
+}
+
+void Dispatcher::start_ready(RateClasses& classes, const Settings& s, const Done& done,
+                             Clock::time_point now, Clock::time_point& wake) {
+  const size_t n = classes.size();
+  if (ready_.size() < n) ready_.resize(n);
+  // One request per class per pass, so that a busy class cannot fill every slot
+  // before a quieter one gets its turn.
+  bool progress = true;
+  while (progress && !free_.empty()) {
+    progress = false;
+    for (size_t j = 0; j < n && !free_.empty(); ++j) {
+      size_t ci = (rr_ + j) % n;
+      auto& q = ready_[ci];
+      if (q.empty()) continue;
+      RateClass& c = classes[ci];
+      if (c.fuse.rejecting(now)) {
+        while (!q.empty()) {
+          Request& r = *q.front();
+          q.pop_front();
+          std::string why = "fuse open for class '" + c.name + "'";
+          why += r.attempts == 0 ? " (not sent)"
+                                 : " after " + std::to_string(r.attempts) +
+                                       " attempt(s), last: " + r.last.what + ": " + s.method +
+                                       " " + r.url;
+          ++c.fuse_rejects;
+          fail(r, c, std::move(why), false);
+          --pending_;
+          done(r);
+        }
+        continue;
+      }
+      if (c.paused_until > now) {
+        wake = std::min(wake, c.paused_until);
+        continue;
+      }
+      auto next = c.bucket.next_token(now);
+      if (next > now) {
+        wake = std::min(wake, next);
+        continue;
+      }
+      auto d = c.fuse.decide(now);
+      if (d == Fuse::Decision::wait) continue;  // a probe is out; its answer wakes us
+      c.bucket.try_take(now);
+      Request& r = *q.front();
+      q.pop_front();
+      r.probe = d == Fuse::Decision::probe;
+      Slot* slot = free_.back();
+      free_.pop_back();
+      start(*slot, r, s);
+      progress = true;
     }
-    if (tick && Clock::now() - last_tick > std::chrono::milliseconds(500)) {
-      tick();
-      last_tick = Clock::now();
-    }
-    if (remaining == 0 || finished) continue;
-    curl_multi_poll(multi_, nullptr, 0, ms_until(Clock::now(), wake), nullptr);
+    ++rr_;
   }
 }
+
+int Dispatcher::pump(RateClasses& classes, const Settings& s, const Done& done, int wait_ms) {
+  ensure_slots(s);
+  auto now = Clock::now();
+  for (size_t k = 0; k < delayed_.size();) {
+    Request* r = delayed_[k];
+    if (r->not_before <= now) {
+      if (ready_.size() <= r->cls) ready_.resize(r->cls + 1);
+      ready_[r->cls].push_back(r);
+      delayed_[k] = delayed_.back();
+      delayed_.pop_back();
+    } else {
+      ++k;
+    }
+  }
+  auto wake = now + std::chrono::milliseconds(std::max(wait_ms, 0));
+  start_ready(classes, s, done, now, wake);
+  for (Request* r : delayed_) wake = std::min(wake, r->not_before);
+
+  int running = 0;
+  curl_multi_perform(multi_, &running);
+  bool finished = false;
+  int left = 0;
+  while (CURLMsg* m = curl_multi_info_read(multi_, &left)) {
+    if (m->msg != CURLMSG_DONE) continue;
+    CURL* e = m->easy_handle;
+    CURLcode code = m->data.result;  // read before remove: the message dies with it
+    curl_multi_remove_handle(multi_, e);
+    Slot* slot = nullptr;
+    curl_easy_getinfo(e, CURLINFO_PRIVATE, &slot);
+    Request& r = *slot->req;
+    free_.push_back(slot);
+    if (finish(*slot, code, classes, s)) {
+      --pending_;
+      done(r);
+    }
+    finished = true;
+  }
+  if (finished) return 0;
+  return ms_until(Clock::now(), wake);
+}
+
+void Dispatcher::wait(int ms) { curl_multi_poll(multi_, nullptr, 0, ms, nullptr); }
+
+void Dispatcher::wakeup() { curl_multi_wakeup(multi_); }
 
 }  // namespace exactly::http

@@ -104,6 +104,10 @@ Settings Settings::from(const sdk::Config& c) {
   s.max_in_flight = static_cast<int>(c.get_int("max.in.flight", 64));
   if (s.max_in_flight < 1 || s.max_in_flight > 4096)
     throw sdk::ConfigError("max.in.flight", "must be between 1 and 4096");
+  s.window_records = c.get_int("window.records", 10000);
+  if (s.window_records < 1) throw sdk::ConfigError("window.records", "must be >= 1");
+  s.window_bytes = c.get_size("window.bytes", 64LL << 20);
+  if (s.window_bytes < 1) throw sdk::ConfigError("window.bytes", "must be >= 1");
   s.connect_timeout_ms = c.get_duration_ms("connect.timeout", 5000);
   s.request_timeout_ms = c.get_duration_ms("request.timeout", 30000);
   s.ca_file = c.get_string("tls.ca.file");
@@ -130,6 +134,7 @@ bool Settings::same_connection_settings(const Settings& o) const {
          (idempotency_key ? idempotency_key->describe() : "") ==
              (o.idempotency_key ? o.idempotency_key->describe() : "") &&
          idempotency_header == o.idempotency_header && max_in_flight == o.max_in_flight &&
+         window_records == o.window_records && window_bytes == o.window_bytes &&
          connect_timeout_ms == o.connect_timeout_ms && request_timeout_ms == o.request_timeout_ms &&
          ca_file == o.ca_file && tls_verify == o.tls_verify && retry_max == o.retry_max &&
          backoff_initial_ms == o.backoff_initial_ms && backoff_max_ms == o.backoff_max_ms &&

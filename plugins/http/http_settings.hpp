@@ -35,6 +35,9 @@ struct Settings {
   std::optional<FieldRef> idempotency_key;
   std::string idempotency_header = "Idempotency-Key";
   int max_in_flight = 64;
+  // The completion window: records written but not final, across write() calls.
+  int64_t window_records = 10000;
+  int64_t window_bytes = 64LL << 20;
   int64_t connect_timeout_ms = 5000;
   int64_t request_timeout_ms = 30000;
   std::string ca_file;

@@ -2,8 +2,10 @@
 
 #include <curl/curl.h>
 
+#include <algorithm>
 #include <cctype>
 #include <mutex>
+#include <set>
 
 namespace exactly::http {
 
@@ -43,6 +45,11 @@ HttpSink::HttpSink(sdk::Host host, const sdk::Config& config)
   Settings::check(config);
   curl_once();
   classes_.apply(settings_.classes, Clock::now());
+  on_done_ = [this](Request& r) {
+    window_.finished(r);
+    progress_.notify_all();
+  };
+  transfers_ = std::thread([this] { run_transfers(); });
 }
 
 sdk::Status HttpSink::validate(const sdk::Config& config) {
@@ -50,7 +57,52 @@ sdk::Status HttpSink::validate(const sdk::Config& config) {
   return sdk::Status::ok();
 }
 
-HttpSink::~HttpSink() = default;
+HttpSink::~HttpSink() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stop_ = true;
+  }
+  dispatcher_.wakeup();
+  transfers_.join();
+}
+
+void HttpSink::run_transfers() {
+  std::unique_lock<std::mutex> lk(mu_);
+  while (!stop_) {
+    int wait = 0;
+    try {
+      if (drop_) {
+        dispatcher_.drop(drop_);
+        drop_ = nullptr;
+        progress_.notify_all();
+      }
+      wait = dispatcher_.pump(classes_, settings_, on_done_, 100);
+    } catch (const std::exception& e) {
+      // Transfers may point at the window's requests: cut them loose. The pipeline's next
+      // call fails, the instance is rebuilt and replays from the committed positions.
+      dispatcher_.drop([](const Request&) { return true; });
+      transfer_error_ = e.what();
+      progress_.notify_all();
+      return;
+    }
+    lk.unlock();
+    // Even with more to do at once (wait 0): a poll outside the lock lets a waiting
+    // pipeline thread in (sched_yield would give the core away on a busy machine).
+    dispatcher_.wait(std::max(wait, 0));
+    lk.lock();
+  }
+}
+
+void HttpSink::drop(std::unique_lock<std::mutex>& lk, std::function<bool(const Request&)> which) {
+  if (!transfer_error_.empty()) return;  // the thread is gone and dropped everything
+  drop_ = std::move(which);
+  dispatcher_.wakeup();
+  progress_.wait(lk, [this] { return !drop_ || !transfer_error_.empty(); });
+}
+
+sdk::Status HttpSink::transfer_failure() const {
+  return sdk::Status::fatal("http sink: the transfer thread failed: " + transfer_error_);
+}
 
 bool HttpSink::build(const ex_record& r, size_t i, Request& q, std::string& reason) {
   const Settings& s = settings_;
@@ -59,7 +111,10 @@ bool HttpSink::build(const ex_record& r, size_t i, Request& q, std::string& reas
   if (!s.url.render(fields_, q.url, reason)) return false;
   q.cls = classes_.default_index();
   if (s.class_field)
-    if (auto v = fields_.get(*s.class_field)) q.cls = classes_.find(*v);
+    if (auto v = fields_.get(*s.class_field)) {
+      q.class_value = std::string(*v);
+      q.cls = classes_.find(q.class_value);
+    }
   auto add = [&](std::string_view name, std::string_view value) {
     std::string line;
     line.reserve(name.size() + value.size() + 2);
@@ -103,35 +158,65 @@ bool HttpSink::build(const ex_record& r, size_t i, Request& q, std::string& reas
 }
 
 sdk::Status HttpSink::write(const sdk::Batch& in, const sdk::RecordErrors& errors) {
-  std::vector<Request> reqs;
-  reqs.reserve(in.size());
+  std::unique_lock<std::mutex> lk(mu_);
+  if (!transfer_error_.empty()) return transfer_failure();
   std::string reason;
   for (size_t i = 0; i < in.size(); ++i) {
-    Request q;
-    if (!build(in[i], i, q, reason)) {
+    auto& e = window_.add(in[i]);
+    if (!build(e.record, e.req.index, e.req, reason)) {
+      window_.forget(e.req.index);
       errors.reject(i, reason);
       continue;
     }
-    reqs.push_back(std::move(q));
+    dispatcher_.submit(e.req);
   }
-  dispatcher_.run(reqs, classes_, settings_, [this] { publish(false); });
-  size_t failed = 0;
-  const std::string* first = nullptr;
-  for (auto& q : reqs)
-    if (!q.delivered) {
-      errors.reject(q.index, q.reason);
-      if (failed++ == 0) first = &q.reason;
-    }
-  publish(true);
+  dispatcher_.wakeup();
+  // Backpressure: only a full window holds the pipeline.
+  while (window_full() && transfer_error_.empty())
+    if (progress_.wait_for(lk, std::chrono::milliseconds(500)) == std::cv_status::timeout) publish(false);
+  if (!transfer_error_.empty()) return transfer_failure();
+  publish(false);
+  return sdk::Status::ok();
+}
+
+bool HttpSink::window_full() const {
+  return window_.open_records() >= static_cast<size_t>(settings_.window_records) ||
+         window_.open_bytes() >= static_cast<size_t>(settings_.window_bytes);
+}
+
+sdk::Status HttpSink::completed(std::vector<sdk::Partition>& parts, const sdk::RecordErrors& errors) {
+  std::unique_lock<std::mutex> lk(mu_);
+  if (!transfer_error_.empty()) return transfer_failure();
+  size_t failed = window_.failed();
+  window_.report_failures(errors);
+  window_.lower(parts);
   if (failed > 0)
-    host_.warn(std::to_string(failed) + " of " + std::to_string(reqs.size()) +
-               " request(s) failed for good; first: " + *first);
+    host_.warn(std::to_string(failed) + " request(s) failed for good (to the error policy)");
+  publish(dispatcher_.pending() == 0);
+  return sdk::Status::ok();
+}
+
+sdk::Status HttpSink::revoke(const std::vector<sdk::Partition>& parts) {
+  // Whatever is open of them is not committed; the next owner sends it again.
+  std::set<int32_t> ids;
+  for (const auto& p : parts) ids.insert(p.id);
+  std::unique_lock<std::mutex> lk(mu_);
+  drop(lk, [ids](const Request& r) { return ids.count(r.partition) != 0; });
+  window_.forget_partitions(ids);
+  return sdk::Status::ok();
+}
+
+sdk::Status HttpSink::abort() {
+  // The host rewinds to the committed positions, which are at or before every open record.
+  std::unique_lock<std::mutex> lk(mu_);
+  drop(lk, [](const Request&) { return true; });
+  window_.clear();
+  publish(true);
   return sdk::Status::ok();
 }
 
 sdk::Status HttpSink::commit(const sdk::Checkpoint*, bool& stored_positions) {
-  // Every request already has its final outcome (write waits for them); the host
-  // commits the source positions after this.
+  // The host committed positions no further than the lowest open record (completed()).
   stored_positions = false;
   return sdk::Status::ok();
 }
@@ -140,8 +225,13 @@ sdk::Status HttpSink::reconfigure(const sdk::Config& config) {
   Settings next = Settings::from(config);
   if (!next.same_connection_settings(settings_))
     return sdk::Status::unsupported("only classes, fuse.failures and fuse.cooldown change in place");
+  std::unique_lock<std::mutex> lk(mu_);
   settings_.classes = next.classes;
   classes_.apply(settings_.classes, Clock::now());
+  // Requests in the window keep their class by name; indexes may have moved.
+  dispatcher_.reclass([this](Request& r) {
+    r.cls = r.class_value.empty() ? classes_.default_index() : classes_.find(r.class_value);
+  });
   host_.info("rate classes reconfigured in place (" + std::to_string(classes_.size()) + " classes)");
   publish(true);
   return sdk::Status::ok();

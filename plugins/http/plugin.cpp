@@ -27,6 +27,13 @@ const ex_config_field kSinkFields[] = {
     field("idempotency.header", EX_CFG_STRING, "name of the idempotency header",
           "Idempotency-Key"),
     field("max.in.flight", EX_CFG_INT, "requests outstanding at once (1..4096)", "64"),
+    field("window.records", EX_CFG_INT,
+          "records written but not yet final (in flight, waiting to retry) across batches; "
+          "write() blocks while the window is full. The committed position stays at each "
+          "partition's lowest incomplete record",
+          "10000"),
+    field("window.bytes", EX_CFG_SIZE, "bytes (value, key, headers) of the records in the window",
+          "67108864"),
     field("connect.timeout", EX_CFG_DURATION, "TCP + TLS connect timeout", "5000"),
     field("request.timeout", EX_CFG_DURATION, "whole-request timeout; a timeout is retried",
           "30000"),

@@ -1,6 +1,5 @@
-// One record's HTTP request across its attempts. The body points into the batch being
-// written: write() does not return before every request has a final outcome, so the
-// batch outlives it and the value is never copied.
+// One record's HTTP request across its attempts. The body points into the record's copy
+// in the completion window, which outlives the request.
 #pragma once
 
 #include <curl/curl.h>
@@ -16,8 +15,10 @@
 namespace exactly::http {
 
 struct Request {
-  size_t index = 0;  // in the batch
+  size_t index = 0;  // the record's id in the completion window
   size_t cls = 0;    // rate class
+  std::string class_value;  // what class.field gave (to find the class again on reconfigure)
+  int32_t partition = 0;    // the record's input partition
   std::string url;
   curl_slist* headers = nullptr;
   std::string_view body;
@@ -38,7 +39,8 @@ struct Request {
   Request& operator=(Request&& o) noexcept {
     if (this == &o) return *this;
     if (headers != nullptr) curl_slist_free_all(headers);
-    index = o.index; cls = o.cls; url = std::move(o.url); headers = o.headers; o.headers = nullptr;
+    index = o.index; cls = o.cls; class_value = std::move(o.class_value); partition = o.partition;
+    url = std::move(o.url); headers = o.headers; o.headers = nullptr;
     body = o.body; attempts = o.attempts; probe = o.probe; not_before = o.not_before;
     response = std::move(o.response); status = o.status; last = std::move(o.last);
     done = o.done; delivered = o.delivered; reason = std::move(o.reason);

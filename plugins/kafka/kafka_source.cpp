@@ -544,7 +544,17 @@ void KafkaSource::report_lag() {
   }
 }
 
-sdk::Status KafkaSource::checkpoint(sdk::Checkpoint& out) {
+sdk::Status KafkaSource::checkpoint_at(const std::vector<sdk::Partition>& parts,
+                                       sdk::Checkpoint& out) {
+  std::map<int32_t, int64_t> at;
+  for (const auto& x : parts) at[x.id] = x.start_offset;
+  return encode_positions(at, out);
+}
+
+sdk::Status KafkaSource::checkpoint(sdk::Checkpoint& out) { return encode_positions({}, out); }
+
+sdk::Status KafkaSource::encode_positions(const std::map<int32_t, int64_t>& lowered,
+                                          sdk::Checkpoint& out) {
   KafkaCheckpoint cp;
   GroupMetadataPtr md(rd_kafka_consumer_group_metadata(rk_));
   if (md) {
@@ -555,8 +565,12 @@ sdk::Status KafkaSource::checkpoint(sdk::Checkpoint& out) {
     cp.group_metadata.assign(static_cast<const char*>(buf), size);
     rd_kafka_mem_free(rk_, buf);
   }
-  for (const auto& p : parts_)
-    if (p.assigned && p.next >= 0) cp.offsets.push_back(TopicOffset{p.topic, p.number, p.next});
+  for (const auto& p : parts_) {
+    if (!p.assigned || p.next < 0) continue;
+    auto low = lowered.find(p.id);
+    int64_t at = low != lowered.end() && low->second >= 0 ? std::min(low->second, p.next) : p.next;
+    cp.offsets.push_back(TopicOffset{p.topic, p.number, at});
+  }
   out.format = std::string(kCheckpointFormat);
   out.data = encode_checkpoint(cp);
   return sdk::Status::ok();

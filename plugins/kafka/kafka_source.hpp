@@ -36,6 +36,9 @@ class KafkaSource final : public sdk::Source, public ClientContext {
   sdk::Status open(const std::optional<sdk::Checkpoint>& resume) override;
   sdk::Status poll(int timeout_ms, std::vector<ex_record>& out, bool& end_of_input) override;
   sdk::Status checkpoint(sdk::Checkpoint& out) override;
+  // ABI 1.4: checkpoint() with some partitions (by id) further back: a sink's completion
+  // cursor (never ahead of checkpoint()).
+  sdk::Status checkpoint_at(const std::vector<sdk::Partition>& parts, sdk::Checkpoint& out);
   sdk::Status commit(const sdk::Checkpoint& positions) override;
   sdk::Status rewind(const sdk::Checkpoint& positions) override;
   sdk::Status pause(bool paused) override;
@@ -75,6 +78,8 @@ class KafkaSource final : public sdk::Source, public ClientContext {
   void on_revoke(rd_kafka_topic_partition_list_t* parts);
 
   int32_t id_for(const std::string& topic, int32_t partition);
+  // checkpoint(), with the partitions (by id) in `lowered` at those positions instead.
+  sdk::Status encode_positions(const std::map<int32_t, int64_t>& lowered, sdk::Checkpoint& out);
   PartState* state_of(const rd_kafka_message_t* m);
   void release_batch();
   void drop_pending_of_unassigned();

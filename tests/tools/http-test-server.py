@@ -7,6 +7,8 @@ What to do is in the path, so that tests running side by side cannot disturb eac
   /always/<status>/<rest>        always <status> (body: "refused <rest>")
   /throttle/<n>/<secs>/<rest>    the first n answer 429 with Retry-After: <secs>, then 200
   /sleep/<ms>/<n>/<rest>         the first n sleep <ms> before answering 200
+  /hold/<v>/<ms>/<rest>          the first request whose <rest> starts with segment <v>
+                                 sleeps <ms> (one slow record among many paths)
   anything else                  200 {"ok":true}
 
   http-test-server.py --log requests.jsonl --port-file port [--port 0]
@@ -47,6 +49,12 @@ class Handler(BaseHTTPRequestHandler):
                 status, extra = 429, {"Retry-After": parts[2]}
             elif parts[0] == "sleep" and n < int(parts[2]):
                 delay = int(parts[1]) / 1000.0
+            elif parts[0] == "hold" and parts[3] == parts[1]:
+                with lock:
+                    first = ("hold", parts[1]) not in seen
+                    seen[("hold", parts[1])] = 1
+                if first:
+                    delay = int(parts[2]) / 1000.0
         except (IndexError, ValueError):
             status = 400
         if delay:

@@ -10,7 +10,8 @@ PKGS=(build-essential cmake ninja-build pkg-config
       libcli11-dev libspdlog-dev  # the command line and the log of the host
       cargo  # the Rust example plugin (examples/rust-mask); Debian 12's 1.63 is enough
       clang libclang-rt-14-dev  # the fuzz targets (tests/fuzz): clang 14 and its libFuzzer
-      adduser procps dpkg-dev scdoc systemd)   # packaging: the .deb's Depends, dpkg-shlibdeps, man page, systemd-analyze
+      adduser procps dpkg-dev scdoc systemd   # packaging: the .deb's Depends, dpkg-shlibdeps, man page, systemd-analyze
+      python3-confluent-kafka python3-aiohttp)  # the http benchmark's hand-written consumer peer (tests/bench/http/hand_consumer.py)
 if [ "${1:-}" = "--with-java" ]; then PKGS+=(default-jdk-headless maven iproute2 util-linux); fi
 missing=()
 for p in "${PKGS[@]}"; do

@@ -17,7 +17,7 @@ use std::os::raw::{c_char, c_void};
 // ---------------------------------------------------------------- versions
 
 pub const EX_ABI_VERSION_MAJOR: u32 = 1;
-pub const EX_ABI_VERSION_MINOR: u32 = 3;
+pub const EX_ABI_VERSION_MINOR: u32 = 4;
 pub const EX_ABI_VERSION: u32 = (EX_ABI_VERSION_MAJOR << 16) | EX_ABI_VERSION_MINOR;
 /// The exported symbol's name (without the NUL).
 pub const EX_PLUGIN_ENTRY_SYMBOL: &str = "exactly_plugin_descriptor";
@@ -245,6 +245,10 @@ pub struct ex_record_errors {
     pub struct_size: u32,
     pub ctx: *mut c_void,
     pub reject: RejectFn,
+    // 1.4
+    pub reject_record: Option<
+        unsafe extern "C" fn(ctx: *mut c_void, borrowed: *const ex_record, reason: *const c_char, len: usize) -> i32,
+    >,
 }
 
 // ---------------------------------------------------------------- components
@@ -308,6 +312,16 @@ pub struct ex_source_vtable {
     >,
     // 1.3
     pub validate: ValidateFn,
+    // 1.4
+    pub checkpoint_at: Option<
+        unsafe extern "C" fn(
+            this: *mut c_void,
+            parts: *const ex_partition,
+            n: usize,
+            out: *mut ex_checkpoint,
+            err: *mut ex_error,
+        ) -> i32,
+    >,
 }
 
 #[repr(C)]
@@ -409,6 +423,16 @@ pub struct ex_sink_vtable {
         Option<unsafe extern "C" fn(this: *mut c_void, store: ex_bytes, part: *const ex_partition) -> i64>,
     // 1.3
     pub validate: ValidateFn,
+    // 1.4
+    pub completed: Option<
+        unsafe extern "C" fn(
+            this: *mut c_void,
+            parts: *mut ex_partition,
+            n: usize,
+            errors: *const ex_record_errors,
+            err: *mut ex_error,
+        ) -> i32,
+    >,
 }
 
 #[repr(C)]

@@ -28,7 +28,7 @@ extern "C" {
 /* Major: incompatible change. Minor: append-only growth of structs. The host refuses a
  * plugin whose major differs or whose minor is newer than its own. */
 #define EX_ABI_VERSION_MAJOR 1u
-#define EX_ABI_VERSION_MINOR 3u
+#define EX_ABI_VERSION_MINOR 4u
 #define EX_ABI_VERSION ((EX_ABI_VERSION_MAJOR << 16) | EX_ABI_VERSION_MINOR)
 
 /* The one symbol a plugin library exports. */
@@ -274,6 +274,9 @@ typedef struct ex_record_errors {
   uint32_t struct_size;
   void* ctx;
   int32_t (*reject)(void* ctx, size_t input_index, const char* reason, size_t len);
+  /* 1.4 (check struct_size): a record error for a record given by value, for a sink
+   * that finds it after write() returned; only from inside ex_sink_vtable.completed. */
+  int32_t (*reject_record)(void* ctx, const ex_record* borrowed, const char* reason, size_t len);
 } ex_record_errors;
 
 /* ---------------------------------------------------------------- components */
@@ -321,6 +324,11 @@ typedef struct ex_source_vtable {
    * EX_ERR_CONFIG with `err->key` naming the key. The host calls it for every component
    * of a config it loads (`exactly validate`, start, reload) before any create(). */
   int32_t (*validate)(const ex_config* config, ex_error* err);
+  /* 1.4, may be NULL: what checkpoint() would report, but with each partition of `parts`
+   * at its start_offset (never ahead of checkpoint()); other partitions as checkpoint().
+   * Valid until the next call. Lets the host commit a sink's completion cursor. */
+  int32_t (*checkpoint_at)(void* self, const ex_partition* parts, size_t n, ex_checkpoint* out,
+                           ex_error* err);
 } ex_source_vtable;
 
 typedef struct ex_transform_vtable {
@@ -395,6 +403,19 @@ typedef struct ex_sink_vtable {
   int64_t (*state_position)(void* self, ex_bytes store, const ex_partition* part);
   /* 1.3, may be NULL: as ex_source_vtable.validate. */
   int32_t (*validate)(const ex_config* config, ex_error* err);
+  /* 1.4, may be NULL: an ordered completion window. Records may still be in flight after
+   * write() returns. Before committing a round the host calls this with every partition
+   * the sink may hold records of, start_offset = the scan position (just after the last
+   * record read); the sink lowers each to the offset of its lowest incomplete record and
+   * reports records that failed for good since the last call through
+   * errors->reject_record (the host writes their dead letters in this round). The host
+   * commits the lowered positions (through the source's checkpoint_at). At the end of a
+   * bounded input, or when the source has no checkpoint_at, the host calls again, a few
+   * ms apart, until no partition is behind. abort(), revoke() (of its partitions) and
+   * destroy() after a stop drop what is in flight: the source replays it from the
+   * committed positions. */
+  int32_t (*completed)(void* self, ex_partition* parts, size_t n, const ex_record_errors* errors,
+                       ex_error* err);
 } ex_sink_vtable;
 
 typedef struct ex_component {

@@ -396,6 +396,13 @@ class RecordErrors {
   void reject(size_t input_index, std::string_view reason) const {
     if (e_ && e_->reject) e_->reject(e_->ctx, input_index, reason.data(), reason.size());
   }
+  // ABI 1.4: a record given by value (from a sink's completed(), after write returned).
+  bool reject_record(const ex_record& r, std::string_view reason) const {
+    if (!e_ || e_->struct_size < offsetof(ex_record_errors, reject_record) + sizeof(e_->reject_record) ||
+        !e_->reject_record)
+      return false;
+    return e_->reject_record(e_->ctx, &r, reason.data(), reason.size()) == EX_OK;
+  }
 
  private:
   const ex_record_errors* e_;
@@ -543,6 +550,19 @@ constexpr int32_t (*validate_fn())(const ex_config*, ex_error*) {
   else return nullptr;
 }
 
+// ABI 1.4, detected like validate (NULL when the class has none): a source's
+// `Status checkpoint_at(const std::vector<Partition>&, Checkpoint&)` and a sink's
+// `Status completed(std::vector<Partition>&, const RecordErrors&)` (ordered completion
+// window: lower each start_offset to the partition's lowest incomplete record).
+template <typename T>
+concept HasCheckpointAt = requires(T& t, const std::vector<Partition>& p, Checkpoint& c) {
+  { t.checkpoint_at(p, c) } -> std::same_as<Status>;
+};
+template <typename T>
+concept HasCompleted = requires(T& t, std::vector<Partition>& p, const RecordErrors& e) {
+  { t.completed(p, e) } -> std::same_as<Status>;
+};
+
 // Per-instance storage for source batches and checkpoints that must outlive the call.
 struct SourceBox {
   std::unique_ptr<Source> impl;
@@ -606,10 +626,26 @@ struct SourceAdapter {
                                   ex_error* err) {
     return guard(err, [&] { return box(s).impl->pause_partitions(partitions_from(p, n), paused != 0); });
   }
+  static int32_t checkpoint_at(void* s, const ex_partition* p, size_t n, ex_checkpoint* out,
+                               ex_error* err) {
+    return guard(err, [&] {
+      auto& b = box(s);
+      Status st = static_cast<T&>(*b.impl).checkpoint_at(partitions_from(p, n), b.cp);
+      out->struct_size = sizeof(ex_checkpoint);
+      out->format = bytes(b.cp.format);
+      out->data = bytes(b.cp.data);
+      return st;
+    });
+  }
+  static constexpr auto checkpoint_at_fn() {
+    if constexpr (HasCheckpointAt<T>) return &checkpoint_at;
+    else return static_cast<decltype(&checkpoint_at)>(nullptr);
+  }
   static const ex_source_vtable* vtable() {
     static const ex_source_vtable vt = {sizeof(ex_source_vtable), &create, &destroy, &open,
                                         &poll, &checkpoint, &commit, &rewind, &pause,
-                                        &reconfigure, &pause_partitions, validate_fn<T>()};
+                                        &reconfigure, &pause_partitions, validate_fn<T>(),
+                                        checkpoint_at_fn()};
     return &vt;
   }
 };
@@ -746,11 +782,26 @@ struct SinkAdapter {
       return -1;
     }
   }
+  static int32_t completed(void* s, ex_partition* p, size_t n, const ex_record_errors* e,
+                           ex_error* err) {
+    return guard(err, [&] {
+      auto parts = partitions_from(p, n);
+      Status st = static_cast<T&>(*box(s).impl).completed(parts, RecordErrors(e));
+      for (size_t i = 0; i < n && i < parts.size(); ++i)
+        if (parts[i].start_offset < p[i].start_offset) p[i].start_offset = parts[i].start_offset;
+      return st;
+    });
+  }
+  static constexpr auto completed_fn() {
+    if constexpr (HasCompleted<T>) return &completed;
+    else return static_cast<decltype(&completed)>(nullptr);
+  }
   static const ex_sink_vtable* vtable() {
     static const ex_sink_vtable vt = {sizeof(ex_sink_vtable), &create, &destroy, &open,
                                       &assign, &revoke, &write, &prepare_commit, &commit,
                                       &abort, &reconfigure, &state_open, &state_read,
-                                      &state_write, &state_position, validate_fn<T>()};
+                                      &state_write, &state_position, validate_fn<T>(),
+                                      completed_fn()};
     return &vt;
   }
 };

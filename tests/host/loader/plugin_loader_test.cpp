@@ -53,6 +53,7 @@ TEST(PluginLoader, APluginOfTheOlderMinorLoadsWithoutTheNewerMembers) {
   EXPECT_EQ(s.component->sink.state_position, nullptr);
   EXPECT_EQ(t.component->transform.validate, nullptr);  // 1.3
   EXPECT_EQ(s.component->sink.validate, nullptr);
+  EXPECT_EQ(s.component->sink.completed, nullptr);  // 1.4: no completion window
 }
 
 // ABI 1.3: loading a config runs each component's own `validate`; an older-minor plugin

@@ -524,7 +524,8 @@ TEST(KafkaSinkMock, InputPartitioningUsesTheAssignedPartitionNumber) {
   ex_record_errors errs{sizeof(errs), &rejected, [](void* c, size_t i, const char*, size_t) {
                           static_cast<std::vector<size_t>*>(c)->push_back(i);
                           return int32_t{EX_OK};
-                        }};
+                        },
+                        nullptr};
   ASSERT_EQ(vt->write(self, view.get(), &errs, &e), EX_OK) << e.message;
   EXPECT_EQ(rejected, std::vector<size_t>{2});
   ASSERT_EQ(vt->prepare_commit(self, &e), EX_OK) << e.message;

@@ -76,10 +76,10 @@ fn rust_facts() -> Vec<String> {
             state_position, standby, hold, release
         }
         ex_emitter { struct_size, ctx, keep, emit, reject }
-        ex_record_errors { struct_size, ctx, reject }
+        ex_record_errors { struct_size, ctx, reject, reject_record }
         ex_source_vtable {
             struct_size, create, destroy, open, poll, checkpoint, commit, rewind, pause,
-            reconfigure, pause_partitions, validate
+            reconfigure, pause_partitions, validate, checkpoint_at
         }
         ex_transform_vtable {
             struct_size, create, destroy, assign, revoke, process, prepare_commit, commit,
@@ -88,7 +88,7 @@ fn rust_facts() -> Vec<String> {
         ex_sink_vtable {
             struct_size, create, destroy, open, assign, revoke, write, prepare_commit, commit,
             abort, reconfigure, state_open, state_read, state_write, state_position,
-            validate
+            validate, completed
         }
         ex_component { struct_size, kind, name, doc, fields, field_count, vtable }
         ex_plugin_descriptor { struct_size, abi_version, name, version, components, component_count }

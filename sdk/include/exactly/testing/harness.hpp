@@ -20,6 +20,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -541,16 +542,75 @@ class SinkHarness {
     }
     return status_of(rc, e);
   }
-  // Returns the records the sink rejected synchronously.
+  // Returns the records the sink rejected. A sink with a completion window (ABI 1.4) is
+  // then asked, as a host ending its last round would, until nothing of `in` is open;
+  // its late record errors are matched back to their index in `in`.
   std::vector<std::pair<size_t, std::string>> write(const std::vector<OwnedRecord>& in,
                                                     sdk::Status* st = nullptr) {
+    auto rejected = write_async(in, st);
+    if (!has_completed() || (st && !*st)) return rejected;
+    std::map<int32_t, int64_t> scan;
+    for (const auto& r : in) scan[r.partition] = std::max(scan[r.partition], r.offset + 1);
+    for (;;) {
+      std::vector<sdk::Partition> parts;
+      for (auto [id, pos] : scan) parts.push_back(sdk::Partition{id, "p" + std::to_string(id), "", id, pos});
+      std::vector<OwnedRecord> late;
+      sdk::Status c = completed(parts, late);
+      if (!c) throw std::runtime_error("completed failed: " + c.message());
+      for (const auto& l : late)
+        for (size_t i = 0; i < in.size(); ++i)
+          if (in[i].partition == l.partition && in[i].offset == l.offset && in[i].value == l.value &&
+              in[i].key == l.key) {
+            rejected.emplace_back(i, l.headers.empty() ? "" : l.headers.back().second);
+            break;
+          }
+      bool open = false;
+      for (const auto& p : parts) open = open || p.start_offset < scan[p.id];
+      if (!open) return rejected;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
+  bool has_completed() const {
+    return vt_->struct_size >= offsetof(ex_sink_vtable, completed) + sizeof(vt_->completed) &&
+           vt_->completed != nullptr;
+  }
+  // ABI 1.4: lowers `parts` to each one's lowest open record; records that failed after
+  // write returned are appended to `late`, with the reason as their last header
+  // ("exactly.error").
+  sdk::Status completed(std::vector<sdk::Partition>& parts, std::vector<OwnedRecord>& late) {
+    if (!has_completed()) return sdk::Status::unsupported("no completion window");
+    std::vector<ex_partition> abi;
+    for (const auto& p : parts) abi.push_back(p.to_abi());
+    ex_record_errors errs{sizeof(errs), &late,
+                          [](void*, size_t, const char*, size_t) { return int32_t{EX_ERR_FATAL}; },
+                          [](void* c, const ex_record* r, const char* m, size_t n) {
+                            auto o = OwnedRecord::from(*r);
+                            o.headers.emplace_back("exactly.error", std::string(m, n));
+                            static_cast<std::vector<OwnedRecord>*>(c)->push_back(std::move(o));
+                            return int32_t{EX_OK};
+                          }};
+    ex_error e = new_error();
+    int32_t rc = vt_->completed(self_, abi.data(), abi.size(), &errs, &e);
+    for (size_t i = 0; i < abi.size(); ++i) parts[i].start_offset = abi[i].start_offset;
+    return status_of(rc, e);
+  }
+  sdk::Status revoke(const std::vector<sdk::Partition>& parts) {
+    std::vector<ex_partition> abi;
+    for (const auto& p : parts) abi.push_back(p.to_abi());
+    ex_error e = new_error();
+    return vt_->revoke ? status_of(vt_->revoke(self_, abi.data(), abi.size(), &e), e) : sdk::Status::ok();
+  }
+  // write() without waiting for a completion window to empty.
+  std::vector<std::pair<size_t, std::string>> write_async(const std::vector<OwnedRecord>& in,
+                                                          sdk::Status* st = nullptr) {
     BatchView view(in);
     std::vector<std::pair<size_t, std::string>> rejected;
     ex_record_errors errs{sizeof(errs), &rejected, [](void* c, size_t i, const char* m, size_t n) {
                             static_cast<std::vector<std::pair<size_t, std::string>>*>(c)
                                 ->emplace_back(i, std::string(m, n));
                             return int32_t{EX_OK};
-                          }};
+                          },
+                          nullptr};
     ex_error e = new_error();
     int32_t rc = vt_->write(self_, view.get(), &errs, &e);
     if (st) *st = status_of(rc, e);

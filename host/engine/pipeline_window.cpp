@@ -1,0 +1,73 @@
+// A sink's ordered completion window (ABI 1.4): records it still has in flight after
+// write() returned hold each partition's committed position at its lowest incomplete
+// record, so a crash replays only unfinished work; records that failed after write()
+// returned reach the error policy in the round that moves the position past them.
+#include "engine/pipeline_instance.hpp"
+
+#include <fmt/format.h>
+
+#include <functional>
+#include <thread>
+
+namespace exactly::engine {
+
+namespace {
+struct LateCtx {
+  std::function<void(const ex_record&, std::string)> reject;
+};
+}  // namespace
+
+Outcome Pipeline::settle_window(Instance& in, bool final, std::string& format, std::string& data) {
+  for (auto [id, pos] : in.round_positions) in.window[id] = pos;
+  if (in.window.empty()) return {};
+  // Without checkpoint_at the host cannot commit a lowered position, and a round ended
+  // for good must leave nothing in flight: then the sink is asked until it is done.
+  const bool drain = final || !in.source->has_checkpoint_at();
+  const std::string stage = in.sink->id();
+  LateCtx ctx{[&](const ex_record& r, std::string why) { handle_reject(in, stage, r, why); }};
+  ex_record_errors errs{sizeof(ex_record_errors), &ctx,
+                        [](void*, size_t, const char*, size_t) -> int32_t { return EX_ERR_FATAL; },
+                        [](void* c, const ex_record* r, const char* m, size_t n) -> int32_t {
+                          if (r == nullptr) return EX_ERR_FATAL;
+                          static_cast<LateCtx*>(c)->reject(*r, std::string(m, n));
+                          return EX_OK;
+                        }};
+  std::vector<ex_partition> parts;
+  for (;;) {
+    parts.clear();
+    for (auto [id, pos] : in.window) {
+      auto it = partitions_.find(id);
+      if (it == partitions_.end())
+        parts.push_back(ex_partition{sizeof(ex_partition), id, {}, {}, id, pos});
+      else
+        parts.push_back(ex_partition{sizeof(ex_partition), id, bv(it->second.name),
+                                     bv(it->second.topic), it->second.number, pos});
+    }
+    Outcome o = in.sink->completed(parts, &errs);
+    if (!o.ok()) return Outcome{o.code, stage + " completed: " + o.message, o.key};
+    if (in.policy_stop) return Outcome::make(EX_ERR_CONFIG, *in.policy_stop);
+    o = write_dead_letters(in);
+    if (!o.ok()) return o;
+    bool behind = false;
+    for (const auto& x : parts) behind = behind || x.start_offset < in.window[x.id];
+    if (!behind || !drain) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  std::vector<ex_partition> lowered;
+  for (const auto& x : parts) {
+    if (x.start_offset < in.window[x.id])
+      lowered.push_back(x);
+    else
+      in.window.erase(x.id);  // nothing of it in flight: the scan position is complete
+  }
+  metrics::global().set("sink_window_partitions_behind", labels(), static_cast<double>(lowered.size()));
+  if (lowered.empty()) return {};
+  ex_checkpoint low{};
+  Outcome o = in.source->checkpoint_at(lowered, &low);
+  if (!o.ok()) return Outcome{o.code, "source checkpoint_at: " + o.message, o.key};
+  format = sv(low.format);
+  data = sv(low.data);
+  return {};
+}
+
+}  // namespace exactly::engine
