@@ -251,9 +251,10 @@ struct StateInfo {
 using StateRecordFn = std::function<bool(int64_t position, ex_bytes key, ex_bytes value)>;
 
 namespace detail {
-inline int32_t state_record_trampoline(void* ctx, int64_t pos, ex_bytes key, ex_bytes value) {
+inline int32_t state_record_trampoline(ex_state_read_ctx ctx, int64_t pos, ex_bytes key,
+                                       ex_bytes value) {
   try {
-    return (*static_cast<const StateRecordFn*>(ctx))(pos, key, value) ? 0 : 1;
+    return (*reinterpret_cast<const StateRecordFn*>(ctx))(pos, key, value) ? 0 : 1;
   } catch (...) {
     return 1;
   }
@@ -340,7 +341,8 @@ class Host {
     err.struct_size = sizeof(err);
     int32_t rc = api_->state_read(api_->ctx, bytes(store), &p, from,
                                   &detail::state_record_trampoline,
-                                  const_cast<StateRecordFn*>(&fn), &err);
+                                  reinterpret_cast<ex_state_read_ctx>(const_cast<StateRecordFn*>(&fn)),
+                                  &err);
     return rc == EX_OK ? Status::ok() : Status::error(static_cast<ex_status>(rc), err.message, err.key);
   }
   Status state_write(std::string_view store, const Partition& part, ex_bytes key,
@@ -363,7 +365,7 @@ class Host {
     return api_ != nullptr &&
            api_->struct_size >= offsetof(ex_host_api, state_position) + sizeof(api_->state_position);
   }
-  using Fn = int32_t (*)(void*, const ex_partition*, size_t, ex_error*);
+  using Fn = int32_t (*)(ex_host_ctx, const ex_partition*, size_t, ex_error*);
   Status notify(const std::vector<Partition>& parts, Fn fn) const {
     if (fn == nullptr) return Status::ok();
     std::vector<ex_partition> abi;
@@ -495,31 +497,41 @@ int32_t guard(ex_error* err, F&& f) noexcept {
   }
 }
 
-template <typename Base, typename T>
-int32_t create(const ex_host_api* host, const ex_config* config, void** out, ex_error* err) {
+// The object behind a plugin handle (ex_source_self, ...), and back.
+template <typename T, typename Handle>
+T* object(Handle h) {
+  return reinterpret_cast<T*>(h);
+}
+template <typename Handle, typename T>
+Handle handle(T* p) {
+  return reinterpret_cast<Handle>(p);
+}
+
+template <typename Base, typename T, typename Handle>
+int32_t create(const ex_host_api* host, const ex_config* config, Handle* out, ex_error* err) {
   return guard(err, [&] {
     Config cfg(config);
-    *out = static_cast<Base*>(new T(Host(host), cfg));
+    *out = handle<Handle>(static_cast<Base*>(new T(Host(host), cfg)));
     return Status::ok();
   });
 }
 
-template <typename Base>
-void destroy(void* self) noexcept {
+template <typename Base, typename Handle>
+void destroy(Handle self) noexcept {
   try {
-    delete static_cast<Base*>(self);
+    delete object<Base>(self);
   } catch (...) {
   }
 }
 
 // Sources and sinks live in a box that also holds memory handed across the ABI.
-template <typename Box, typename T>
-int32_t create_boxed(const ex_host_api* host, const ex_config* config, void** out,
+template <typename Box, typename T, typename Handle>
+int32_t create_boxed(const ex_host_api* host, const ex_config* config, Handle* out,
                      ex_error* err) {
   return guard(err, [&] {
     auto box = std::make_unique<Box>();
     box->impl = std::make_unique<T>(Host(host), Config(config));
-    *out = box.release();
+    *out = handle<Handle>(box.release());
     return Status::ok();
   });
 }
@@ -553,20 +565,21 @@ struct SourceBox {
 
 template <typename T>
 struct SourceAdapter {
-  static int32_t create(const ex_host_api* host, const ex_config* config, void** out,
+  using S = ex_source_self;
+  static int32_t create(const ex_host_api* host, const ex_config* config, S* out,
                         ex_error* err) {
     return create_boxed<SourceBox, T>(host, config, out, err);
   }
-  static void destroy(void* self) noexcept { detail::destroy<SourceBox>(self); }
-  static SourceBox& box(void* s) { return *static_cast<SourceBox*>(s); }
-  static int32_t open(void* s, const ex_checkpoint* resume, ex_error* err) {
+  static void destroy(S self) noexcept { detail::destroy<SourceBox>(self); }
+  static SourceBox& box(S s) { return *object<SourceBox>(s); }
+  static int32_t open(S s, const ex_checkpoint* resume, ex_error* err) {
     return guard(err, [&] {
       std::optional<Checkpoint> r;
       if (resume != nullptr) r = Checkpoint::from(resume);
       return box(s).impl->open(r);
     });
   }
-  static int32_t poll(void* s, int32_t timeout_ms, ex_batch* out, int32_t* eoi, ex_error* err) {
+  static int32_t poll(S s, int32_t timeout_ms, ex_batch* out, int32_t* eoi, ex_error* err) {
     return guard(err, [&] {
       auto& b = box(s);
       b.batch.clear();
@@ -580,7 +593,7 @@ struct SourceAdapter {
       return st;
     });
   }
-  static int32_t checkpoint(void* s, ex_checkpoint* out, ex_error* err) {
+  static int32_t checkpoint(S s, ex_checkpoint* out, ex_error* err) {
     return guard(err, [&] {
       auto& b = box(s);
       Status st = b.impl->checkpoint(b.cp);
@@ -590,19 +603,19 @@ struct SourceAdapter {
       return st;
     });
   }
-  static int32_t commit(void* s, const ex_checkpoint* cp, ex_error* err) {
+  static int32_t commit(S s, const ex_checkpoint* cp, ex_error* err) {
     return guard(err, [&] { return box(s).impl->commit(Checkpoint::from(cp)); });
   }
-  static int32_t rewind(void* s, const ex_checkpoint* cp, ex_error* err) {
+  static int32_t rewind(S s, const ex_checkpoint* cp, ex_error* err) {
     return guard(err, [&] { return box(s).impl->rewind(Checkpoint::from(cp)); });
   }
-  static int32_t pause(void* s, int32_t paused, ex_error* err) {
+  static int32_t pause(S s, int32_t paused, ex_error* err) {
     return guard(err, [&] { return box(s).impl->pause(paused != 0); });
   }
-  static int32_t reconfigure(void* s, const ex_config* c, ex_error* err) {
+  static int32_t reconfigure(S s, const ex_config* c, ex_error* err) {
     return guard(err, [&] { return box(s).impl->reconfigure(Config(c)); });
   }
-  static int32_t pause_partitions(void* s, const ex_partition* p, size_t n, int32_t paused,
+  static int32_t pause_partitions(S s, const ex_partition* p, size_t n, int32_t paused,
                                   ex_error* err) {
     return guard(err, [&] { return box(s).impl->pause_partitions(partitions_from(p, n), paused != 0); });
   }
@@ -616,37 +629,39 @@ struct SourceAdapter {
 
 template <typename T>
 struct TransformAdapter {
-  static Transform* self(void* s) { return static_cast<Transform*>(s); }
-  static int32_t assign(void* s, const ex_partition* p, size_t n, ex_error* err) {
+  using S = ex_transform_self;
+  static Transform* self(S s) { return object<Transform>(s); }
+  static int32_t assign(S s, const ex_partition* p, size_t n, ex_error* err) {
     return guard(err, [&] { return self(s)->assign(partitions_from(p, n)); });
   }
-  static int32_t revoke(void* s, const ex_partition* p, size_t n, ex_error* err) {
+  static int32_t revoke(S s, const ex_partition* p, size_t n, ex_error* err) {
     return guard(err, [&] { return self(s)->revoke(partitions_from(p, n)); });
   }
-  static int32_t process(void* s, const ex_batch* in, const ex_emitter* out, ex_error* err) {
+  static int32_t process(S s, const ex_batch* in, const ex_emitter* out, ex_error* err) {
     return guard(err, [&] { return self(s)->process(Batch(in), Emitter(out)); });
   }
-  static int32_t prepare_commit(void* s, ex_error* err) {
+  static int32_t prepare_commit(S s, ex_error* err) {
     return guard(err, [&] { return self(s)->prepare_commit(); });
   }
-  static int32_t commit(void* s, ex_error* err) {
+  static int32_t commit(S s, ex_error* err) {
     return guard(err, [&] { return self(s)->commit(); });
   }
-  static int32_t abort(void* s, ex_error* err) {
+  static int32_t abort(S s, ex_error* err) {
     return guard(err, [&] { return self(s)->abort(); });
   }
-  static int32_t reconfigure(void* s, const ex_config* c, ex_error* err) {
+  static int32_t reconfigure(S s, const ex_config* c, ex_error* err) {
     return guard(err, [&] { return self(s)->reconfigure(Config(c)); });
   }
-  static int32_t positions(void* s, const ex_partition* p, size_t n, ex_error* err) {
+  static int32_t positions(S s, const ex_partition* p, size_t n, ex_error* err) {
     return guard(err, [&] { return self(s)->positions(partitions_from(p, n)); });
   }
-  static int32_t standby(void* s, const ex_partition* p, size_t n, ex_error* err) {
+  static int32_t standby(S s, const ex_partition* p, size_t n, ex_error* err) {
     return guard(err, [&] { return self(s)->standby(partitions_from(p, n)); });
   }
   static const ex_transform_vtable* vtable() {
     static const ex_transform_vtable vt = {
-        sizeof(ex_transform_vtable), &detail::create<Transform, T>, &detail::destroy<Transform>,
+        sizeof(ex_transform_vtable), &detail::create<Transform, T, S>,
+        &detail::destroy<Transform, S>,
         &assign, &revoke, &process, &prepare_commit, &commit, &abort, &reconfigure, &positions,
         &standby, validate_fn<T>()};
     return &vt;
@@ -660,13 +675,14 @@ struct SinkBox {
 
 template <typename T>
 struct SinkAdapter {
-  static int32_t create(const ex_host_api* host, const ex_config* config, void** out,
+  using S = ex_sink_self;
+  static int32_t create(const ex_host_api* host, const ex_config* config, S* out,
                         ex_error* err) {
     return create_boxed<SinkBox, T>(host, config, out, err);
   }
-  static void destroy(void* self) noexcept { detail::destroy<SinkBox>(self); }
-  static SinkBox& box(void* s) { return *static_cast<SinkBox*>(s); }
-  static int32_t open(void* s, ex_checkpoint* stored, int32_t* has, ex_error* err) {
+  static void destroy(S self) noexcept { detail::destroy<SinkBox>(self); }
+  static SinkBox& box(S s) { return *object<SinkBox>(s); }
+  static int32_t open(S s, ex_checkpoint* stored, int32_t* has, ex_error* err) {
     return guard(err, [&] {
       auto& b = box(s);
       std::optional<Checkpoint> cp;
@@ -681,19 +697,19 @@ struct SinkAdapter {
       return st;
     });
   }
-  static int32_t assign(void* s, const ex_partition* p, size_t n, ex_error* err) {
+  static int32_t assign(S s, const ex_partition* p, size_t n, ex_error* err) {
     return guard(err, [&] { return box(s).impl->assign(partitions_from(p, n)); });
   }
-  static int32_t revoke(void* s, const ex_partition* p, size_t n, ex_error* err) {
+  static int32_t revoke(S s, const ex_partition* p, size_t n, ex_error* err) {
     return guard(err, [&] { return box(s).impl->revoke(partitions_from(p, n)); });
   }
-  static int32_t write(void* s, const ex_batch* in, const ex_record_errors* e, ex_error* err) {
+  static int32_t write(S s, const ex_batch* in, const ex_record_errors* e, ex_error* err) {
     return guard(err, [&] { return box(s).impl->write(Batch(in), RecordErrors(e)); });
   }
-  static int32_t prepare_commit(void* s, ex_error* err) {
+  static int32_t prepare_commit(S s, ex_error* err) {
     return guard(err, [&] { return box(s).impl->prepare_commit(); });
   }
-  static int32_t commit(void* s, const ex_checkpoint* cp, uint32_t* flags, ex_error* err) {
+  static int32_t commit(S s, const ex_checkpoint* cp, uint32_t* flags, ex_error* err) {
     return guard(err, [&] {
       Checkpoint c;
       const Checkpoint* pc = nullptr;
@@ -708,14 +724,14 @@ struct SinkAdapter {
       return st;
     });
   }
-  static int32_t abort(void* s, ex_error* err) {
+  static int32_t abort(S s, ex_error* err) {
     return guard(err, [&] { return box(s).impl->abort(); });
   }
-  static int32_t reconfigure(void* s, const ex_config* c, ex_error* err) {
+  static int32_t reconfigure(S s, const ex_config* c, ex_error* err) {
     return guard(err, [&] { return box(s).impl->reconfigure(Config(c)); });
   }
   static std::string str(ex_bytes b) { return std::string(view(b)); }
-  static int32_t state_open(void* s, ex_bytes store, const ex_partition* p, ex_state_info* info,
+  static int32_t state_open(S s, ex_bytes store, const ex_partition* p, ex_state_info* info,
                             ex_error* err) {
     return guard(err, [&] {
       StateInfo i;
@@ -726,8 +742,8 @@ struct SinkAdapter {
       return st;
     });
   }
-  static int32_t state_read(void* s, ex_bytes store, const ex_partition* p, int64_t from,
-                            ex_state_record_fn fn, void* fn_ctx, ex_error* err) {
+  static int32_t state_read(S s, ex_bytes store, const ex_partition* p, int64_t from,
+                            ex_state_record_fn fn, ex_state_read_ctx fn_ctx, ex_error* err) {
     return guard(err, [&] {
       StateRecordFn cb = [&](int64_t pos, ex_bytes k, ex_bytes v) {
         return fn(fn_ctx, pos, k, v) == 0;
@@ -735,11 +751,11 @@ struct SinkAdapter {
       return box(s).impl->state_read(str(store), Partition::from(*p), from, cb);
     });
   }
-  static int32_t state_write(void* s, ex_bytes store, const ex_partition* p, ex_bytes key,
+  static int32_t state_write(S s, ex_bytes store, const ex_partition* p, ex_bytes key,
                              ex_bytes value, ex_error* err) {
     return guard(err, [&] { return box(s).impl->state_write(str(store), Partition::from(*p), key, value); });
   }
-  static int64_t state_position(void* s, ex_bytes store, const ex_partition* p) noexcept {
+  static int64_t state_position(S s, ex_bytes store, const ex_partition* p) noexcept {
     try {
       return box(s).impl->state_position(str(store), Partition::from(*p));
     } catch (...) {
@@ -798,6 +814,6 @@ ex_component sink(const char* name, const char* doc, const ex_config_field (&fie
     static const ex_component components[] = {__VA_ARGS__};                                 \
     static const ex_plugin_descriptor descriptor = {                                        \
         sizeof(ex_plugin_descriptor), EX_ABI_VERSION, NAME, VERSION, components,             \
-        sizeof(components) / sizeof(components[0])};                                        \
+        sizeof(components) / sizeof(components[0]), EX_PLUGIN_BUILD_FACTS};                 \
     return &descriptor;                                                                     \
   }
