@@ -33,27 +33,27 @@ std::string shown(const Fact& f, uint32_t v) {
 
 }  // namespace
 
-std::string build_fact_mismatch(const ex_plugin_descriptor& d, const std::string& file) {
+std::string build_fact_mismatch(const ex_plugin_descriptor& d) {
   const uint32_t minor = d.abi_version & 0xffffu;
   if (d.struct_size < kFactsEnd) {
     if (minor < 4) return "";  // built before the facts existed
-    return fmt::format("{}: its descriptor ({} bytes) lacks the build facts every plugin built "
-                       "for ABI 1.4 or later states (rebuild it against this SDK; a hand-written "
+    return fmt::format("its descriptor ({} bytes) lacks the build facts every plugin built for "
+                       "ABI 1.4 or later states (rebuild it against this SDK; a hand-written "
                        "descriptor ends with EX_PLUGIN_BUILD_FACTS)",
-                       file, d.struct_size);
+                       d.struct_size);
   }
   for (const Fact& f : kFacts) {
     uint32_t v = d.*f.member;
     if (v == f.host) continue;
     if (v == 0)
-      return fmt::format("{}: its descriptor does not state its {} (0): a plugin built for ABI "
-                         "1.4 or later fills the build facts (EX_PLUGIN_BUILD_FACTS after "
+      return fmt::format("its descriptor does not state its {} (0): a plugin built for ABI 1.4 "
+                         "or later fills the build facts (EX_PLUGIN_BUILD_FACTS after "
                          "component_count)",
-                         file, f.name);
-    return fmt::format("{}: built with {} {}, this host has {}: the plugin was built for another "
+                         f.name);
+    return fmt::format("built with {} {}, this host has {}: the plugin was built for another "
                        "platform or against an edited plugin_abi.h; rebuild it against this "
                        "host's SDK",
-                       file, f.name, shown(f, v), shown(f, f.host));
+                       f.name, shown(f, v), shown(f, f.host));
   }
   return "";
 }

@@ -8,8 +8,9 @@
 
 namespace exactly::plugin {
 
-// Why the descriptor's build facts refuse the library `file` (named in the reason), or
-// "" when they agree or the descriptor predates them (built for 1.3 or older).
-std::string build_fact_mismatch(const ex_plugin_descriptor& d, const std::string& file);
+// Why the descriptor's build facts refuse its library, or "" when they agree or the
+// descriptor predates them (built for 1.3 or older). The loader's failure record puts the
+// library's path in front (`FAILED /path/x.so: built with ...`).
+std::string build_fact_mismatch(const ex_plugin_descriptor& d);
 
 }  // namespace exactly::plugin

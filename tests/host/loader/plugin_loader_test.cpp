@@ -44,13 +44,24 @@ TEST(PluginLoader, APluginBuiltWithOtherFactsIsRefusedNamingFileAndFact) {
   std::string why;
   auto lib = reg.load(kDir + "/exactly_abi_wrong_facts.so", &why);
   EXPECT_EQ(lib, nullptr);
-  EXPECT_EQ(why, "exactly_abi_wrong_facts.so: built with sizeof(ex_record) " +
+  EXPECT_EQ(why, "built with sizeof(ex_record) " +
                      std::to_string(sizeof(ex_record) + 8) + ", this host has " +
                      std::to_string(sizeof(ex_record)) +
                      ": the plugin was built for another platform or against an edited "
                      "plugin_abi.h; rebuild it against this host's SDK");
   ASSERT_EQ(reg.failures().size(), 1u);
   EXPECT_EQ(reg.failures()[0].path, kDir + "/exactly_abi_wrong_facts.so");
+}
+
+// The same through the binary: `exactly plugins` lists the library by path with the fact.
+TEST(PluginLoader, ThePluginsCommandListsALibraryOfOtherFactsWithItsPathAndFact) {
+  auto r = test::run(test::exactly_bin() + " plugins --plugin-path " + kDir);
+  EXPECT_NE(r.out.find("FAILED " + kDir + "/exactly_abi_wrong_facts.so: built with sizeof(ex_record) " +
+                       std::to_string(sizeof(ex_record) + 8) + ", this host has " +
+                       std::to_string(sizeof(ex_record)) + ":"),
+            std::string::npos)
+      << r.out << r.err;
+  EXPECT_NE(r.out.find("old_transform"), std::string::npos) << "the 1.0 fixture loads: " << r.out;
 }
 
 // The 1.0 fixture's descriptor ends before the 1.4 build facts: loaded without the check.
