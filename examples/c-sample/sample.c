@@ -162,7 +162,7 @@ static void log_text(const ex_host_api* host, int32_t level, const char* fmt, ..
 }
 
 static int32_t sample_create(const ex_host_api* host, const ex_config* config,
-                             void** out_self, ex_error* err) {
+                             ex_transform_self* out_self, ex_error* err) {
   sample* self = calloc(1, sizeof(*self));
   int32_t rc;
   if (self == NULL) return fail(err, EX_ERR_FATAL, NULL, "out of memory");
@@ -175,20 +175,20 @@ static int32_t sample_create(const ex_host_api* host, const ex_config* config,
   self->host = host;
   log_text(host, EX_LOG_INFO, "keeping %g%% of the records by %s", self->s.percent,
            self->s.by == BY_KEY ? "key" : "value");
-  *out_self = self;
+  *out_self = (ex_transform_self)self; /* ours until sample_destroy */
   return EX_OK;
 }
 
-static void sample_destroy(void* p) {
-  sample* self = p;
+static void sample_destroy(ex_transform_self p) {
+  sample* self = (sample*)p;
   if (self == NULL) return;
   settings_free(&self->s);
   free(self);
 }
 
-static int32_t sample_process(void* p, const ex_batch* in, const ex_emitter* out,
+static int32_t sample_process(ex_transform_self p, const ex_batch* in, const ex_emitter* out,
                               ex_error* err) {
-  sample* self = p;
+  sample* self = (sample*)p;
   const settings* s = &self->s;
   double dropped = 0, kept = 0;
   /* The producer's record_size is the stride (records may grow in a later major). */
@@ -226,8 +226,8 @@ static int32_t sample_process(void* p, const ex_batch* in, const ex_emitter* out
 }
 
 /* Hot reload: validate the whole new config, then swap; a bad one leaves us as we were. */
-static int32_t sample_reconfigure(void* p, const ex_config* config, ex_error* err) {
-  sample* self = p;
+static int32_t sample_reconfigure(ex_transform_self p, const ex_config* config, ex_error* err) {
+  sample* self = (sample*)p;
   settings next;
   int32_t rc = settings_parse(config, &next, err);
   if (rc != EX_OK) {
@@ -255,9 +255,11 @@ static const ex_component kComponents[] = {
      sizeof(kFields) / sizeof(kFields[0]), &kVtable},
 };
 
+/* EX_PLUGIN_BUILD_FACTS: pointer size, byte order and struct sizes of this build, which
+ * the host compares with its own before it uses anything of the library (ABI 1.4). */
 static const ex_plugin_descriptor kDescriptor = {
     sizeof(ex_plugin_descriptor), EX_ABI_VERSION, "sample", "0.1.0", kComponents,
-    sizeof(kComponents) / sizeof(kComponents[0])};
+    sizeof(kComponents) / sizeof(kComponents[0]), EX_PLUGIN_BUILD_FACTS};
 
 /* The one exported symbol. NULL refuses a host of another ABI major. */
 EX_EXPORT const ex_plugin_descriptor* exactly_plugin_descriptor(uint32_t host_abi_version) {

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
+
 namespace exactly::engine {
 
 ex_error new_error() {
@@ -12,9 +14,11 @@ ex_error new_error() {
   return e;
 }
 
+// Bounded reads: a plugin that forgot the NUL must not make the host read past the array.
 Outcome Outcome::from(int32_t rc, const ex_error& e) {
   if (rc == EX_OK) return {};
-  Outcome o{rc, e.message, e.key};
+  Outcome o{rc, std::string(e.message, strnlen(e.message, sizeof(e.message))),
+            std::string(e.key, strnlen(e.key, sizeof(e.key)))};
   if (o.message.empty()) o.message = fmt::format("error code {}", rc);
   return o;
 }
@@ -57,9 +61,9 @@ std::string Component::describe_create_error(const Outcome& o) const {
     return Outcome::from(vt().fn(self_, ##__VA_ARGS__, &e), e);                           \
   } while (0)
 
-template <typename VT>
+template <typename VT, typename Handle>
 Outcome create_with(const VT& vt, const config::ComponentSpec& spec, HostBinding* b,
-                    void** self, const CallSite& site) {
+                    Handle* self, const CallSite& site) {
   InPluginCall in_call(site, "create");
   AbiConfig cfg(spec);
   ex_error e = new_error();
@@ -69,8 +73,8 @@ Outcome create_with(const VT& vt, const config::ComponentSpec& spec, HostBinding
 }
 
 // The new spec replaces the old one only when the plugin took it.
-template <typename VT>
-Outcome reconfigure_with(const VT& vt, const config::ComponentSpec& spec, void* self,
+template <typename VT, typename Handle>
+Outcome reconfigure_with(const VT& vt, const config::ComponentSpec& spec, Handle self,
                          config::ComponentSpec* current, const CallSite& site) {
   if (vt.reconfigure == nullptr) return Outcome::make(EX_ERR_UNSUPPORTED, "no reconfigure");
   InPluginCall in_call(site, "reconfigure");
@@ -179,7 +183,7 @@ Outcome Sink::state_open(ex_bytes store, const ex_partition* part, ex_state_info
   CALL(state_open, store, part, info);
 }
 Outcome Sink::state_read(ex_bytes store, const ex_partition* part, int64_t from,
-                         ex_state_record_fn fn, void* fn_ctx) {
+                         ex_state_record_fn fn, ex_state_read_ctx fn_ctx) {
   if (!has_state()) return Outcome::make(EX_ERR_UNSUPPORTED, id() + " keeps no state changelogs");
   CALL(state_read, store, part, from, fn, fn_ctx);
 }

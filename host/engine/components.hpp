@@ -42,6 +42,8 @@ struct HostBinding {
   void* owner = nullptr;  // the Pipeline; api.ctx points at this binding
   std::string pipeline;
   std::string component_id;
+  ex_host_ctx ctx() { return reinterpret_cast<ex_host_ctx>(this); }
+  static HostBinding* of(ex_host_ctx ctx) { return reinterpret_cast<HostBinding*>(ctx); }
 };
 
 class Component {
@@ -59,9 +61,9 @@ class Component {
 
  protected:
   config::ComponentSpec spec_;
-  std::shared_ptr<plugin::Library> library_;  // declared before self_: destroyed after it
+  // Destroyed after the derived destructors have destroyed the plugin's object.
+  std::shared_ptr<plugin::Library> library_;
   std::unique_ptr<HostBinding> binding_;
-  void* self_ = nullptr;
   // "pipeline 'p', stage 'transforms[0]/dedupe' (/path/lib.so)": what a fatal
   // signal during one of this component's calls reports (fatal_signal.hpp).
   std::string crash_label_;
@@ -87,6 +89,7 @@ class Source : public Component {
 
  private:
   const ex_source_vtable& vt() const { return spec_.component->source; }
+  ex_source_self self_ = nullptr;  // the plugin's object, made by create()
 };
 
 class Transform : public Component {
@@ -107,6 +110,7 @@ class Transform : public Component {
 
  private:
   const ex_transform_vtable& vt() const { return spec_.component->transform; }
+  ex_transform_self self_ = nullptr;  // the plugin's object, made by create()
 };
 
 class Sink : public Component {
@@ -126,7 +130,7 @@ class Sink : public Component {
   bool has_state() const;
   Outcome state_open(ex_bytes store, const ex_partition* part, ex_state_info* info);
   Outcome state_read(ex_bytes store, const ex_partition* part, int64_t from, ex_state_record_fn fn,
-                     void* fn_ctx);
+                     ex_state_read_ctx fn_ctx);
   Outcome state_write(ex_bytes store, const ex_partition* part, ex_bytes key, ex_bytes value);
   int64_t state_position(ex_bytes store, const ex_partition* part);
   // ABI 1.4: an ordered completion window (records still in flight after write returns).
@@ -135,6 +139,7 @@ class Sink : public Component {
 
  private:
   const ex_sink_vtable& vt() const { return spec_.component->sink; }
+  ex_sink_self self_ = nullptr;  // the plugin's object, made by create()
 };
 
 }  // namespace exactly::engine

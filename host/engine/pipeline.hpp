@@ -90,22 +90,22 @@ class Pipeline {
   metrics::Registry::Labels labels(const std::string& stage = {}) const;
 
   // Host API callbacks (the plugin calls them through ex_host_api).
-  static void cb_log(void* ctx, int32_t level, const char* msg, size_t len);
-  static void cb_metric(void* ctx, int32_t kind, const char* name, const char* labels, double v);
-  static int32_t cb_assigned(void* ctx, const ex_partition* p, size_t n, ex_error* err);
-  static int32_t cb_revoked(void* ctx, const ex_partition* p, size_t n, ex_error* err);
-  static Sink* state_sink(void* ctx);
-  static int32_t cb_state_supported(void* ctx);
-  static int32_t cb_state_open(void* ctx, ex_bytes store, const ex_partition* part,
+  static void cb_log(ex_host_ctx ctx, int32_t level, const char* msg, size_t len);
+  static void cb_metric(ex_host_ctx ctx, int32_t kind, const char* name, const char* labels, double v);
+  static int32_t cb_assigned(ex_host_ctx ctx, const ex_partition* p, size_t n, ex_error* err);
+  static int32_t cb_revoked(ex_host_ctx ctx, const ex_partition* p, size_t n, ex_error* err);
+  static Sink* state_sink(ex_host_ctx ctx);
+  static int32_t cb_state_supported(ex_host_ctx ctx);
+  static int32_t cb_state_open(ex_host_ctx ctx, ex_bytes store, const ex_partition* part,
                                ex_state_info* info, ex_error* err);
-  static int32_t cb_state_read(void* ctx, ex_bytes store, const ex_partition* part, int64_t from,
-                               ex_state_record_fn fn, void* fn_ctx, ex_error* err);
-  static int32_t cb_state_write(void* ctx, ex_bytes store, const ex_partition* part, ex_bytes key,
+  static int32_t cb_state_read(ex_host_ctx ctx, ex_bytes store, const ex_partition* part, int64_t from,
+                               ex_state_record_fn fn, ex_state_read_ctx fn_ctx, ex_error* err);
+  static int32_t cb_state_write(ex_host_ctx ctx, ex_bytes store, const ex_partition* part, ex_bytes key,
                                 ex_bytes value, ex_error* err);
-  static int64_t cb_state_position(void* ctx, ex_bytes store, const ex_partition* part);
-  static int32_t cb_standby(void* ctx, const ex_partition* p, size_t n, ex_error* err);
-  static int32_t cb_hold(void* ctx, const ex_partition* p, ex_error* err);
-  static void cb_release(void* ctx, const ex_partition* p);
+  static int64_t cb_state_position(ex_host_ctx ctx, ex_bytes store, const ex_partition* part);
+  static int32_t cb_standby(ex_host_ctx ctx, const ex_partition* p, size_t n, ex_error* err);
+  static int32_t cb_hold(ex_host_ctx ctx, const ex_partition* p, ex_error* err);
+  static void cb_release(ex_host_ctx ctx, const ex_partition* p);
   std::unique_ptr<HostBinding> binding(const std::string& component_id);
 
   config::PipelineSpec spec_;

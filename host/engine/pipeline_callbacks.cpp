@@ -17,7 +17,7 @@ std::unique_ptr<HostBinding> Pipeline::binding(const std::string& component_id) 
   b->component_id = component_id;
   b->api.struct_size = sizeof(ex_host_api);
   b->owner = this;
-  b->api.ctx = b.get();
+  b->api.ctx = b->ctx();
   b->api.pipeline_name = b->pipeline.c_str();
   b->api.component_id = b->component_id.c_str();
   b->api.log = &Pipeline::cb_log;
@@ -36,18 +36,18 @@ std::unique_ptr<HostBinding> Pipeline::binding(const std::string& component_id) 
 }
 
 
-void Pipeline::cb_log(void* ctx, int32_t level, const char* msg, size_t len) {
+void Pipeline::cb_log(ex_host_ctx ctx, int32_t level, const char* msg, size_t len) {
   auto* p = owner_of(ctx);
   std::string scope = "pipeline:" + p->spec_.name;
   log::write(static_cast<log::Level>(std::clamp(level, 0, 3)), scope, std::string_view(msg, len));
 }
 
-void Pipeline::cb_metric(void* ctx, int32_t kind, const char* name, const char* labels, double v) {
+void Pipeline::cb_metric(ex_host_ctx ctx, int32_t kind, const char* name, const char* labels, double v) {
   auto* p = owner_of(ctx);
   if (name == nullptr) return;
   // The stage label keeps two instances of one plugin (a sink and a dead-letter sink,
   // say) in separate series.
-  auto l = p->labels(static_cast<HostBinding*>(ctx)->component_id);
+  auto l = p->labels(HostBinding::of(ctx)->component_id);
   for (auto& kv : metrics::Registry::parse_labels(labels ? labels : "")) l.push_back(kv);
   if (kind == EX_METRIC_COUNTER)
     metrics::global().add(name, l, v);
@@ -55,7 +55,7 @@ void Pipeline::cb_metric(void* ctx, int32_t kind, const char* name, const char* 
     metrics::global().set(name, l, v);
 }
 
-int32_t Pipeline::cb_assigned(void* ctx, const ex_partition* parts, size_t n, ex_error* err) {
+int32_t Pipeline::cb_assigned(ex_host_ctx ctx, const ex_partition* parts, size_t n, ex_error* err) {
   auto* p = owner_of(ctx);
   Instance* in = p->current_;
   if (in == nullptr) return EX_OK;
@@ -91,7 +91,7 @@ int32_t Pipeline::cb_assigned(void* ctx, const ex_partition* parts, size_t n, ex
   return EX_OK;
 }
 
-int32_t Pipeline::cb_revoked(void* ctx, const ex_partition* parts, size_t n, ex_error* err) {
+int32_t Pipeline::cb_revoked(ex_host_ctx ctx, const ex_partition* parts, size_t n, ex_error* err) {
   auto* p = owner_of(ctx);
   Instance* in = p->current_;
   if (in == nullptr) return EX_OK;
@@ -148,7 +148,7 @@ int32_t state_error(ex_error* err, const Outcome& o) {
 }  // namespace
 
 // The sink of the running instance, or nullptr (then the call fails as FATAL).
-Sink* Pipeline::state_sink(void* ctx) {
+Sink* Pipeline::state_sink(ex_host_ctx ctx) {
   Instance* in = owner_of(ctx)->current_;
   return in != nullptr ? in->sink.get() : nullptr;
 }
@@ -156,31 +156,31 @@ namespace {
 const Outcome kNoSink = Outcome::make(EX_ERR_FATAL, "no sink to keep state");
 }
 
-int32_t Pipeline::cb_state_supported(void* ctx) {
+int32_t Pipeline::cb_state_supported(ex_host_ctx ctx) {
   Sink* s = state_sink(ctx);
   return s != nullptr && s->has_state() ? 1 : 0;
 }
-int32_t Pipeline::cb_state_open(void* ctx, ex_bytes store, const ex_partition* part,
+int32_t Pipeline::cb_state_open(ex_host_ctx ctx, ex_bytes store, const ex_partition* part,
                                 ex_state_info* info, ex_error* err) {
   Sink* s = state_sink(ctx);
   return state_error(err, s ? s->state_open(store, part, info) : kNoSink);
 }
-int32_t Pipeline::cb_state_read(void* ctx, ex_bytes store, const ex_partition* part, int64_t from,
-                                ex_state_record_fn fn, void* fn_ctx, ex_error* err) {
+int32_t Pipeline::cb_state_read(ex_host_ctx ctx, ex_bytes store, const ex_partition* part, int64_t from,
+                                ex_state_record_fn fn, ex_state_read_ctx fn_ctx, ex_error* err) {
   Sink* s = state_sink(ctx);
   return state_error(err, s ? s->state_read(store, part, from, fn, fn_ctx) : kNoSink);
 }
-int32_t Pipeline::cb_state_write(void* ctx, ex_bytes store, const ex_partition* part, ex_bytes key,
+int32_t Pipeline::cb_state_write(ex_host_ctx ctx, ex_bytes store, const ex_partition* part, ex_bytes key,
                                  ex_bytes value, ex_error* err) {
   Sink* s = state_sink(ctx);
   return state_error(err, s ? s->state_write(store, part, key, value) : kNoSink);
 }
-int64_t Pipeline::cb_state_position(void* ctx, ex_bytes store, const ex_partition* part) {
+int64_t Pipeline::cb_state_position(ex_host_ctx ctx, ex_bytes store, const ex_partition* part) {
   Sink* s = state_sink(ctx);
   return s ? s->state_position(store, part) : -1;
 }
 
-int32_t Pipeline::cb_standby(void* ctx, const ex_partition* parts, size_t n, ex_error*) {
+int32_t Pipeline::cb_standby(ex_host_ctx ctx, const ex_partition* parts, size_t n, ex_error*) {
   auto* p = owner_of(ctx);
   Instance* in = p->current_;
   if (in == nullptr) return EX_OK;
@@ -188,7 +188,7 @@ int32_t Pipeline::cb_standby(void* ctx, const ex_partition* parts, size_t n, ex_
   return EX_OK;
 }
 
-int32_t Pipeline::cb_hold(void* ctx, const ex_partition* part, ex_error* err) {
+int32_t Pipeline::cb_hold(ex_host_ctx ctx, const ex_partition* part, ex_error* err) {
   auto* p = owner_of(ctx);
   Instance* in = p->current_;
   auto refuse = [&](const std::string& why) {
@@ -209,11 +209,11 @@ int32_t Pipeline::cb_hold(void* ctx, const ex_partition* part, ex_error* err) {
     return refuse("the sink was built for an ABI older than 1.2");
   p->held_.hold(*part);
   log::info("pipeline:" + p->spec_.name, "{} holds back {} while it prepares it; the other "
-            "partitions go on", static_cast<HostBinding*>(ctx)->component_id, sv(part->name));
+            "partitions go on", HostBinding::of(ctx)->component_id, sv(part->name));
   return EX_OK;
 }
 
-void Pipeline::cb_release(void* ctx, const ex_partition* part) {
+void Pipeline::cb_release(ex_host_ctx ctx, const ex_partition* part) {
   if (part != nullptr) owner_of(ctx)->held_.release(part->id);
 }
 

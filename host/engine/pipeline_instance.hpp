@@ -28,8 +28,8 @@ inline ex_bytes bv(const std::string& s) {
 inline double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
-inline Pipeline* owner_of(void* ctx) {
-  return static_cast<Pipeline*>(static_cast<HostBinding*>(ctx)->owner);
+inline Pipeline* owner_of(ex_host_ctx ctx) {
+  return static_cast<Pipeline*>(HostBinding::of(ctx)->owner);
 }
 }  // namespace pipeline_detail
 using namespace pipeline_detail;

@@ -77,20 +77,20 @@ void Pipeline::run_task(Task& task, const ex_batch* batch) {
     out.reserve(cur->count);
     const std::string stage = t->id();
     EmitCtx ctx{cur, &out, &task, &stage};
-    ex_emitter em{sizeof(ex_emitter), &ctx,
-                  [](void* c, size_t idx) -> int32_t {
-                    auto* x = static_cast<EmitCtx*>(c);
+    ex_emitter em{sizeof(ex_emitter), reinterpret_cast<ex_emitter_ctx>(&ctx),
+                  [](ex_emitter_ctx c, size_t idx) -> int32_t {
+                    auto* x = reinterpret_cast<EmitCtx*>(c);
                     if (idx >= x->in->count) return EX_ERR_FATAL;
                     x->out->push_back(at(x->in, idx));
                     return EX_OK;
                   },
-                  [](void* c, const ex_record* r) -> int32_t {
-                    auto* x = static_cast<EmitCtx*>(c);
+                  [](ex_emitter_ctx c, const ex_record* r) -> int32_t {
+                    auto* x = reinterpret_cast<EmitCtx*>(c);
                     x->out->push_back(x->task->arena.copy(*r));
                     return EX_OK;
                   },
-                  [](void* c, size_t idx, const char* m, size_t n) -> int32_t {
-                    auto* x = static_cast<EmitCtx*>(c);
+                  [](ex_emitter_ctx c, size_t idx, const char* m, size_t n) -> int32_t {
+                    auto* x = reinterpret_cast<EmitCtx*>(c);
                     if (idx < x->in->count)
                       x->task->rejects.push_back(
                           TaskReject{*x->stage, x->task->arena.copy(at(x->in, idx)), std::string(m, n)});
@@ -174,9 +174,9 @@ Outcome Pipeline::process_batch(Instance& in, const ex_batch* batch) {
     std::string stage;
     size_t* count;
   } sctx{this, &in, cur, in.sink->id(), &sink_rejects};
-  ex_record_errors errs{sizeof(ex_record_errors), &sctx,
-                        [](void* c, size_t idx, const char* m, size_t n) -> int32_t {
-                          auto* x = static_cast<SinkCtx*>(c);
+  ex_record_errors errs{sizeof(ex_record_errors), reinterpret_cast<ex_record_errors_ctx>(&sctx),
+                        [](ex_record_errors_ctx c, size_t idx, const char* m, size_t n) -> int32_t {
+                          auto* x = reinterpret_cast<SinkCtx*>(c);
                           if (idx >= x->batch->count) return EX_ERR_FATAL;
                           ++*x->count;
                           x->p->handle_reject(*x->in, x->stage, at(x->batch, idx), std::string(m, n));
@@ -208,9 +208,9 @@ Outcome Pipeline::write_dead_letters(Instance& in) {
     struct DlqCtx {
       size_t* n;
     } dctx{&dlq_rejects};
-    ex_record_errors derrs{sizeof(ex_record_errors), &dctx,
-                           [](void* c, size_t, const char*, size_t) -> int32_t {
-                             ++*static_cast<DlqCtx*>(c)->n;
+    ex_record_errors derrs{sizeof(ex_record_errors), reinterpret_cast<ex_record_errors_ctx>(&dctx),
+                           [](ex_record_errors_ctx c, size_t, const char*, size_t) -> int32_t {
+                             ++*reinterpret_cast<DlqCtx*>(c)->n;
                              return EX_OK;
                            },
                            nullptr};

@@ -25,11 +25,14 @@ Outcome Pipeline::settle_window(Instance& in, bool final, std::string& format, s
   const bool drain = final || !in.source->has_checkpoint_at();
   const std::string stage = in.sink->id();
   LateCtx ctx{[&](const ex_record& r, std::string why) { handle_reject(in, stage, r, why); }};
-  ex_record_errors errs{sizeof(ex_record_errors), &ctx,
-                        [](void*, size_t, const char*, size_t) -> int32_t { return EX_ERR_FATAL; },
-                        [](void* c, const ex_record* r, const char* m, size_t n) -> int32_t {
+  ex_record_errors errs{sizeof(ex_record_errors), reinterpret_cast<ex_record_errors_ctx>(&ctx),
+                        [](ex_record_errors_ctx, size_t, const char*, size_t) -> int32_t {
+                          return EX_ERR_FATAL;
+                        },
+                        [](ex_record_errors_ctx c, const ex_record* r, const char* m,
+                           size_t n) -> int32_t {
                           if (r == nullptr) return EX_ERR_FATAL;
-                          static_cast<LateCtx*>(c)->reject(*r, std::string(m, n));
+                          reinterpret_cast<LateCtx*>(c)->reject(*r, std::string(m, n));
                           return EX_OK;
                         }};
   std::vector<ex_partition> parts;

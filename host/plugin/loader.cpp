@@ -1,4 +1,5 @@
 #include "plugin/loader.hpp"
+#include "plugin/build_facts.hpp"
 #include "plugin/trust.hpp"
 
 #include <boost/dll/runtime_symbol_info.hpp>
@@ -143,6 +144,7 @@ std::shared_ptr<Library> Registry::load(const std::string& path, std::string* wh
         major, minor, EX_ABI_VERSION_MAJOR, EX_ABI_VERSION_MINOR));
   if (d->struct_size < kMinDescriptor)
     return fail(fmt::format("descriptor too small ({} bytes)", d->struct_size));
+  if (std::string bad = build_fact_mismatch(*d); !bad.empty()) return fail(bad);
   lib->abi_version = d->abi_version;
   lib->name = d->name ? d->name : fs::path(path).stem().string();
   lib->version = d->version ? d->version : "";

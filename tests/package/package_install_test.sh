@@ -400,6 +400,9 @@ for p in kafka dedupe generator file filter http; do have deb "/usr/lib/exactly/
 [ "$(grep -c '/usr/lib/exactly/plugins/.*\.so$' "$work/deb.list")" -eq 6 ] \
   || fail "plugins other than the six: $(grep '\.so$' "$work/deb.list")"
 for f in /usr/include/exactly/plugin_abi.h /usr/include/exactly/sdk.hpp \
+         /usr/include/exactly/detail/guard.hpp /usr/include/exactly/detail/lifecycle.hpp \
+         /usr/include/exactly/detail/source_adapter.hpp /usr/include/exactly/detail/transform_adapter.hpp \
+         /usr/include/exactly/detail/sink_adapter.hpp \
          /usr/include/exactly/testing/harness.hpp /usr/lib/cmake/exactly_sdk/exactly_sdkConfig.cmake \
          /usr/lib/cmake/exactly_sdk/exactly_sdkConfigVersion.cmake \
          /usr/lib/cmake/exactly_sdk/exactly_sdk_targets.cmake /usr/lib/cmake/exactly_sdk/exactly_plugin.cmake \
@@ -409,7 +412,7 @@ for f in /usr/include/exactly/plugin_abi.h /usr/include/exactly/sdk.hpp \
 done
 if grep "include/\|cmake/" "$work/deb.list"; then fail "SDK files in the exactly package"; fi
 if grep "\.so$\|/bin/" "$work/dev.list"; then fail "binaries in exactly-dev"; fi
-if grep -i "testkit\|abi_mismatch\|abi_1_0\|not_a_plugin" "$work/deb.list" "$work/dev.list"; then
+if grep -i "testkit\|abi_mismatch\|abi_1_0\|abi_wrong_facts\|not_a_plugin" "$work/deb.list" "$work/dev.list"; then
   fail "test fixtures packaged"
 fi
 # The host refuses plugins its group or others can write: so would an installed system.

@@ -1,4 +1,4 @@
-//! Rust mirror of `sdk/include/exactly/plugin_abi.h` (ABI 1.3), kept by hand.
+//! Rust mirror of `sdk/include/exactly/plugin_abi.h` (ABI 1.4), kept by hand.
 //!
 //! Every struct of the header is here with the same members in the same order, as
 //! `#[repr(C)]`; function pointers are `Option<unsafe extern "C" fn ...>` (NULL = None).
@@ -21,6 +21,29 @@ pub const EX_ABI_VERSION_MINOR: u32 = 4;
 pub const EX_ABI_VERSION: u32 = (EX_ABI_VERSION_MAJOR << 16) | EX_ABI_VERSION_MINOR;
 /// The exported symbol's name (without the NUL).
 pub const EX_PLUGIN_ENTRY_SYMBOL: &str = "exactly_plugin_descriptor";
+
+// ---------------------------------------------------------------- handles (1.4)
+
+/// Declares an opaque handle as the header does: a pointer to a struct nobody defines,
+/// so that handles of different owners do not mix (see the header for who owns which).
+macro_rules! handle {
+    ($($name:ident / $target:ident),* $(,)?) => {$(
+        #[repr(C)]
+        pub struct $target {
+            _opaque: [u8; 0],
+        }
+        pub type $name = *mut $target;
+    )*};
+}
+handle!(
+    ex_host_ctx / ex_host_ctx_s,
+    ex_emitter_ctx / ex_emitter_ctx_s,
+    ex_record_errors_ctx / ex_record_errors_ctx_s,
+    ex_state_read_ctx / ex_state_read_ctx_s,
+    ex_source_self / ex_source_self_s,
+    ex_transform_self / ex_transform_self_s,
+    ex_sink_self / ex_sink_self_s,
+);
 
 // ---------------------------------------------------------------- basic types
 
@@ -148,7 +171,7 @@ pub struct ex_state_info {
 }
 
 pub type ex_state_record_fn =
-    Option<unsafe extern "C" fn(ctx: *mut c_void, position: i64, key: ex_bytes, value: ex_bytes) -> i32>;
+    Option<unsafe extern "C" fn(ctx: ex_state_read_ctx, position: i64, key: ex_bytes, value: ex_bytes) -> i32>;
 
 // ---------------------------------------------------------------- host services
 
@@ -163,19 +186,19 @@ pub const EX_METRIC_COUNTER: ex_metric_kind = 1;
 pub const EX_METRIC_GAUGE: ex_metric_kind = 2;
 
 type PartsFn = Option<
-    unsafe extern "C" fn(ctx: *mut c_void, parts: *const ex_partition, n: usize, err: *mut ex_error) -> i32,
+    unsafe extern "C" fn(ctx: ex_host_ctx, parts: *const ex_partition, n: usize, err: *mut ex_error) -> i32,
 >;
 
 #[repr(C)]
 pub struct ex_host_api {
     pub struct_size: u32,
-    pub ctx: *mut c_void,
+    pub ctx: ex_host_ctx,
     pub pipeline_name: *const c_char,
     pub component_id: *const c_char,
-    pub log: Option<unsafe extern "C" fn(ctx: *mut c_void, level: i32, msg: *const c_char, len: usize)>,
+    pub log: Option<unsafe extern "C" fn(ctx: ex_host_ctx, level: i32, msg: *const c_char, len: usize)>,
     pub metric: Option<
         unsafe extern "C" fn(
-            ctx: *mut c_void,
+            ctx: ex_host_ctx,
             kind: i32,
             name: *const c_char,
             labels: *const c_char,
@@ -185,10 +208,10 @@ pub struct ex_host_api {
     pub partitions_assigned: PartsFn,
     pub partitions_revoked: PartsFn,
     // 1.1 (check struct_size first)
-    pub state_supported: Option<unsafe extern "C" fn(ctx: *mut c_void) -> i32>,
+    pub state_supported: Option<unsafe extern "C" fn(ctx: ex_host_ctx) -> i32>,
     pub state_open: Option<
         unsafe extern "C" fn(
-            ctx: *mut c_void,
+            ctx: ex_host_ctx,
             store: ex_bytes,
             part: *const ex_partition,
             info: *mut ex_state_info,
@@ -197,18 +220,18 @@ pub struct ex_host_api {
     >,
     pub state_read: Option<
         unsafe extern "C" fn(
-            ctx: *mut c_void,
+            ctx: ex_host_ctx,
             store: ex_bytes,
             part: *const ex_partition,
             from: i64,
             f: ex_state_record_fn,
-            fn_ctx: *mut c_void,
+            fn_ctx: ex_state_read_ctx,
             err: *mut ex_error,
         ) -> i32,
     >,
     pub state_write: Option<
         unsafe extern "C" fn(
-            ctx: *mut c_void,
+            ctx: ex_host_ctx,
             store: ex_bytes,
             part: *const ex_partition,
             key: ex_bytes,
@@ -217,37 +240,40 @@ pub struct ex_host_api {
         ) -> i32,
     >,
     pub state_position:
-        Option<unsafe extern "C" fn(ctx: *mut c_void, store: ex_bytes, part: *const ex_partition) -> i64>,
+        Option<unsafe extern "C" fn(ctx: ex_host_ctx, store: ex_bytes, part: *const ex_partition) -> i64>,
     // 1.2 (check struct_size first)
     pub standby: PartsFn,
     pub hold:
-        Option<unsafe extern "C" fn(ctx: *mut c_void, part: *const ex_partition, err: *mut ex_error) -> i32>,
-    pub release: Option<unsafe extern "C" fn(ctx: *mut c_void, part: *const ex_partition)>,
+        Option<unsafe extern "C" fn(ctx: ex_host_ctx, part: *const ex_partition, err: *mut ex_error) -> i32>,
+    pub release: Option<unsafe extern "C" fn(ctx: ex_host_ctx, part: *const ex_partition)>,
 }
 
 // ---------------------------------------------------------------- emitters
 
-type RejectFn = Option<
-    unsafe extern "C" fn(ctx: *mut c_void, input_index: usize, reason: *const c_char, len: usize) -> i32,
->;
+type RejectFn<C> = Option<unsafe extern "C" fn(ctx: C, input_index: usize, reason: *const c_char, len: usize) -> i32>;
 
 #[repr(C)]
 pub struct ex_emitter {
     pub struct_size: u32,
-    pub ctx: *mut c_void,
-    pub keep: Option<unsafe extern "C" fn(ctx: *mut c_void, input_index: usize) -> i32>,
-    pub emit: Option<unsafe extern "C" fn(ctx: *mut c_void, borrowed: *const ex_record) -> i32>,
-    pub reject: RejectFn,
+    pub ctx: ex_emitter_ctx,
+    pub keep: Option<unsafe extern "C" fn(ctx: ex_emitter_ctx, input_index: usize) -> i32>,
+    pub emit: Option<unsafe extern "C" fn(ctx: ex_emitter_ctx, borrowed: *const ex_record) -> i32>,
+    pub reject: RejectFn<ex_emitter_ctx>,
 }
 
 #[repr(C)]
 pub struct ex_record_errors {
     pub struct_size: u32,
-    pub ctx: *mut c_void,
-    pub reject: RejectFn,
+    pub ctx: ex_record_errors_ctx,
+    pub reject: RejectFn<ex_record_errors_ctx>,
     // 1.4
     pub reject_record: Option<
-        unsafe extern "C" fn(ctx: *mut c_void, borrowed: *const ex_record, reason: *const c_char, len: usize) -> i32,
+        unsafe extern "C" fn(
+            ctx: ex_record_errors_ctx,
+            borrowed: *const ex_record,
+            reason: *const c_char,
+            len: usize,
+        ) -> i32,
     >,
 }
 
@@ -258,36 +284,35 @@ pub const EX_KIND_SOURCE: ex_component_kind = 1;
 pub const EX_KIND_TRANSFORM: ex_component_kind = 2;
 pub const EX_KIND_SINK: ex_component_kind = 3;
 
-pub type CreateFn = Option<
+// `S` is the component's own handle: ex_source_self, ex_transform_self or ex_sink_self.
+pub type CreateFn<S> = Option<
     unsafe extern "C" fn(
         host: *const ex_host_api,
         config: *const ex_config,
-        out_self: *mut *mut c_void,
+        out_self: *mut S,
         err: *mut ex_error,
     ) -> i32,
 >;
-pub type DestroyFn = Option<unsafe extern "C" fn(this: *mut c_void)>;
-pub type SelfPartsFn = Option<
-    unsafe extern "C" fn(this: *mut c_void, parts: *const ex_partition, n: usize, err: *mut ex_error) -> i32,
->;
-pub type SelfFn = Option<unsafe extern "C" fn(this: *mut c_void, err: *mut ex_error) -> i32>;
-pub type ReconfigureFn =
-    Option<unsafe extern "C" fn(this: *mut c_void, config: *const ex_config, err: *mut ex_error) -> i32>;
+pub type DestroyFn<S> = Option<unsafe extern "C" fn(this: S)>;
+pub type SelfPartsFn<S> =
+    Option<unsafe extern "C" fn(this: S, parts: *const ex_partition, n: usize, err: *mut ex_error) -> i32>;
+pub type SelfFn<S> = Option<unsafe extern "C" fn(this: S, err: *mut ex_error) -> i32>;
+pub type ReconfigureFn<S> =
+    Option<unsafe extern "C" fn(this: S, config: *const ex_config, err: *mut ex_error) -> i32>;
 /// 1.3: a component's side-effect-free check of a config (NULL: schema check only).
 pub type ValidateFn = Option<unsafe extern "C" fn(config: *const ex_config, err: *mut ex_error) -> i32>;
-pub type CheckpointInFn = Option<
-    unsafe extern "C" fn(this: *mut c_void, positions: *const ex_checkpoint, err: *mut ex_error) -> i32,
->;
+pub type CheckpointInFn<S> =
+    Option<unsafe extern "C" fn(this: S, positions: *const ex_checkpoint, err: *mut ex_error) -> i32>;
 
 #[repr(C)]
 pub struct ex_source_vtable {
     pub struct_size: u32,
-    pub create: CreateFn,
-    pub destroy: DestroyFn,
-    pub open: CheckpointInFn,
+    pub create: CreateFn<ex_source_self>,
+    pub destroy: DestroyFn<ex_source_self>,
+    pub open: CheckpointInFn<ex_source_self>,
     pub poll: Option<
         unsafe extern "C" fn(
-            this: *mut c_void,
+            this: ex_source_self,
             timeout_ms: i32,
             out: *mut ex_batch,
             end_of_input: *mut i32,
@@ -295,15 +320,15 @@ pub struct ex_source_vtable {
         ) -> i32,
     >,
     pub checkpoint:
-        Option<unsafe extern "C" fn(this: *mut c_void, out: *mut ex_checkpoint, err: *mut ex_error) -> i32>,
-    pub commit: CheckpointInFn,
-    pub rewind: CheckpointInFn,
-    pub pause: Option<unsafe extern "C" fn(this: *mut c_void, paused: i32, err: *mut ex_error) -> i32>,
-    pub reconfigure: ReconfigureFn,
+        Option<unsafe extern "C" fn(this: ex_source_self, out: *mut ex_checkpoint, err: *mut ex_error) -> i32>,
+    pub commit: CheckpointInFn<ex_source_self>,
+    pub rewind: CheckpointInFn<ex_source_self>,
+    pub pause: Option<unsafe extern "C" fn(this: ex_source_self, paused: i32, err: *mut ex_error) -> i32>,
+    pub reconfigure: ReconfigureFn<ex_source_self>,
     // 1.2
     pub pause_partitions: Option<
         unsafe extern "C" fn(
-            this: *mut c_void,
+            this: ex_source_self,
             parts: *const ex_partition,
             n: usize,
             paused: i32,
@@ -315,7 +340,7 @@ pub struct ex_source_vtable {
     // 1.4
     pub checkpoint_at: Option<
         unsafe extern "C" fn(
-            this: *mut c_void,
+            this: ex_source_self,
             parts: *const ex_partition,
             n: usize,
             out: *mut ex_checkpoint,
@@ -327,26 +352,26 @@ pub struct ex_source_vtable {
 #[repr(C)]
 pub struct ex_transform_vtable {
     pub struct_size: u32,
-    pub create: CreateFn,
-    pub destroy: DestroyFn,
-    pub assign: SelfPartsFn,
-    pub revoke: SelfPartsFn,
+    pub create: CreateFn<ex_transform_self>,
+    pub destroy: DestroyFn<ex_transform_self>,
+    pub assign: SelfPartsFn<ex_transform_self>,
+    pub revoke: SelfPartsFn<ex_transform_self>,
     pub process: Option<
         unsafe extern "C" fn(
-            this: *mut c_void,
+            this: ex_transform_self,
             input: *const ex_batch,
             out: *const ex_emitter,
             err: *mut ex_error,
         ) -> i32,
     >,
-    pub prepare_commit: SelfFn,
-    pub commit: SelfFn,
-    pub abort: SelfFn,
-    pub reconfigure: ReconfigureFn,
+    pub prepare_commit: SelfFn<ex_transform_self>,
+    pub commit: SelfFn<ex_transform_self>,
+    pub abort: SelfFn<ex_transform_self>,
+    pub reconfigure: ReconfigureFn<ex_transform_self>,
     // 1.1
-    pub positions: SelfPartsFn,
+    pub positions: SelfPartsFn<ex_transform_self>,
     // 1.2
-    pub standby: SelfPartsFn,
+    pub standby: SelfPartsFn<ex_transform_self>,
     // 1.3
     pub validate: ValidateFn,
 }
@@ -357,41 +382,41 @@ pub const EX_SINK_POSITIONS_IN_SOURCE: u32 = 2;
 #[repr(C)]
 pub struct ex_sink_vtable {
     pub struct_size: u32,
-    pub create: CreateFn,
-    pub destroy: DestroyFn,
+    pub create: CreateFn<ex_sink_self>,
+    pub destroy: DestroyFn<ex_sink_self>,
     pub open: Option<
         unsafe extern "C" fn(
-            this: *mut c_void,
+            this: ex_sink_self,
             stored: *mut ex_checkpoint,
             has_stored: *mut i32,
             err: *mut ex_error,
         ) -> i32,
     >,
-    pub assign: SelfPartsFn,
-    pub revoke: SelfPartsFn,
+    pub assign: SelfPartsFn<ex_sink_self>,
+    pub revoke: SelfPartsFn<ex_sink_self>,
     pub write: Option<
         unsafe extern "C" fn(
-            this: *mut c_void,
+            this: ex_sink_self,
             input: *const ex_batch,
             errors: *const ex_record_errors,
             err: *mut ex_error,
         ) -> i32,
     >,
-    pub prepare_commit: SelfFn,
+    pub prepare_commit: SelfFn<ex_sink_self>,
     pub commit: Option<
         unsafe extern "C" fn(
-            this: *mut c_void,
+            this: ex_sink_self,
             positions: *const ex_checkpoint,
             flags: *mut u32,
             err: *mut ex_error,
         ) -> i32,
     >,
-    pub abort: SelfFn,
-    pub reconfigure: ReconfigureFn,
+    pub abort: SelfFn<ex_sink_self>,
+    pub reconfigure: ReconfigureFn<ex_sink_self>,
     // 1.1: all four or none
     pub state_open: Option<
         unsafe extern "C" fn(
-            this: *mut c_void,
+            this: ex_sink_self,
             store: ex_bytes,
             part: *const ex_partition,
             info: *mut ex_state_info,
@@ -400,18 +425,18 @@ pub struct ex_sink_vtable {
     >,
     pub state_read: Option<
         unsafe extern "C" fn(
-            this: *mut c_void,
+            this: ex_sink_self,
             store: ex_bytes,
             part: *const ex_partition,
             from: i64,
             f: ex_state_record_fn,
-            fn_ctx: *mut c_void,
+            fn_ctx: ex_state_read_ctx,
             err: *mut ex_error,
         ) -> i32,
     >,
     pub state_write: Option<
         unsafe extern "C" fn(
-            this: *mut c_void,
+            this: ex_sink_self,
             store: ex_bytes,
             part: *const ex_partition,
             key: ex_bytes,
@@ -420,13 +445,13 @@ pub struct ex_sink_vtable {
         ) -> i32,
     >,
     pub state_position:
-        Option<unsafe extern "C" fn(this: *mut c_void, store: ex_bytes, part: *const ex_partition) -> i64>,
+        Option<unsafe extern "C" fn(this: ex_sink_self, store: ex_bytes, part: *const ex_partition) -> i64>,
     // 1.3
     pub validate: ValidateFn,
     // 1.4
     pub completed: Option<
         unsafe extern "C" fn(
-            this: *mut c_void,
+            this: ex_sink_self,
             parts: *mut ex_partition,
             n: usize,
             errors: *const ex_record_errors,
@@ -454,6 +479,32 @@ pub struct ex_plugin_descriptor {
     pub version: *const c_char,
     pub components: *const ex_component,
     pub component_count: usize,
+    // 1.4: build facts, checked by the host at load (see `build_facts` below)
+    pub pointer_size: u32,
+    pub byte_order: u32,
+    pub record_size: u32,
+    pub batch_size: u32,
+    pub partition_size: u32,
+    pub header_size: u32,
+    pub config_entry_size: u32,
+}
+
+/// Read back as another number by a host of the other byte order.
+pub const EX_BYTE_ORDER_MARK: u32 = 0x01020304;
+
+/// The 1.4 build facts of this build, in descriptor order (EX_PLUGIN_BUILD_FACTS in C):
+/// `ex_plugin_descriptor { pointer_size: f[0], byte_order: f[1], ... }`.
+pub const fn build_facts() -> [u32; 7] {
+    use std::mem::size_of;
+    [
+        size_of::<*const c_void>() as u32,
+        EX_BYTE_ORDER_MARK,
+        size_of::<ex_record>() as u32,
+        size_of::<ex_batch>() as u32,
+        size_of::<ex_partition>() as u32,
+        size_of::<ex_header>() as u32,
+        size_of::<ex_config_entry>() as u32,
+    ]
 }
 
 pub type ex_plugin_entry_fn =

@@ -126,6 +126,13 @@ static DESCRIPTOR: Shared<ex_plugin_descriptor> = Shared(ex_plugin_descriptor {
     version: cstr!("0.1.0"),
     components: COMPONENTS.0.as_ptr(),
     component_count: 1,
+    pointer_size: build_facts()[0],
+    byte_order: build_facts()[1],
+    record_size: build_facts()[2],
+    batch_size: build_facts()[3],
+    partition_size: build_facts()[4],
+    header_size: build_facts()[5],
+    config_entry_size: build_facts()[6],
 });
 
 /// The one exported symbol (a cdylib exports only `#[no_mangle] pub extern` items).
@@ -245,7 +252,7 @@ impl Mask {
 unsafe extern "C" fn create(
     host: *const ex_host_api,
     config: *const ex_config,
-    out_self: *mut *mut c_void,
+    out_self: *mut ex_transform_self,
     err: *mut ex_error,
 ) -> i32 {
     guard(err, || {
@@ -255,19 +262,19 @@ unsafe extern "C" fn create(
             EX_LOG_INFO,
             &format!("masking {:?}, {} last character(s) visible", m.settings.fields, m.settings.keep_last),
         );
-        *out_self = Box::into_raw(Box::new(m)) as *mut c_void;
+        *out_self = Box::into_raw(Box::new(m)) as ex_transform_self;
         Ok(())
     })
 }
 
-unsafe extern "C" fn destroy(this: *mut c_void) {
+unsafe extern "C" fn destroy(this: ex_transform_self) {
     if !this.is_null() {
         let _ = catch_unwind(AssertUnwindSafe(|| drop(Box::from_raw(this as *mut Mask))));
     }
 }
 
 unsafe extern "C" fn process(
-    this: *mut c_void,
+    this: ex_transform_self,
     input: *const ex_batch,
     out: *const ex_emitter,
     err: *mut ex_error,
@@ -319,7 +326,7 @@ unsafe extern "C" fn process(
 }
 
 /// Hot reload: the whole new config is validated before anything changes.
-unsafe extern "C" fn reconfigure(this: *mut c_void, config: *const ex_config, err: *mut ex_error) -> i32 {
+unsafe extern "C" fn reconfigure(this: ex_transform_self, config: *const ex_config, err: *mut ex_error) -> i32 {
     guard(err, || {
         let m = &mut *(this as *mut Mask);
         m.settings = Settings::parse(&config_entries(config))?;
@@ -366,7 +373,7 @@ mod tests {
             count: 2,
         };
         let mut e = new_error();
-        let mut out: *mut c_void = std::ptr::null_mut();
+        let mut out: ex_transform_self = std::ptr::null_mut();
         let rc = unsafe { create(null(), &config, &mut out, &mut e) };
         assert_eq!(rc, EX_ERR_CONFIG);
         assert_eq!(text(&e.key), "keep.last");
@@ -386,6 +393,17 @@ mod tests {
     fn the_descriptor_declares_the_schema() {
         let d = unsafe { &*exactly_plugin_descriptor(EX_ABI_VERSION) };
         assert_eq!(d.abi_version, EX_ABI_VERSION);
+        assert_eq!(d.struct_size as usize, std::mem::size_of::<ex_plugin_descriptor>());
+        let facts = [
+            d.pointer_size,
+            d.byte_order,
+            d.record_size,
+            d.batch_size,
+            d.partition_size,
+            d.header_size,
+            d.config_entry_size,
+        ];
+        assert_eq!(facts, build_facts());
         let c = unsafe { &*d.components };
         assert_eq!(unsafe { CStr::from_ptr(c.name) }.to_str().unwrap(), "mask");
         let keys: Vec<_> = unsafe { slice(c.fields, c.field_count) }

@@ -14,6 +14,11 @@
  * Naming: `ex_*_vtable` members are implemented by the plugin and called by the host;
  * `ex_host_api` members are implemented by the host and called by the plugin.
  * Pointers named `borrowed` are valid only for the duration of the call.
+ *
+ * Memory (1.4 states it everywhere with a LIFETIME line): nothing is ever freed by the
+ * side that did not allocate it, and every pointer one side hands the other is valid
+ * only for the duration of that call unless its LIFETIME line says longer. Whoever
+ * wants to keep something beyond that copies it.
  */
 #ifndef EXACTLY_PLUGIN_ABI_H
 #define EXACTLY_PLUGIN_ABI_H
@@ -38,6 +43,37 @@ extern "C" {
 #define EX_EXPORT __declspec(dllexport)
 #else
 #define EX_EXPORT __attribute__((visibility("default")))
+#endif
+
+/* ---------------------------------------------------------------- handles (1.4) */
+
+/* Opaque handles: the object behind one is owned by one side and only that side looks
+ * inside; the other side only passes it back. Pointer-sized; until 1.3 they were all
+ * `void*`, so binaries of every minor interoperate.
+ *   Host objects, passed back to the host's functions next to them, never freed by the
+ *   plugin: ex_host_ctx (ex_host_api.ctx), ex_emitter_ctx, ex_record_errors_ctx.
+ *   Plugin objects, made by create(), passed back to that component's vtable calls,
+ *   freed only by its destroy(): ex_source_self, ex_transform_self, ex_sink_self.
+ *   ex_state_read_ctx: the object of the stage that called state_read; the host and the
+ *   sink pass it unchanged to that stage's ex_state_record_fn.
+ * C code written for 1.3 or older declares these as void*: it builds unchanged when it
+ * defines EX_ABI_VOID_HANDLES before including this header. */
+#ifdef EX_ABI_VOID_HANDLES
+typedef void* ex_host_ctx;
+typedef void* ex_emitter_ctx;
+typedef void* ex_record_errors_ctx;
+typedef void* ex_state_read_ctx;
+typedef void* ex_source_self;
+typedef void* ex_transform_self;
+typedef void* ex_sink_self;
+#else
+typedef struct ex_host_ctx_s* ex_host_ctx;
+typedef struct ex_emitter_ctx_s* ex_emitter_ctx;
+typedef struct ex_record_errors_ctx_s* ex_record_errors_ctx;
+typedef struct ex_state_read_ctx_s* ex_state_read_ctx;
+typedef struct ex_source_self_s* ex_source_self;
+typedef struct ex_transform_self_s* ex_transform_self;
+typedef struct ex_sink_self_s* ex_sink_self;
 #endif
 
 /* ---------------------------------------------------------------- basic types */
@@ -65,7 +101,10 @@ typedef enum ex_status {
   EX_ERR_UNSUPPORTED = 5
 } ex_status;
 
-/* Caller-allocated error details (librdkafka style: no allocation across the ABI). */
+/* Caller-allocated error details (librdkafka style: no allocation across the ABI).
+ * LIFETIME: the caller's (the host zeroes one before each call it makes); the callee
+ * writes it during the call only, `key` and `message` NUL-terminated within their arrays
+ * (the host reads no further than the arrays anyway). */
 #define EX_ERROR_KEY_MAX 128
 #define EX_ERROR_MESSAGE_MAX 1024
 typedef struct ex_error {
@@ -85,7 +124,9 @@ typedef struct ex_header {
 /* A record is a view. `partition` is the pipeline-local id of the input partition it
  * came from (see ex_partition); `offset` is its position within that partition. The
  * pair is the record's origin: dedupe owners, error messages and DLQ headers use it.
- * Layout is fixed for a major version; batches carry record_size as stride anyway. */
+ * Layout is fixed for a major version; batches carry record_size as stride anyway.
+ * LIFETIME: the bytes behind key, value and headers belong to the batch's producer and
+ * live as long as the batch does (see the call that hands the batch over). */
 typedef struct ex_record {
   ex_bytes key;
   ex_bytes value;
@@ -96,6 +137,8 @@ typedef struct ex_record {
   int64_t timestamp_ms; /* -1 when unknown */
 } ex_record;
 
+/* LIFETIME: a batch handed to process()/write() (struct, records and their bytes) is
+ * valid for that call only; a batch filled by poll() is described there. */
 typedef struct ex_batch {
   uint32_t struct_size;
   uint32_t record_size; /* sizeof(ex_record) of the producer of this batch */
@@ -106,7 +149,9 @@ typedef struct ex_batch {
 /* An input partition. Sources define them; the host forwards assignment to every
  * transform and the sink. `name` is stable across restarts (stateful stages key their
  * stores by it); `number` is the source-native number (Kafka partition);
- * `start_offset` is the committed position the source resumes from (-1 = unknown). */
+ * `start_offset` is the committed position the source resumes from (-1 = unknown).
+ * LIFETIME: arrays of partitions, and the name/topic bytes inside them, are the caller's
+ * and valid for the call only, in both directions; the callee copies what it keeps. */
 typedef struct ex_partition {
   uint32_t struct_size;
   int32_t id;
@@ -120,7 +165,9 @@ typedef struct ex_partition {
 #define EX_PARTITION_LOST (-2)
 
 /* Source positions as the source encodes them. `format` tells a sink that stores
- * positions atomically with its output whether it understands them (e.g. "kafka.v1"). */
+ * positions atomically with its output whether it understands them (e.g. "kafka.v1").
+ * LIFETIME: a checkpoint passed in (open, commit, rewind) is the caller's, valid for
+ * the call; one filled as an out parameter is described at its call. */
 typedef struct ex_checkpoint {
   uint32_t struct_size;
   ex_bytes format;
@@ -141,7 +188,8 @@ typedef enum ex_config_type {
 } ex_config_type;
 
 /* One declared key. Nested YAML maps are addressed by dotted keys: the key
- * "retention.max.keys" matches `retention: { max.keys: 5 }` and `retention.max.keys: 5`. */
+ * "retention.max.keys" matches `retention: { max.keys: 5 }` and `retention.max.keys: 5`.
+ * LIFETIME: the plugin's, static: valid as long as the library is loaded. */
 typedef struct ex_config_field {
   uint32_t struct_size;
   const char* key;
@@ -155,7 +203,9 @@ typedef struct ex_config_field {
 /* The validated configuration handed to create(): every declared key with its value
  * (defaults filled in) as canonical text. Durations are in milliseconds, sizes in bytes,
  * bools "true"/"false". A list key appears once per element, in order; a map key
- * appears as "<key>.<subkey>" once per entry. */
+ * appears as "<key>.<subkey>" once per entry.
+ * LIFETIME: the config, its entries and their bytes are the host's and valid only during
+ * the create(), reconfigure() or validate() call they are passed to: copy what you keep. */
 typedef struct ex_config_entry {
   ex_bytes key;
   ex_bytes value;
@@ -182,8 +232,9 @@ typedef struct ex_state_info {
 } ex_state_info;
 
 /* Receives one changelog record; value.ptr == NULL is a tombstone. Return non-zero to
- * stop reading (the read then fails with EX_ERR_FATAL). */
-typedef int32_t (*ex_state_record_fn)(void* ctx, int64_t position, ex_bytes key,
+ * stop reading (the read then fails with EX_ERR_FATAL).
+ * LIFETIME: key and value bytes are the sink's, valid during this callback only. */
+typedef int32_t (*ex_state_record_fn)(ex_state_read_ctx ctx, int64_t position, ex_bytes key,
                                       ex_bytes value);
 
 /* ---------------------------------------------------------------- host services */
@@ -200,25 +251,32 @@ typedef enum ex_metric_kind {
   EX_METRIC_GAUGE = 2    /* value replaces */
 } ex_metric_kind;
 
+/* LIFETIME: the host's. The struct, ctx, pipeline_name and component_id stay valid from
+ * create() until destroy() returns (a plugin may keep the pointer); never after. */
 typedef struct ex_host_api {
   uint32_t struct_size;
-  void* ctx;
+  ex_host_ctx ctx;
   const char* pipeline_name; /* NUL-terminated, lives as long as the instance */
   const char* component_id;  /* e.g. "transforms[0]/dedupe" */
-  void (*log)(void* ctx, int32_t level, const char* msg, size_t len);
+  /* LIFETIME: msg is the plugin's, read during the call only. */
+  void (*log)(ex_host_ctx ctx, int32_t level, const char* msg, size_t len);
   /* name: Prometheus metric name without the "exactly_" prefix (e.g.
    * "dedupe_duplicates_total"); labels: "k=v,k=v" or empty. The host adds the
-   * `pipeline` and `stage` labels. Thread-safe. */
-  void (*metric)(void* ctx, int32_t kind, const char* name, const char* labels,
+   * `pipeline` and `stage` labels. Thread-safe.
+   * LIFETIME: name and labels are the plugin's, read during the call only. */
+  void (*metric)(ex_host_ctx ctx, int32_t kind, const char* name, const char* labels,
                  double value);
   /* Sources call these from inside poll() when their partition set changes. The host
    * commits the running round before a revocation returns, then tells every stage.
    * In a revocation, start_offset is the partition's position, or EX_PARTITION_LOST
    * (1.1) when the source lost it (e.g. its group session expired): another member may
-   * own it already, so the host aborts the running round instead of committing it. */
-  int32_t (*partitions_assigned)(void* ctx, const ex_partition* parts, size_t n,
+   * own it already, so the host aborts the running round instead of committing it.
+   * LIFETIME: `parts` and the names and topics in it are the source's, read during the
+   * call only: the host copies what it keeps, and the arrays it passes on to the stages'
+   * assign()/revoke() are valid for those calls only. */
+  int32_t (*partitions_assigned)(ex_host_ctx ctx, const ex_partition* parts, size_t n,
                                  ex_error* err);
-  int32_t (*partitions_revoked)(void* ctx, const ex_partition* parts, size_t n,
+  int32_t (*partitions_revoked)(ex_host_ctx ctx, const ex_partition* parts, size_t n,
                                 ex_error* err);
   /* ---- 1.1: state changelogs, forwarded to the sink (check struct_size first). ----
    * state_supported: non-zero when the pipeline's sink implements the state calls.
@@ -228,30 +286,36 @@ typedef struct ex_host_api {
    * state_write: append a record in the running round; call from prepare_commit.
    *   A NULL value.ptr writes a tombstone.
    * state_position: after commit, the position just after the last record of `part`
-   *   this instance committed, or -1 if it committed none. */
-  int32_t (*state_supported)(void* ctx);
-  int32_t (*state_open)(void* ctx, ex_bytes store, const ex_partition* part,
+   *   this instance committed, or -1 if it committed none.
+   * LIFETIME: store, part, key and value are the stage's, read during the call only (the
+   *   sink copies what it writes); `info` is the stage's, filled during the call; fn_ctx
+   *   is the stage's and must live until state_read returns. */
+  int32_t (*state_supported)(ex_host_ctx ctx);
+  int32_t (*state_open)(ex_host_ctx ctx, ex_bytes store, const ex_partition* part,
                         ex_state_info* info, ex_error* err);
-  int32_t (*state_read)(void* ctx, ex_bytes store, const ex_partition* part, int64_t from,
-                        ex_state_record_fn fn, void* fn_ctx, ex_error* err);
-  int32_t (*state_write)(void* ctx, ex_bytes store, const ex_partition* part, ex_bytes key,
-                         ex_bytes value, ex_error* err);
-  int64_t (*state_position)(void* ctx, ex_bytes store, const ex_partition* part);
+  int32_t (*state_read)(ex_host_ctx ctx, ex_bytes store, const ex_partition* part,
+                        int64_t from, ex_state_record_fn fn, ex_state_read_ctx fn_ctx,
+                        ex_error* err);
+  int32_t (*state_write)(ex_host_ctx ctx, ex_bytes store, const ex_partition* part,
+                         ex_bytes key, ex_bytes value, ex_error* err);
+  int64_t (*state_position)(ex_host_ctx ctx, ex_bytes store, const ex_partition* part);
   /* ---- 1.2: standby replicas (check struct_size first). ----
    * Sources call this from inside poll() with every partition this instance should keep
    * a warm copy of without owning it (e.g. the ones its group would give it if another
    * member left); it replaces the previous set. The host hands the set to the stages
-   * (ex_transform_vtable.standby), leaving out partitions assigned here. */
-  int32_t (*standby)(void* ctx, const ex_partition* parts, size_t n, ex_error* err);
+   * (ex_transform_vtable.standby), leaving out partitions assigned here.
+   * LIFETIME: `parts` and its names are the source's, read during the call only. */
+  int32_t (*standby)(ex_host_ctx ctx, const ex_partition* parts, size_t n, ex_error* err);
   /* 1.2: a stage holds back a partition it cannot take records of yet (its state is
    * still being restored, say), so that only that partition waits: call `hold` from
    * inside assign(); the host pauses the partition at the source, from the assignment's
    * start_offset, and the other partitions keep flowing. EX_ERR_UNSUPPORTED when the
    * source cannot pause single partitions: then finish the work before assign()
    * returns. `release` may be called from any thread once the stage is ready; the host
-   * resumes the partition between rounds. A revocation ends a hold too. */
-  int32_t (*hold)(void* ctx, const ex_partition* part, ex_error* err);
-  void (*release)(void* ctx, const ex_partition* part);
+   * resumes the partition between rounds. A revocation ends a hold too.
+   * LIFETIME: `part` is the stage's, read during the call only (release reads its id). */
+  int32_t (*hold)(ex_host_ctx ctx, const ex_partition* part, ex_error* err);
+  void (*release)(ex_host_ctx ctx, const ex_partition* part);
 } ex_host_api;
 
 /* ---------------------------------------------------------------- emitters */
@@ -259,24 +323,33 @@ typedef struct ex_host_api {
 /* Where a transform puts its output. Keeping an input record unchanged is a call
  * with its index (no copy); new or rewritten records are copied by the host. A record
  * error hands the input record to the pipeline's error policy (stop / skip /
- * dead-letter) with a reason. */
+ * dead-letter) with a reason.
+ * LIFETIME: the host's, valid during the process() call it is passed to; call it from
+ * that call only (on its thread). `borrowed` (the record and all its bytes) and `reason`
+ * are the plugin's and copied by the host before the call returns. */
 typedef struct ex_emitter {
   uint32_t struct_size;
-  void* ctx;
-  int32_t (*keep)(void* ctx, size_t input_index);
-  int32_t (*emit)(void* ctx, const ex_record* borrowed);
-  int32_t (*reject)(void* ctx, size_t input_index, const char* reason, size_t len);
+  ex_emitter_ctx ctx;
+  int32_t (*keep)(ex_emitter_ctx ctx, size_t input_index);
+  int32_t (*emit)(ex_emitter_ctx ctx, const ex_record* borrowed);
+  int32_t (*reject)(ex_emitter_ctx ctx, size_t input_index, const char* reason, size_t len);
 } ex_emitter;
 
 /* Where a sink reports per-record failures found synchronously (e.g. over the size
- * limit); the pipeline's error policy decides. */
+ * limit); the pipeline's error policy decides.
+ * LIFETIME: the host's, valid during the write() call it is passed to; `reason` is the
+ * plugin's and copied by the host before reject returns. */
 typedef struct ex_record_errors {
   uint32_t struct_size;
-  void* ctx;
-  int32_t (*reject)(void* ctx, size_t input_index, const char* reason, size_t len);
+  ex_record_errors_ctx ctx;
+  int32_t (*reject)(ex_record_errors_ctx ctx, size_t input_index, const char* reason,
+                    size_t len);
   /* 1.4 (check struct_size): a record error for a record given by value, for a sink
-   * that finds it after write() returned; only from inside ex_sink_vtable.completed. */
-  int32_t (*reject_record)(void* ctx, const ex_record* borrowed, const char* reason, size_t len);
+   * that finds it after write() returned; only from inside ex_sink_vtable.completed.
+   * LIFETIME: `borrowed` and `reason` are the sink's; the host copies both before it
+   * returns. */
+  int32_t (*reject_record)(ex_record_errors_ctx ctx, const ex_record* borrowed,
+                           const char* reason, size_t len);
 } ex_record_errors;
 
 /* ---------------------------------------------------------------- components */
@@ -290,35 +363,43 @@ typedef enum ex_component_kind {
 /* Sources. The batch filled by poll() stays valid until the next poll/rewind/destroy. */
 typedef struct ex_source_vtable {
   uint32_t struct_size;
-  int32_t (*create)(const ex_host_api* host, const ex_config* config, void** out_self,
-                    ex_error* err);
-  void (*destroy)(void* self);
+  /* LIFETIME: *out_self is the plugin's until destroy(); on an error the host ignores it
+   * and never calls destroy(), so create() frees whatever it made. `host` lives until
+   * destroy() returns; `config` only during the call. Same for every component kind. */
+  int32_t (*create)(const ex_host_api* host, const ex_config* config,
+                    ex_source_self* out_self, ex_error* err);
+  void (*destroy)(ex_source_self self);
   /* Start reading. `resume` is the position a sink stored with its output, or NULL:
    * then the source resumes from its own committed positions. */
-  int32_t (*open)(void* self, const ex_checkpoint* resume, ex_error* err);
+  int32_t (*open)(ex_source_self self, const ex_checkpoint* resume, ex_error* err);
   /* Fills `out` (count may be 0). Returns EX_OK, or an error class. `*end_of_input` is
-   * set non-zero when a bounded source has nothing more, ever. */
-  int32_t (*poll)(void* self, int32_t timeout_ms, ex_batch* out, int32_t* end_of_input,
-                  ex_error* err);
-  /* The positions just after the last record returned by poll. Valid until next call. */
-  int32_t (*checkpoint)(void* self, ex_checkpoint* out, ex_error* err);
+   * set non-zero when a bounded source has nothing more, ever.
+   * LIFETIME: `out` is the host's; the records array and every byte the records point to
+   * are the source's and must stay valid until the next poll, rewind or destroy (the
+   * host hands kept records to the sink without copying); pause_partitions keeps them. */
+  int32_t (*poll)(ex_source_self self, int32_t timeout_ms, ex_batch* out,
+                  int32_t* end_of_input, ex_error* err);
+  /* The positions just after the last record returned by poll.
+   * LIFETIME: `out` is the host's; the format and data bytes are the source's and must
+   * stay valid until the next call on this source (the host copies them at once). */
+  int32_t (*checkpoint)(ex_source_self self, ex_checkpoint* out, ex_error* err);
   /* Make positions durable in the source's own store (at_least_once, or when the sink
    * does not store positions). */
-  int32_t (*commit)(void* self, const ex_checkpoint* positions, ex_error* err);
+  int32_t (*commit)(ex_source_self self, const ex_checkpoint* positions, ex_error* err);
   /* Go back to `positions` (the last committed ones) after an aborted round. */
-  int32_t (*rewind)(void* self, const ex_checkpoint* positions, ex_error* err);
+  int32_t (*rewind)(ex_source_self self, const ex_checkpoint* positions, ex_error* err);
   /* Backpressure; may be NULL. */
-  int32_t (*pause)(void* self, int32_t paused, ex_error* err);
+  int32_t (*pause)(ex_source_self self, int32_t paused, ex_error* err);
   /* Apply a new config in place; NULL or EX_ERR_UNSUPPORTED means "restart me". */
-  int32_t (*reconfigure)(void* self, const ex_config* config, ex_error* err);
+  int32_t (*reconfigure)(ex_source_self self, const ex_config* config, ex_error* err);
   /* 1.2, may be NULL. paused != 0: return no records of `parts` from the next poll on
    * (records of them fetched but not handed out are dropped) and report their position
    * as their start_offset (-1: none committed yet). paused == 0: continue them from
    * start_offset. Records of them already returned by the last poll stay valid. The
    * host calls it with n == 0 (from inside poll) to ask whether single partitions can be
    * paused: EX_OK or EX_ERR_UNSUPPORTED. */
-  int32_t (*pause_partitions)(void* self, const ex_partition* parts, size_t n, int32_t paused,
-                              ex_error* err);
+  int32_t (*pause_partitions)(ex_source_self self, const ex_partition* parts, size_t n,
+                              int32_t paused, ex_error* err);
   /* 1.3, may be NULL. Checks a configuration the way create() would, without creating
    * anything: no connections, files, directories or threads, no state kept. EX_OK, or
    * EX_ERR_CONFIG with `err->key` naming the key. The host calls it for every component
@@ -326,31 +407,37 @@ typedef struct ex_source_vtable {
   int32_t (*validate)(const ex_config* config, ex_error* err);
   /* 1.4, may be NULL: what checkpoint() would report, but with each partition of `parts`
    * at its start_offset (never ahead of checkpoint()); other partitions as checkpoint().
-   * Valid until the next call. Lets the host commit a sink's completion cursor. */
-  int32_t (*checkpoint_at)(void* self, const ex_partition* parts, size_t n, ex_checkpoint* out,
-                           ex_error* err);
+   * Lets the host commit a sink's completion cursor.
+   * LIFETIME: `parts` is the host's, for this call; `out` as in checkpoint(): its bytes
+   * are the source's until the next call on this source. */
+  int32_t (*checkpoint_at)(ex_source_self self, const ex_partition* parts, size_t n,
+                           ex_checkpoint* out, ex_error* err);
 } ex_source_vtable;
 
 typedef struct ex_transform_vtable {
   uint32_t struct_size;
-  int32_t (*create)(const ex_host_api* host, const ex_config* config, void** out_self,
+  int32_t (*create)(const ex_host_api* host, const ex_config* config,
+                    ex_transform_self* out_self, ex_error* err);
+  void (*destroy)(ex_transform_self self);
+  int32_t (*assign)(ex_transform_self self, const ex_partition* parts, size_t n,
                     ex_error* err);
-  void (*destroy)(void* self);
-  int32_t (*assign)(void* self, const ex_partition* parts, size_t n, ex_error* err);
-  int32_t (*revoke)(void* self, const ex_partition* parts, size_t n, ex_error* err);
-  int32_t (*process)(void* self, const ex_batch* in, const ex_emitter* out,
+  int32_t (*revoke)(ex_transform_self self, const ex_partition* parts, size_t n,
+                    ex_error* err);
+  /* LIFETIME: `in` (records and bytes) and `out` are the host's, for this call only. */
+  int32_t (*process)(ex_transform_self self, const ex_batch* in, const ex_emitter* out,
                      ex_error* err);
   /* Make this round's state durable (dedupe: WriteBatch written, WAL synced). */
-  int32_t (*prepare_commit)(void* self, ex_error* err);
+  int32_t (*prepare_commit)(ex_transform_self self, ex_error* err);
   /* The sink committed; the round is final. */
-  int32_t (*commit)(void* self, ex_error* err);
+  int32_t (*commit)(ex_transform_self self, ex_error* err);
   /* The round was abandoned; the source will replay from the last commit. */
-  int32_t (*abort)(void* self, ex_error* err);
-  int32_t (*reconfigure)(void* self, const ex_config* config, ex_error* err);
+  int32_t (*abort)(ex_transform_self self, ex_error* err);
+  int32_t (*reconfigure)(ex_transform_self self, const ex_config* config, ex_error* err);
   /* 1.1, may be NULL. Called before prepare_commit with every partition that gave
    * records this round; start_offset is the source position just after the last record
    * read from it (records dropped upstream of this stage included). */
-  int32_t (*positions)(void* self, const ex_partition* parts, size_t n, ex_error* err);
+  int32_t (*positions)(ex_transform_self self, const ex_partition* parts, size_t n,
+                       ex_error* err);
   /* 1.2, may be NULL. The partitions to keep warm copies of (never ones assigned to this
    * instance; start_offset is -1). Called between rounds on the pipeline thread when the
    * set changes and at least once a second (also with an empty set), so that a stage can
@@ -358,7 +445,8 @@ typedef struct ex_transform_vtable {
    * each call delays the round, keep it short.
    * An error is logged and the pipeline goes on (a standby only saves restore time). A
    * partition later assigned here arrives through assign() as usual. */
-  int32_t (*standby)(void* self, const ex_partition* parts, size_t n, ex_error* err);
+  int32_t (*standby)(ex_transform_self self, const ex_partition* parts, size_t n,
+                     ex_error* err);
   /* 1.3, may be NULL: as ex_source_vtable.validate. */
   int32_t (*validate)(const ex_config* config, ex_error* err);
 } ex_transform_vtable;
@@ -373,34 +461,41 @@ typedef struct ex_transform_vtable {
 
 typedef struct ex_sink_vtable {
   uint32_t struct_size;
-  int32_t (*create)(const ex_host_api* host, const ex_config* config, void** out_self,
-                    ex_error* err);
-  void (*destroy)(void* self);
+  int32_t (*create)(const ex_host_api* host, const ex_config* config,
+                    ex_sink_self* out_self, ex_error* err);
+  void (*destroy)(ex_sink_self self);
   /* Recover after a crash. A sink that stores source positions with its output fills
-   * `stored` (valid until the next call) and sets `*has_stored`; the host resumes the
-   * source from there. */
-  int32_t (*open)(void* self, ex_checkpoint* stored, int32_t* has_stored, ex_error* err);
-  int32_t (*assign)(void* self, const ex_partition* parts, size_t n, ex_error* err);
-  int32_t (*revoke)(void* self, const ex_partition* parts, size_t n, ex_error* err);
-  int32_t (*write)(void* self, const ex_batch* in, const ex_record_errors* errors,
+   * `stored` and sets `*has_stored`; the host resumes the source from there.
+   * LIFETIME: `stored` is the host's; its format and data bytes are the sink's and must
+   * stay valid until the next call on this sink (the host copies them at once). */
+  int32_t (*open)(ex_sink_self self, ex_checkpoint* stored, int32_t* has_stored,
+                  ex_error* err);
+  int32_t (*assign)(ex_sink_self self, const ex_partition* parts, size_t n, ex_error* err);
+  int32_t (*revoke)(ex_sink_self self, const ex_partition* parts, size_t n, ex_error* err);
+  /* LIFETIME: `in` (records and all their bytes) and `errors` are the host's, valid for
+   * this call only: a sink that sends records later (e.g. librdkafka) copies them. */
+  int32_t (*write)(ex_sink_self self, const ex_batch* in, const ex_record_errors* errors,
                    ex_error* err);
   /* Everything written this round is durable or will be by commit (flush). */
-  int32_t (*prepare_commit)(void* self, ex_error* err);
+  int32_t (*prepare_commit)(ex_sink_self self, ex_error* err);
   /* Make the round's output visible, atomically with `positions` when the sink can
-   * (sets EX_SINK_STORED_POSITIONS in *flags). `positions` may be NULL. */
-  int32_t (*commit)(void* self, const ex_checkpoint* positions, uint32_t* flags,
+   * (sets EX_SINK_STORED_POSITIONS in *flags). `positions` may be NULL.
+   * LIFETIME: `positions` is the host's, valid for this call: store its bytes, do not
+   * keep the pointer. */
+  int32_t (*commit)(ex_sink_self self, const ex_checkpoint* positions, uint32_t* flags,
                     ex_error* err);
-  int32_t (*abort)(void* self, ex_error* err);
-  int32_t (*reconfigure)(void* self, const ex_config* config, ex_error* err);
+  int32_t (*abort)(ex_sink_self self, ex_error* err);
+  int32_t (*reconfigure)(ex_sink_self self, const ex_config* config, ex_error* err);
   /* 1.1, all NULL or all set: the state changelog calls of ex_host_api, served by the
-   * sink (same arguments, same rules). */
-  int32_t (*state_open)(void* self, ex_bytes store, const ex_partition* part,
+   * sink (same arguments, same rules, same LIFETIME). */
+  int32_t (*state_open)(ex_sink_self self, ex_bytes store, const ex_partition* part,
                         ex_state_info* info, ex_error* err);
-  int32_t (*state_read)(void* self, ex_bytes store, const ex_partition* part, int64_t from,
-                        ex_state_record_fn fn, void* fn_ctx, ex_error* err);
-  int32_t (*state_write)(void* self, ex_bytes store, const ex_partition* part, ex_bytes key,
-                         ex_bytes value, ex_error* err);
-  int64_t (*state_position)(void* self, ex_bytes store, const ex_partition* part);
+  int32_t (*state_read)(ex_sink_self self, ex_bytes store, const ex_partition* part,
+                        int64_t from, ex_state_record_fn fn, ex_state_read_ctx fn_ctx,
+                        ex_error* err);
+  int32_t (*state_write)(ex_sink_self self, ex_bytes store, const ex_partition* part,
+                         ex_bytes key, ex_bytes value, ex_error* err);
+  int64_t (*state_position)(ex_sink_self self, ex_bytes store, const ex_partition* part);
   /* 1.3, may be NULL: as ex_source_vtable.validate. */
   int32_t (*validate)(const ex_config* config, ex_error* err);
   /* 1.4, may be NULL: an ordered completion window. Records may still be in flight after
@@ -413,11 +508,14 @@ typedef struct ex_sink_vtable {
    * bounded input, or when the source has no checkpoint_at, the host calls again, a few
    * ms apart, until no partition is behind. abort(), revoke() (of its partitions) and
    * destroy() after a stop drop what is in flight: the source replays it from the
-   * committed positions. */
-  int32_t (*completed)(void* self, ex_partition* parts, size_t n, const ex_record_errors* errors,
-                       ex_error* err);
+   * committed positions.
+   * LIFETIME: `parts` and `errors` are the host's, for this call only. */
+  int32_t (*completed)(ex_sink_self self, ex_partition* parts, size_t n,
+                       const ex_record_errors* errors, ex_error* err);
 } ex_sink_vtable;
 
+/* LIFETIME (components, their fields, vtables and the descriptor): the plugin's, valid
+ * as long as the library is loaded. */
 typedef struct ex_component {
   uint32_t struct_size;
   int32_t kind; /* ex_component_kind */
@@ -435,7 +533,26 @@ typedef struct ex_plugin_descriptor {
   const char* version;  /* plugin's own version text */
   const ex_component* components;
   size_t component_count;
+  /* 1.4: facts of the plugin's build, in this order (EX_PLUGIN_BUILD_FACTS fills them).
+   * The host refuses a library whose facts differ from its own, naming the fact: such
+   * a plugin (built for another platform, or against an edited header) would misread
+   * every record. A descriptor built for 1.3 or older (shorter) loads without the check. */
+  uint32_t pointer_size;      /* sizeof(void*) */
+  uint32_t byte_order;        /* EX_BYTE_ORDER_MARK as the plugin's compiler stores it */
+  uint32_t record_size;       /* sizeof(ex_record) */
+  uint32_t batch_size;        /* sizeof(ex_batch) */
+  uint32_t partition_size;    /* sizeof(ex_partition) */
+  uint32_t header_size;       /* sizeof(ex_header) */
+  uint32_t config_entry_size; /* sizeof(ex_config_entry) */
 } ex_plugin_descriptor;
+
+/* Read back as another number by a host of the other byte order. */
+#define EX_BYTE_ORDER_MARK 0x01020304u
+/* The 1.4 members of ex_plugin_descriptor, for an initializer after component_count. */
+#define EX_PLUGIN_BUILD_FACTS                                                         \
+  (uint32_t)sizeof(void*), EX_BYTE_ORDER_MARK, (uint32_t)sizeof(ex_record),          \
+      (uint32_t)sizeof(ex_batch), (uint32_t)sizeof(ex_partition),                     \
+      (uint32_t)sizeof(ex_header), (uint32_t)sizeof(ex_config_entry)
 
 /* The exported entry point. `host_abi_version` lets a plugin refuse an older host.
  * Returns NULL to refuse. The descriptor must stay valid while the library is loaded. */

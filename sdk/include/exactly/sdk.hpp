@@ -1,10 +1,12 @@
 // exactly C++ plugin SDK — header-only, compiled into the plugin.
 //
 // Plugin authors derive from Source, Transform or Sink, declare a config schema as a
-// static array of ex_config_field, and export everything with EXACTLY_PLUGIN. The
-// adapters here translate the C ABI (plugin_abi.h) into virtual calls and catch every
-// exception at the boundary: nothing C++ ever reaches the host.
+// static array of ex_config_field, and export everything with EXACTLY_PLUGIN. This file
+// is the API they use; the adapters that translate the C ABI (plugin_abi.h) into virtual
+// calls and catch every exception at the boundary (nothing C++ ever reaches the host)
+// are in exactly/detail/, included below.
 #pragma once
+#define EXACTLY_SDK_HPP
 
 #include <exactly/plugin_abi.h>
 
@@ -20,7 +22,6 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <concepts>
 #include <utility>
 #include <vector>
 
@@ -82,21 +83,6 @@ class StatusError : public std::runtime_error {
   Status status_;
 };
 
-namespace detail {
-inline void copy_cstr(char* dst, size_t cap, const std::string& s) {
-  size_t n = s.size() < cap - 1 ? s.size() : cap - 1;
-  std::memcpy(dst, s.data(), n);
-  dst[n] = '\0';
-}
-inline int32_t fill(ex_error* err, const Status& s) {
-  if (err != nullptr && !s.is_ok()) {
-    err->code = s.code();
-    copy_cstr(err->key, sizeof(err->key), s.key());
-    copy_cstr(err->message, sizeof(err->message), s.message());
-  }
-  return s.code();
-}
-}  // namespace detail
 
 // ---------------------------------------------------------------- bytes & records
 
@@ -250,15 +236,6 @@ struct StateInfo {
 // One record read back; value.ptr == nullptr is a tombstone. Return false to stop.
 using StateRecordFn = std::function<bool(int64_t position, ex_bytes key, ex_bytes value)>;
 
-namespace detail {
-inline int32_t state_record_trampoline(void* ctx, int64_t pos, ex_bytes key, ex_bytes value) {
-  try {
-    return (*static_cast<const StateRecordFn*>(ctx))(pos, key, value) ? 0 : 1;
-  } catch (...) {
-    return 1;
-  }
-}
-}  // namespace detail
 
 class Host {
  public:
@@ -339,8 +316,9 @@ class Host {
     ex_error err{};
     err.struct_size = sizeof(err);
     int32_t rc = api_->state_read(api_->ctx, bytes(store), &p, from,
-                                  &detail::state_record_trampoline,
-                                  const_cast<StateRecordFn*>(&fn), &err);
+                                  &state_record_trampoline,
+                                  reinterpret_cast<ex_state_read_ctx>(const_cast<StateRecordFn*>(&fn)),
+                                  &err);
     return rc == EX_OK ? Status::ok() : Status::error(static_cast<ex_status>(rc), err.message, err.key);
   }
   Status state_write(std::string_view store, const Partition& part, ex_bytes key,
@@ -359,11 +337,20 @@ class Host {
   }
 
  private:
+  // The C callback handed to state_read: calls the StateRecordFn behind fn_ctx.
+  static int32_t state_record_trampoline(ex_state_read_ctx ctx, int64_t pos, ex_bytes key,
+                                         ex_bytes value) {
+    try {
+      return (*reinterpret_cast<const StateRecordFn*>(ctx))(pos, key, value) ? 0 : 1;
+    } catch (...) {
+      return 1;
+    }
+  }
   bool has_state() const {
     return api_ != nullptr &&
            api_->struct_size >= offsetof(ex_host_api, state_position) + sizeof(api_->state_position);
   }
-  using Fn = int32_t (*)(void*, const ex_partition*, size_t, ex_error*);
+  using Fn = int32_t (*)(ex_host_ctx, const ex_partition*, size_t, ex_error*);
   Status notify(const std::vector<Partition>& parts, Fn fn) const {
     if (fn == nullptr) return Status::ok();
     std::vector<ex_partition> abi;
@@ -483,330 +470,17 @@ class Sink {
   virtual int64_t state_position(const std::string& /*store*/, const Partition&) { return -1; }
 };
 
+}  // namespace exactly::sdk
+
 // ---------------------------------------------------------------- boundary adapters
+// How the classes above are exported through the C ABI (not for plugin authors).
+#include <exactly/detail/guard.hpp>
+#include <exactly/detail/lifecycle.hpp>
+#include <exactly/detail/source_adapter.hpp>
+#include <exactly/detail/transform_adapter.hpp>
+#include <exactly/detail/sink_adapter.hpp>
 
-namespace detail {
-
-template <typename F>
-int32_t guard(ex_error* err, F&& f) noexcept {
-  try {
-    return fill(err, f());
-  } catch (const ConfigError& e) {
-    return fill(err, Status::config(e.key(), e.what()));
-  } catch (const StatusError& e) {
-    return fill(err, e.status());
-  } catch (const std::exception& e) {
-    return fill(err, Status::fatal(std::string("unhandled exception: ") + e.what()));
-  } catch (...) {
-    return fill(err, Status::fatal("unhandled non-standard exception"));
-  }
-}
-
-template <typename Base, typename T>
-int32_t create(const ex_host_api* host, const ex_config* config, void** out, ex_error* err) {
-  return guard(err, [&] {
-    Config cfg(config);
-    *out = static_cast<Base*>(new T(Host(host), cfg));
-    return Status::ok();
-  });
-}
-
-template <typename Base>
-void destroy(void* self) noexcept {
-  try {
-    delete static_cast<Base*>(self);
-  } catch (...) {
-  }
-}
-
-// Sources and sinks live in a box that also holds memory handed across the ABI.
-template <typename Box, typename T>
-int32_t create_boxed(const ex_host_api* host, const ex_config* config, void** out,
-                     ex_error* err) {
-  return guard(err, [&] {
-    auto box = std::make_unique<Box>();
-    box->impl = std::make_unique<T>(Host(host), Config(config));
-    *out = box.release();
-    return Status::ok();
-  });
-}
-
-// A component class may declare `static sdk::Status validate(const sdk::Config&)` (ABI
-// 1.3): the checks create() makes, without creating anything. The adapters export it, or
-// NULL when the class has none (the host then checks the schema only).
-template <typename T>
-concept HasValidate = requires(const Config& c) {
-  { T::validate(c) } -> std::same_as<Status>;
-};
-
-template <typename T>
-int32_t validate(const ex_config* config, ex_error* err) noexcept {
-  return guard(err, [&] { return T::validate(Config(config)); });
-}
-
-template <typename T>
-constexpr int32_t (*validate_fn())(const ex_config*, ex_error*) {
-  if constexpr (HasValidate<T>) return &validate<T>;
-  else return nullptr;
-}
-
-// ABI 1.4, detected like validate (NULL when the class has none): a source's
-// `Status checkpoint_at(const std::vector<Partition>&, Checkpoint&)` and a sink's
-// `Status completed(std::vector<Partition>&, const RecordErrors&)` (ordered completion
-// window: lower each start_offset to the partition's lowest incomplete record).
-template <typename T>
-concept HasCheckpointAt = requires(T& t, const std::vector<Partition>& p, Checkpoint& c) {
-  { t.checkpoint_at(p, c) } -> std::same_as<Status>;
-};
-template <typename T>
-concept HasCompleted = requires(T& t, std::vector<Partition>& p, const RecordErrors& e) {
-  { t.completed(p, e) } -> std::same_as<Status>;
-};
-
-// Per-instance storage for source batches and checkpoints that must outlive the call.
-struct SourceBox {
-  std::unique_ptr<Source> impl;
-  std::vector<ex_record> batch;
-  Checkpoint cp;
-  std::string fmt, data;
-};
-
-template <typename T>
-struct SourceAdapter {
-  static int32_t create(const ex_host_api* host, const ex_config* config, void** out,
-                        ex_error* err) {
-    return create_boxed<SourceBox, T>(host, config, out, err);
-  }
-  static void destroy(void* self) noexcept { detail::destroy<SourceBox>(self); }
-  static SourceBox& box(void* s) { return *static_cast<SourceBox*>(s); }
-  static int32_t open(void* s, const ex_checkpoint* resume, ex_error* err) {
-    return guard(err, [&] {
-      std::optional<Checkpoint> r;
-      if (resume != nullptr) r = Checkpoint::from(resume);
-      return box(s).impl->open(r);
-    });
-  }
-  static int32_t poll(void* s, int32_t timeout_ms, ex_batch* out, int32_t* eoi, ex_error* err) {
-    return guard(err, [&] {
-      auto& b = box(s);
-      b.batch.clear();
-      bool end = false;
-      Status st = b.impl->poll(timeout_ms, b.batch, end);
-      *eoi = end ? 1 : 0;
-      out->struct_size = sizeof(ex_batch);
-      out->record_size = sizeof(ex_record);
-      out->records = b.batch.data();
-      out->count = b.batch.size();
-      return st;
-    });
-  }
-  static int32_t checkpoint(void* s, ex_checkpoint* out, ex_error* err) {
-    return guard(err, [&] {
-      auto& b = box(s);
-      Status st = b.impl->checkpoint(b.cp);
-      out->struct_size = sizeof(ex_checkpoint);
-      out->format = bytes(b.cp.format);
-      out->data = bytes(b.cp.data);
-      return st;
-    });
-  }
-  static int32_t commit(void* s, const ex_checkpoint* cp, ex_error* err) {
-    return guard(err, [&] { return box(s).impl->commit(Checkpoint::from(cp)); });
-  }
-  static int32_t rewind(void* s, const ex_checkpoint* cp, ex_error* err) {
-    return guard(err, [&] { return box(s).impl->rewind(Checkpoint::from(cp)); });
-  }
-  static int32_t pause(void* s, int32_t paused, ex_error* err) {
-    return guard(err, [&] { return box(s).impl->pause(paused != 0); });
-  }
-  static int32_t reconfigure(void* s, const ex_config* c, ex_error* err) {
-    return guard(err, [&] { return box(s).impl->reconfigure(Config(c)); });
-  }
-  static int32_t pause_partitions(void* s, const ex_partition* p, size_t n, int32_t paused,
-                                  ex_error* err) {
-    return guard(err, [&] { return box(s).impl->pause_partitions(partitions_from(p, n), paused != 0); });
-  }
-  static int32_t checkpoint_at(void* s, const ex_partition* p, size_t n, ex_checkpoint* out,
-                               ex_error* err) {
-    return guard(err, [&] {
-      auto& b = box(s);
-      Status st = static_cast<T&>(*b.impl).checkpoint_at(partitions_from(p, n), b.cp);
-      out->struct_size = sizeof(ex_checkpoint);
-      out->format = bytes(b.cp.format);
-      out->data = bytes(b.cp.data);
-      return st;
-    });
-  }
-  static constexpr auto checkpoint_at_fn() {
-    if constexpr (HasCheckpointAt<T>) return &checkpoint_at;
-    else return static_cast<decltype(&checkpoint_at)>(nullptr);
-  }
-  static const ex_source_vtable* vtable() {
-    static const ex_source_vtable vt = {sizeof(ex_source_vtable), &create, &destroy, &open,
-                                        &poll, &checkpoint, &commit, &rewind, &pause,
-                                        &reconfigure, &pause_partitions, validate_fn<T>(),
-                                        checkpoint_at_fn()};
-    return &vt;
-  }
-};
-
-template <typename T>
-struct TransformAdapter {
-  static Transform* self(void* s) { return static_cast<Transform*>(s); }
-  static int32_t assign(void* s, const ex_partition* p, size_t n, ex_error* err) {
-    return guard(err, [&] { return self(s)->assign(partitions_from(p, n)); });
-  }
-  static int32_t revoke(void* s, const ex_partition* p, size_t n, ex_error* err) {
-    return guard(err, [&] { return self(s)->revoke(partitions_from(p, n)); });
-  }
-  static int32_t process(void* s, const ex_batch* in, const ex_emitter* out, ex_error* err) {
-    return guard(err, [&] { return self(s)->process(Batch(in), Emitter(out)); });
-  }
-  static int32_t prepare_commit(void* s, ex_error* err) {
-    return guard(err, [&] { return self(s)->prepare_commit(); });
-  }
-  static int32_t commit(void* s, ex_error* err) {
-    return guard(err, [&] { return self(s)->commit(); });
-  }
-  static int32_t abort(void* s, ex_error* err) {
-    return guard(err, [&] { return self(s)->abort(); });
-  }
-  static int32_t reconfigure(void* s, const ex_config* c, ex_error* err) {
-    return guard(err, [&] { return self(s)->reconfigure(Config(c)); });
-  }
-  static int32_t positions(void* s, const ex_partition* p, size_t n, ex_error* err) {
-    return guard(err, [&] { return self(s)->positions(partitions_from(p, n)); });
-  }
-  static int32_t standby(void* s, const ex_partition* p, size_t n, ex_error* err) {
-    return guard(err, [&] { return self(s)->standby(partitions_from(p, n)); });
-  }
-  static const ex_transform_vtable* vtable() {
-    static const ex_transform_vtable vt = {
-        sizeof(ex_transform_vtable), &detail::create<Transform, T>, &detail::destroy<Transform>,
-        &assign, &revoke, &process, &prepare_commit, &commit, &abort, &reconfigure, &positions,
-        &standby, validate_fn<T>()};
-    return &vt;
-  }
-};
-
-struct SinkBox {
-  std::unique_ptr<Sink> impl;
-  Checkpoint stored;
-};
-
-template <typename T>
-struct SinkAdapter {
-  static int32_t create(const ex_host_api* host, const ex_config* config, void** out,
-                        ex_error* err) {
-    return create_boxed<SinkBox, T>(host, config, out, err);
-  }
-  static void destroy(void* self) noexcept { detail::destroy<SinkBox>(self); }
-  static SinkBox& box(void* s) { return *static_cast<SinkBox*>(s); }
-  static int32_t open(void* s, ex_checkpoint* stored, int32_t* has, ex_error* err) {
-    return guard(err, [&] {
-      auto& b = box(s);
-      std::optional<Checkpoint> cp;
-      Status st = b.impl->open(cp);
-      *has = cp.has_value() ? 1 : 0;
-      if (cp) {
-        b.stored = *cp;
-        stored->struct_size = sizeof(ex_checkpoint);
-        stored->format = bytes(b.stored.format);
-        stored->data = bytes(b.stored.data);
-      }
-      return st;
-    });
-  }
-  static int32_t assign(void* s, const ex_partition* p, size_t n, ex_error* err) {
-    return guard(err, [&] { return box(s).impl->assign(partitions_from(p, n)); });
-  }
-  static int32_t revoke(void* s, const ex_partition* p, size_t n, ex_error* err) {
-    return guard(err, [&] { return box(s).impl->revoke(partitions_from(p, n)); });
-  }
-  static int32_t write(void* s, const ex_batch* in, const ex_record_errors* e, ex_error* err) {
-    return guard(err, [&] { return box(s).impl->write(Batch(in), RecordErrors(e)); });
-  }
-  static int32_t prepare_commit(void* s, ex_error* err) {
-    return guard(err, [&] { return box(s).impl->prepare_commit(); });
-  }
-  static int32_t commit(void* s, const ex_checkpoint* cp, uint32_t* flags, ex_error* err) {
-    return guard(err, [&] {
-      Checkpoint c;
-      const Checkpoint* pc = nullptr;
-      if (cp != nullptr) {
-        c = Checkpoint::from(cp);
-        pc = &c;
-      }
-      bool stored = false;
-      Status st = box(s).impl->commit(pc, stored);
-      *flags = stored ? EX_SINK_STORED_POSITIONS : 0u;
-      if (stored && box(s).impl->positions_in_source()) *flags |= EX_SINK_POSITIONS_IN_SOURCE;
-      return st;
-    });
-  }
-  static int32_t abort(void* s, ex_error* err) {
-    return guard(err, [&] { return box(s).impl->abort(); });
-  }
-  static int32_t reconfigure(void* s, const ex_config* c, ex_error* err) {
-    return guard(err, [&] { return box(s).impl->reconfigure(Config(c)); });
-  }
-  static std::string str(ex_bytes b) { return std::string(view(b)); }
-  static int32_t state_open(void* s, ex_bytes store, const ex_partition* p, ex_state_info* info,
-                            ex_error* err) {
-    return guard(err, [&] {
-      StateInfo i;
-      Status st = box(s).impl->state_open(str(store), Partition::from(*p), i);
-      info->start = i.start;
-      info->end = i.end;
-      info->created = i.created ? 1 : 0;
-      return st;
-    });
-  }
-  static int32_t state_read(void* s, ex_bytes store, const ex_partition* p, int64_t from,
-                            ex_state_record_fn fn, void* fn_ctx, ex_error* err) {
-    return guard(err, [&] {
-      StateRecordFn cb = [&](int64_t pos, ex_bytes k, ex_bytes v) {
-        return fn(fn_ctx, pos, k, v) == 0;
-      };
-      return box(s).impl->state_read(str(store), Partition::from(*p), from, cb);
-    });
-  }
-  static int32_t state_write(void* s, ex_bytes store, const ex_partition* p, ex_bytes key,
-                             ex_bytes value, ex_error* err) {
-    return guard(err, [&] { return box(s).impl->state_write(str(store), Partition::from(*p), key, value); });
-  }
-  static int64_t state_position(void* s, ex_bytes store, const ex_partition* p) noexcept {
-    try {
-      return box(s).impl->state_position(str(store), Partition::from(*p));
-    } catch (...) {
-      return -1;
-    }
-  }
-  static int32_t completed(void* s, ex_partition* p, size_t n, const ex_record_errors* e,
-                           ex_error* err) {
-    return guard(err, [&] {
-      auto parts = partitions_from(p, n);
-      Status st = static_cast<T&>(*box(s).impl).completed(parts, RecordErrors(e));
-      for (size_t i = 0; i < n && i < parts.size(); ++i)
-        if (parts[i].start_offset < p[i].start_offset) p[i].start_offset = parts[i].start_offset;
-      return st;
-    });
-  }
-  static constexpr auto completed_fn() {
-    if constexpr (HasCompleted<T>) return &completed;
-    else return static_cast<decltype(&completed)>(nullptr);
-  }
-  static const ex_sink_vtable* vtable() {
-    static const ex_sink_vtable vt = {sizeof(ex_sink_vtable), &create, &destroy, &open,
-                                      &assign, &revoke, &write, &prepare_commit, &commit,
-                                      &abort, &reconfigure, &state_open, &state_read,
-                                      &state_write, &state_position, validate_fn<T>(),
-                                      completed_fn()};
-    return &vt;
-  }
-};
-
-}  // namespace detail
+namespace exactly::sdk {
 
 // ---------------------------------------------------------------- registration
 
@@ -849,6 +523,6 @@ ex_component sink(const char* name, const char* doc, const ex_config_field (&fie
     static const ex_component components[] = {__VA_ARGS__};                                 \
     static const ex_plugin_descriptor descriptor = {                                        \
         sizeof(ex_plugin_descriptor), EX_ABI_VERSION, NAME, VERSION, components,             \
-        sizeof(components) / sizeof(components[0])};                                        \
+        sizeof(components) / sizeof(components[0]), EX_PLUGIN_BUILD_FACTS};                 \
     return &descriptor;                                                                     \
   }

@@ -155,7 +155,7 @@ int main(int argc, char** argv) {
                                  {"rocksdb.write.buffer.size", a.write_buffer}};
   cfg.emplace_back(a.id == "key" ? "id.key" : "id.json", a.id == "key" ? "true" : "/messageId");
   exactly::testing::OwnedConfig config(comp, cfg);
-  void* self = nullptr;
+  ex_transform_self self = nullptr;
   ex_error err = exactly::testing::new_error();
   if (vt->create(host.api(), config.get(), &self, &err) != EX_OK) {
     std::fprintf(stderr, "create: %s (%s)\n", err.message, err.key);
@@ -171,14 +171,14 @@ int main(int argc, char** argv) {
   struct Counter {
     uint64_t kept = 0, rejected = 0;
   } counter;
-  ex_emitter em{sizeof(ex_emitter), &counter,
-                [](void* c, size_t) {
-                  ++static_cast<Counter*>(c)->kept;
+  ex_emitter em{sizeof(ex_emitter), reinterpret_cast<ex_emitter_ctx>(&counter),
+                [](ex_emitter_ctx c, size_t) {
+                  ++reinterpret_cast<Counter*>(c)->kept;
                   return int32_t{EX_OK};
                 },
-                [](void*, const ex_record*) { return int32_t{EX_OK}; },
-                [](void* c, size_t, const char*, size_t) {
-                  ++static_cast<Counter*>(c)->rejected;
+                [](ex_emitter_ctx, const ex_record*) { return int32_t{EX_OK}; },
+                [](ex_emitter_ctx c, size_t, const char*, size_t) {
+                  ++reinterpret_cast<Counter*>(c)->rejected;
                   return int32_t{EX_OK};
                 }};
 

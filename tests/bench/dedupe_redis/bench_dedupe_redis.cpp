@@ -116,7 +116,7 @@ Result run_stage(const Library& lib, const char* name, const Pairs& config, cons
   auto* vt = static_cast<const ex_transform_vtable*>(comp.vtable);
   OwnedConfig cfg(comp, config);
   FakeHost host("bench");
-  void* self = nullptr;
+  ex_transform_self self = nullptr;
   ex_error err = exactly::testing::new_error();
   if (vt->create(host.api(), cfg.get(), &self, &err) != EX_OK) {
     std::fprintf(stderr, "%s: create: %s\n", name, err.message);
@@ -130,13 +130,13 @@ Result run_stage(const Library& lib, const char* name, const Pairs& config, cons
   }
   Result r;
   std::vector<ex_record> recs(a.batch);
-  ex_emitter em{sizeof(ex_emitter), &r,
-                [](void* c, size_t) {
-                  ++static_cast<Result*>(c)->kept;
+  ex_emitter em{sizeof(ex_emitter), reinterpret_cast<ex_emitter_ctx>(&r),
+                [](ex_emitter_ctx c, size_t) {
+                  ++reinterpret_cast<Result*>(c)->kept;
                   return int32_t{EX_OK};
                 },
-                [](void*, const ex_record*) { return int32_t{EX_OK}; },
-                [](void*, size_t, const char*, size_t) { return int32_t{EX_OK}; }};
+                [](ex_emitter_ctx, const ex_record*) { return int32_t{EX_OK}; },
+                [](ex_emitter_ctx, size_t, const char*, size_t) { return int32_t{EX_OK}; }};
   size_t since_commit = 0;
   for (uint64_t i = 0; i < a.records; i += a.batch) {
     size_t n = std::min<uint64_t>(a.batch, a.records - i);

@@ -37,6 +37,34 @@ TEST(PluginLoader, NewerAbiIsRefusedWithBothVersions) {
   EXPECT_NE(why.find("built for plugin ABI 2.0, this host speaks " + host), std::string::npos) << why;
 }
 
+// ABI 1.4: a library whose build facts are not this host's is refused before anything of
+// it is read, with the file and the fact in the reason.
+TEST(PluginLoader, APluginBuiltWithOtherFactsIsRefusedNamingFileAndFact) {
+  plugin::Registry reg;
+  std::string why;
+  auto lib = reg.load(kDir + "/exactly_abi_wrong_facts.so", &why);
+  EXPECT_EQ(lib, nullptr);
+  EXPECT_EQ(why, "built with sizeof(ex_record) " +
+                     std::to_string(sizeof(ex_record) + 8) + ", this host has " +
+                     std::to_string(sizeof(ex_record)) +
+                     ": the plugin was built for another platform or against an edited "
+                     "plugin_abi.h; rebuild it against this host's SDK");
+  ASSERT_EQ(reg.failures().size(), 1u);
+  EXPECT_EQ(reg.failures()[0].path, kDir + "/exactly_abi_wrong_facts.so");
+}
+
+// The same through the binary: `exactly plugins` lists the library by path with the fact.
+TEST(PluginLoader, ThePluginsCommandListsALibraryOfOtherFactsWithItsPathAndFact) {
+  auto r = test::run(test::exactly_bin() + " plugins --plugin-path " + kDir);
+  EXPECT_NE(r.out.find("FAILED " + kDir + "/exactly_abi_wrong_facts.so: built with sizeof(ex_record) " +
+                       std::to_string(sizeof(ex_record) + 8) + ", this host has " +
+                       std::to_string(sizeof(ex_record)) + ":"),
+            std::string::npos)
+      << r.out << r.err;
+  EXPECT_NE(r.out.find("old_transform"), std::string::npos) << "the 1.0 fixture loads: " << r.out;
+}
+
+// The 1.0 fixture's descriptor ends before the 1.4 build facts: loaded without the check.
 TEST(PluginLoader, APluginOfTheOlderMinorLoadsWithoutTheNewerMembers) {
   plugin::Registry reg;
   std::string why;
@@ -90,7 +118,7 @@ TEST(PluginLoader, ScanRecordsFailuresAndKeepsGoodLibraries) {
   plugin::Registry reg;
   reg.scan({kDir});
   EXPECT_NE(reg.find(EX_KIND_SOURCE, "counter").component, nullptr);
-  ASSERT_EQ(reg.failures().size(), 2u);
+  ASSERT_EQ(reg.failures().size(), 3u);  // not a plugin, a newer major, other build facts
   for (auto& f : reg.failures()) EXPECT_FALSE(f.reason.empty());
 }
 
@@ -102,7 +130,7 @@ TEST(PluginLoader, UnknownPluginMessageMentionsLoadFailures) {
   plugin::Registry reg;
   auto r = config::load({(dir / "p.yaml").string()}, reg);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.errors[0].message.find("2 libraries or directories on plugin.path failed to load (first: "),
+  EXPECT_NE(r.errors[0].message.find("3 libraries or directories on plugin.path failed to load (first: "),
             std::string::npos)
       << r.errors[0].message;
 }

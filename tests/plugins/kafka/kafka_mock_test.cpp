@@ -401,7 +401,7 @@ class RawSource {
  private:
   FakeHost host_;
   const ex_source_vtable* vt_ = nullptr;
-  void* self_ = nullptr;
+  ex_source_self self_ = nullptr;
 };
 
 TEST(KafkaSourceMock, PauseStopsDeliveryUntilResumed) {
@@ -506,7 +506,7 @@ TEST(KafkaSinkMock, InputPartitioningUsesTheAssignedPartitionNumber) {
   FakeHost host;
   exactly::testing::OwnedConfig cfg(
       comp, {{"bootstrap.servers", mc.servers()}, {"topic", "out"}, {"partitioning", "input"}});
-  void* self = nullptr;
+  ex_sink_self self = nullptr;
   ex_error e = exactly::testing::new_error();
   ASSERT_EQ(vt->create(host.api(), cfg.get(), &self, &e), EX_OK) << e.message;
   ex_checkpoint stored{};
@@ -521,8 +521,9 @@ TEST(KafkaSinkMock, InputPartitioningUsesTheAssignedPartitionNumber) {
                                  exactly::testing::rec("c", "3", 5, 0)};  // id 5 never assigned
   exactly::testing::BatchView view(in);
   std::vector<size_t> rejected;
-  ex_record_errors errs{sizeof(errs), &rejected, [](void* c, size_t i, const char*, size_t) {
-                          static_cast<std::vector<size_t>*>(c)->push_back(i);
+  ex_record_errors errs{sizeof(errs), reinterpret_cast<ex_record_errors_ctx>(&rejected),
+                        [](ex_record_errors_ctx c, size_t i, const char*, size_t) {
+                          reinterpret_cast<std::vector<size_t>*>(c)->push_back(i);
                           return int32_t{EX_OK};
                         },
                         nullptr};

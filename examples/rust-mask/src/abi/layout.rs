@@ -91,7 +91,10 @@ fn rust_facts() -> Vec<String> {
             validate, completed
         }
         ex_component { struct_size, kind, name, doc, fields, field_count, vtable }
-        ex_plugin_descriptor { struct_size, abi_version, name, version, components, component_count }
+        ex_plugin_descriptor {
+            struct_size, abi_version, name, version, components, component_count, pointer_size,
+            byte_order, record_size, batch_size, partition_size, header_size, config_entry_size
+        }
     );
     consts!(out;
         EX_ABI_VERSION_MAJOR, EX_ABI_VERSION_MINOR, EX_ABI_VERSION,
@@ -102,9 +105,11 @@ fn rust_facts() -> Vec<String> {
         EX_LOG_DEBUG, EX_LOG_INFO, EX_LOG_WARN, EX_LOG_ERROR,
         EX_METRIC_COUNTER, EX_METRIC_GAUGE,
         EX_KIND_SOURCE, EX_KIND_TRANSFORM, EX_KIND_SINK,
-        EX_SINK_STORED_POSITIONS, EX_SINK_POSITIONS_IN_SOURCE,
+        EX_SINK_STORED_POSITIONS, EX_SINK_POSITIONS_IN_SOURCE, EX_BYTE_ORDER_MARK,
     );
     out.push(format!("symbol {}", EX_PLUGIN_ENTRY_SYMBOL));
+    // 1.4: what EX_PLUGIN_BUILD_FACTS expands to in C, in order.
+    out.push(format!("facts{}", build_facts().iter().map(|v| format!(" {v}")).collect::<String>()));
     // Function pointer types: only their size is visible to the C side.
     out.push(format!("typedef ex_state_record_fn {}", size_of::<ex_state_record_fn>()));
     out.push(format!("typedef ex_plugin_entry_fn {}", size_of::<ex_plugin_entry_fn>()));
@@ -213,8 +218,10 @@ fn parse_header(text: &str) -> Header {
         if !name.starts_with("EX_") || name.contains('(') || name == "EX_EXPORT" {
             continue;
         }
-        if words.next().is_none() {
-            continue; // a guard without a value
+        match words.next() {
+            None => continue,       // a guard without a value
+            Some("\\") => continue, // a list over several lines (EX_PLUGIN_BUILD_FACTS), no constant
+            Some(_) => {}
         }
         if name != "EX_PLUGIN_ENTRY_SYMBOL" && !h.constants.contains(&name.to_string()) {
             h.constants.push(name.to_string());
@@ -240,6 +247,9 @@ fn c_program(h: &Header) -> String {
         c += &format!("  printf(\"const {k} %lld\\n\", (long long)({k}));\n");
     }
     c += "  printf(\"symbol %s\\n\", EX_PLUGIN_ENTRY_SYMBOL);\n";
+    c += "  { const uint32_t f[] = {EX_PLUGIN_BUILD_FACTS};\n    printf(\"facts\");\n    \
+          for (size_t i = 0; i < sizeof f / sizeof f[0]; ++i) printf(\" %u\", (unsigned)f[i]);\n    \
+          printf(\"\\n\"); }\n";
     for t in &h.fn_typedefs {
         c += &format!("  printf(\"typedef {t} %zu\\n\", sizeof({t}));\n");
     }

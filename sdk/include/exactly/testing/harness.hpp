@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -124,16 +125,16 @@ class FakeHost {
  public:
   explicit FakeHost(std::string pipeline = "test") : pipeline_(std::move(pipeline)) {
     api_.struct_size = sizeof(api_);
-    api_.ctx = this;
+    api_.ctx = reinterpret_cast<ex_host_ctx>(this);
     api_.pipeline_name = pipeline_.c_str();
     api_.component_id = "harness";
-    api_.log = [](void* ctx, int32_t level, const char* m, size_t n) {
-      auto* h = static_cast<FakeHost*>(ctx);
+    api_.log = [](ex_host_ctx ctx, int32_t level, const char* m, size_t n) {
+      auto* h = reinterpret_cast<FakeHost*>(ctx);
       std::lock_guard<std::mutex> g(h->mu_);
       h->logs.emplace_back(level, std::string(m, n));
     };
-    api_.metric = [](void* ctx, int32_t kind, const char* name, const char* labels, double v) {
-      auto* h = static_cast<FakeHost*>(ctx);
+    api_.metric = [](ex_host_ctx ctx, int32_t kind, const char* name, const char* labels, double v) {
+      auto* h = reinterpret_cast<FakeHost*>(ctx);
       std::lock_guard<std::mutex> g(h->mu_);
       std::string k = std::string(name) + (labels && *labels ? "{" + std::string(labels) + "}" : "");
       if (kind == EX_METRIC_COUNTER)
@@ -141,18 +142,18 @@ class FakeHost {
       else
         h->metrics[k] = v;
     };
-    api_.partitions_assigned = [](void* ctx, const ex_partition* p, size_t n, ex_error*) {
-      auto* h = static_cast<FakeHost*>(ctx);
+    api_.partitions_assigned = [](ex_host_ctx ctx, const ex_partition* p, size_t n, ex_error*) {
+      auto* h = reinterpret_cast<FakeHost*>(ctx);
       for (auto& x : sdk::partitions_from(p, n)) h->assigned.push_back(x);
       return int32_t{EX_OK};
     };
-    api_.partitions_revoked = [](void* ctx, const ex_partition* p, size_t n, ex_error*) {
-      auto* h = static_cast<FakeHost*>(ctx);
+    api_.partitions_revoked = [](ex_host_ctx ctx, const ex_partition* p, size_t n, ex_error*) {
+      auto* h = reinterpret_cast<FakeHost*>(ctx);
       for (auto& x : sdk::partitions_from(p, n)) h->revoked.push_back(x);
       return int32_t{EX_OK};
     };
-    api_.standby = [](void* ctx, const ex_partition* p, size_t n, ex_error*) {
-      auto* h = static_cast<FakeHost*>(ctx);
+    api_.standby = [](ex_host_ctx ctx, const ex_partition* p, size_t n, ex_error*) {
+      auto* h = reinterpret_cast<FakeHost*>(ctx);
       h->standby = sdk::partitions_from(p, n);
       ++h->standby_calls;
       return int32_t{EX_OK};
@@ -162,14 +163,14 @@ class FakeHost {
 
   // ABI 1.2 holds: a stage may hold back a partition; release() may come from any thread.
   void enable_hold() {
-    api_.hold = [](void* ctx, const ex_partition* p, ex_error*) {
-      auto* h = static_cast<FakeHost*>(ctx);
+    api_.hold = [](ex_host_ctx ctx, const ex_partition* p, ex_error*) {
+      auto* h = reinterpret_cast<FakeHost*>(ctx);
       std::lock_guard<std::mutex> g(h->mu_);
       h->held_.push_back(sdk::Partition::from(*p).name);
       return int32_t{EX_OK};
     };
-    api_.release = [](void* ctx, const ex_partition* p) {
-      auto* h = static_cast<FakeHost*>(ctx);
+    api_.release = [](ex_host_ctx ctx, const ex_partition* p) {
+      auto* h = reinterpret_cast<FakeHost*>(ctx);
       std::lock_guard<std::mutex> g(h->mu_);
       h->released_.push_back(sdk::Partition::from(*p).name);
       h->cv_.notify_all();
@@ -198,18 +199,18 @@ class FakeHost {
     std::optional<std::string> value;  // nullopt = tombstone
   };
   void enable_state() {
-    api_.state_supported = [](void*) { return int32_t{1}; };
-    api_.state_open = [](void* ctx, ex_bytes store, const ex_partition* p, ex_state_info* info,
+    api_.state_supported = [](ex_host_ctx) { return int32_t{1}; };
+    api_.state_open = [](ex_host_ctx ctx, ex_bytes store, const ex_partition* p, ex_state_info* info,
                          ex_error*) {
-      auto& log = static_cast<FakeHost*>(ctx)->state_log(store, *p);
+      auto& log = reinterpret_cast<FakeHost*>(ctx)->state_log(store, *p);
       info->start = 0;
       info->end = static_cast<int64_t>(log.size());
       info->created = 0;
       return int32_t{EX_OK};
     };
-    api_.state_read = [](void* ctx, ex_bytes store, const ex_partition* p, int64_t from,
-                         ex_state_record_fn fn, void* fn_ctx, ex_error* err) {
-      auto& log = static_cast<FakeHost*>(ctx)->state_log(store, *p);
+    api_.state_read = [](ex_host_ctx ctx, ex_bytes store, const ex_partition* p, int64_t from,
+                         ex_state_record_fn fn, ex_state_read_ctx fn_ctx, ex_error* err) {
+      auto& log = reinterpret_cast<FakeHost*>(ctx)->state_log(store, *p);
       for (size_t i = static_cast<size_t>(from < 0 ? 0 : from); i < log.size(); ++i) {
         const auto& r = log[i];
         ex_bytes v = r.value ? sdk::bytes(*r.value) : sdk::null_bytes();
@@ -220,16 +221,16 @@ class FakeHost {
       }
       return int32_t{EX_OK};
     };
-    api_.state_write = [](void* ctx, ex_bytes store, const ex_partition* p, ex_bytes key,
+    api_.state_write = [](ex_host_ctx ctx, ex_bytes store, const ex_partition* p, ex_bytes key,
                           ex_bytes value, ex_error*) {
-      auto* h = static_cast<FakeHost*>(ctx);
+      auto* h = reinterpret_cast<FakeHost*>(ctx);
       std::optional<std::string> v;
       if (value.ptr != nullptr) v = std::string(sdk::view(value));
       h->pending_state_.push_back({state_key(store, *p), {std::string(sdk::view(key)), v}});
       return int32_t{EX_OK};
     };
-    api_.state_position = [](void* ctx, ex_bytes store, const ex_partition* p) -> int64_t {
-      auto* h = static_cast<FakeHost*>(ctx);
+    api_.state_position = [](ex_host_ctx ctx, ex_bytes store, const ex_partition* p) -> int64_t {
+      auto* h = reinterpret_cast<FakeHost*>(ctx);
       auto it = h->state_positions_.find(state_key(store, *p));
       return it == h->state_positions_.end() ? -1 : it->second;
     };
@@ -299,9 +300,12 @@ class OwnedConfig {
   ex_config cfg_{};
 };
 
+// Read no further than the arrays: a plugin that forgot the NUL gets a cut message.
 inline sdk::Status status_of(int32_t rc, const ex_error& e) {
   return rc == EX_OK ? sdk::Status::ok()
-                     : sdk::Status::error(static_cast<ex_status>(rc), e.message, e.key);
+                     : sdk::Status::error(static_cast<ex_status>(rc),
+                                          std::string(e.message, strnlen(e.message, sizeof(e.message))),
+                                          std::string(e.key, strnlen(e.key, sizeof(e.key))));
 }
 inline ex_error new_error() {
   ex_error e{};
@@ -369,19 +373,19 @@ class TransformHarness {
       const std::vector<OwnedRecord>* in;
       TransformOutput* out;
     } ctx{&in, &out};
-    ex_emitter em{sizeof(ex_emitter), &ctx,
-                  [](void* c, size_t i) {
-                    auto* x = static_cast<Ctx*>(c);
+    ex_emitter em{sizeof(ex_emitter), reinterpret_cast<ex_emitter_ctx>(&ctx),
+                  [](ex_emitter_ctx c, size_t i) {
+                    auto* x = reinterpret_cast<Ctx*>(c);
                     x->out->kept.push_back(i);
                     x->out->records.push_back((*x->in)[i]);
                     return int32_t{EX_OK};
                   },
-                  [](void* c, const ex_record* r) {
-                    static_cast<Ctx*>(c)->out->records.push_back(OwnedRecord::from(*r));
+                  [](ex_emitter_ctx c, const ex_record* r) {
+                    reinterpret_cast<Ctx*>(c)->out->records.push_back(OwnedRecord::from(*r));
                     return int32_t{EX_OK};
                   },
-                  [](void* c, size_t i, const char* m, size_t n) {
-                    static_cast<Ctx*>(c)->out->rejected.emplace_back(i, std::string(m, n));
+                  [](ex_emitter_ctx c, size_t i, const char* m, size_t n) {
+                    reinterpret_cast<Ctx*>(c)->out->rejected.emplace_back(i, std::string(m, n));
                     return int32_t{EX_OK};
                   }};
     ex_error e = new_error();
@@ -417,14 +421,14 @@ class TransformHarness {
   }
 
  private:
-  using PartsFn = int32_t (*)(void*, const ex_partition*, size_t, ex_error*);
+  using PartsFn = int32_t (*)(ex_transform_self, const ex_partition*, size_t, ex_error*);
   sdk::Status parts_call(const std::vector<sdk::Partition>& parts, PartsFn fn) {
     std::vector<ex_partition> abi;
     for (auto& p : parts) abi.push_back(p.to_abi());
     ex_error e = new_error();
     return status_of(fn(self_, abi.data(), abi.size(), &e), e);
   }
-  sdk::Status simple(int32_t (*fn)(void*, ex_error*)) {
+  sdk::Status simple(int32_t (*fn)(ex_transform_self, ex_error*)) {
     ex_error e = new_error();
     return status_of(fn(self_, &e), e);
   }
@@ -432,7 +436,7 @@ class TransformHarness {
   const ex_transform_vtable* vt_;
   FakeHost own_host_;
   FakeHost* host_;
-  void* self_ = nullptr;
+  ex_transform_self self_ = nullptr;
   sdk::Status create_status_;
 };
 
@@ -498,7 +502,7 @@ class SourceHarness {
 
  private:
   sdk::Status cp_call(const sdk::Checkpoint& c,
-                      int32_t (*fn)(void*, const ex_checkpoint*, ex_error*)) {
+                      int32_t (*fn)(ex_source_self, const ex_checkpoint*, ex_error*)) {
     ex_checkpoint cp{sizeof(cp), sdk::bytes(c.format), sdk::bytes(c.data)};
     ex_error e = new_error();
     return status_of(fn(self_, &cp, &e), e);
@@ -506,7 +510,7 @@ class SourceHarness {
   const ex_source_vtable* vt_;
   FakeHost own_host_;
   FakeHost* host_;
-  void* self_ = nullptr;
+  ex_source_self self_ = nullptr;
   sdk::Status create_status_;
 };
 
@@ -581,12 +585,14 @@ class SinkHarness {
     if (!has_completed()) return sdk::Status::unsupported("no completion window");
     std::vector<ex_partition> abi;
     for (const auto& p : parts) abi.push_back(p.to_abi());
-    ex_record_errors errs{sizeof(errs), &late,
-                          [](void*, size_t, const char*, size_t) { return int32_t{EX_ERR_FATAL}; },
-                          [](void* c, const ex_record* r, const char* m, size_t n) {
+    ex_record_errors errs{sizeof(errs), reinterpret_cast<ex_record_errors_ctx>(&late),
+                          [](ex_record_errors_ctx, size_t, const char*, size_t) {
+                            return int32_t{EX_ERR_FATAL};
+                          },
+                          [](ex_record_errors_ctx c, const ex_record* r, const char* m, size_t n) {
                             auto o = OwnedRecord::from(*r);
                             o.headers.emplace_back("exactly.error", std::string(m, n));
-                            static_cast<std::vector<OwnedRecord>*>(c)->push_back(std::move(o));
+                            reinterpret_cast<std::vector<OwnedRecord>*>(c)->push_back(std::move(o));
                             return int32_t{EX_OK};
                           }};
     ex_error e = new_error();
@@ -605,8 +611,9 @@ class SinkHarness {
                                                           sdk::Status* st = nullptr) {
     BatchView view(in);
     std::vector<std::pair<size_t, std::string>> rejected;
-    ex_record_errors errs{sizeof(errs), &rejected, [](void* c, size_t i, const char* m, size_t n) {
-                            static_cast<std::vector<std::pair<size_t, std::string>>*>(c)
+    ex_record_errors errs{sizeof(errs), reinterpret_cast<ex_record_errors_ctx>(&rejected),
+                          [](ex_record_errors_ctx c, size_t i, const char* m, size_t n) {
+                            reinterpret_cast<std::vector<std::pair<size_t, std::string>>*>(c)
                                 ->emplace_back(i, std::string(m, n));
                             return int32_t{EX_OK};
                           },
@@ -650,7 +657,7 @@ class SinkHarness {
   const ex_sink_vtable* vt_;
   FakeHost own_host_;
   FakeHost* host_;
-  void* self_ = nullptr;
+  ex_sink_self self_ = nullptr;
   sdk::Status create_status_;
 };
 
