@@ -130,6 +130,7 @@ void Dispatcher::finish(Slot& slot, CURLcode code, RateClasses& classes, const S
   }
   if (r.attempts > s.retry_max) {
     fail(r, c, final_reason(r, s), remaining);
+    r.later = Request::Later::failed;  // the retry topic may take it (requeue.hpp)
     return;
   }
   if (r.last.retry_after_ms < 0) delay = backoff(r.attempts, s.backoff_initial_ms, s.backoff_max_ms, rng_);
@@ -209,6 +210,10 @@ void Dispatcher::run_batch(std::vector<Request>& reqs, RateClasses& classes, con
         auto& q = ready[ci];
         if (q.empty()) continue;
         RateClass& c = classes[ci];
+        if (c.fuse.rejecting(now) && c.reroute_fused) {
+          reroute_fused(q, reqs, c, now, remaining);
+          continue;
+        }
         if (c.fuse.rejecting(now)) {
           for (size_t id : q) {
             Request& r = reqs[id];
@@ -224,11 +229,13 @@ void Dispatcher::run_batch(std::vector<Request>& reqs, RateClasses& classes, con
           continue;
         }
         if (c.paused_until > now) {
+          if (c.reroute_limited) reroute_limited(q, reqs, c, c.paused_until, now, s, remaining);
           wake = std::min(wake, c.paused_until);
           continue;
         }
         auto next = c.bucket.next_token(now);
         if (next > now) {
+          if (c.reroute_limited) reroute_limited(q, reqs, c, next, now, s, remaining);
           wake = std::min(wake, next);
           continue;
         }

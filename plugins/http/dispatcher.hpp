@@ -9,6 +9,7 @@
 #include <curl/curl.h>
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <random>
 #include <string>
@@ -48,6 +49,13 @@ class Dispatcher {
               std::vector<size_t>& delayed, std::vector<Request>& reqs, size_t& remaining);
   // `downstream`: a failure the downstream gave (not a fuse refusal).
   void fail(Request& r, RateClass& c, std::string reason, size_t& remaining, bool downstream = true);
+  // when.fused / when.limited: reroute (dispatcher_reroute.cpp): the class's waiting
+  // records are handed back for the retry topic instead of being rejected or waiting.
+  void reroute_fused(std::deque<size_t>& q, std::vector<Request>& reqs, RateClass& c,
+                     Clock::time_point now, size_t& remaining);
+  void reroute_limited(std::deque<size_t>& q, std::vector<Request>& reqs, RateClass& c,
+                       Clock::time_point turn, Clock::time_point now, const Settings& s,
+                       size_t& remaining);
 
   CURLM* multi_ = nullptr;
   std::vector<Slot> slots_;

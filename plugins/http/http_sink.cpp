@@ -43,6 +43,16 @@ HttpSink::HttpSink(sdk::Host host, const sdk::Config& config)
   Settings::check(config);
   curl_once();
   classes_.apply(settings_.classes, Clock::now());
+  if (settings_.retry_topic.on()) requeue_ = std::make_unique<Requeue>(host_, settings_.retry_topic);
+}
+
+sdk::Status HttpSink::open(std::optional<sdk::Checkpoint>&) {
+  return requeue_ ? requeue_->open() : sdk::Status::ok();
+}
+
+sdk::Status HttpSink::prepare_commit() {
+  // Every record re-enqueued in this round is in the retry topic before it commits.
+  return requeue_ ? requeue_->flush() : sdk::Status::ok();
 }
 
 sdk::Status HttpSink::validate(const sdk::Config& config) {
@@ -117,8 +127,11 @@ sdk::Status HttpSink::write(const sdk::Batch& in, const sdk::RecordErrors& error
   dispatcher_.run(reqs, classes_, settings_, [this] { publish(false); });
   size_t failed = 0;
   const std::string* first = nullptr;
+  sdk::Status requeue_st = sdk::Status::ok();
   for (auto& q : reqs)
     if (!q.delivered) {
+      if (requeue_ && requeue_->offer(in[q.index], q, classes_[q.cls], requeue_st)) continue;
+      if (!requeue_st) return requeue_st;  // the producer failed: the round is replayed
       errors.reject(q.index, q.reason);
       if (failed++ == 0) first = &q.reason;
     }
@@ -160,6 +173,7 @@ void HttpSink::publish(bool final_of_batch) {
     if (c.fuse_rejects)
       host_.counter("http_sink_fuse_rejected_total", static_cast<double>(c.fuse_rejects), l);
     c.requests = c.ok = c.retries = c.failures = c.fuse_rejects = 0;
+    publish_requeued(host_, c);
     host_.gauge("http_sink_class_rate", c.bucket.rate(), l);
     host_.gauge("http_sink_class_tokens", c.bucket.tokens(now), l);
     host_.gauge("http_sink_fuse_state", static_cast<double>(static_cast<int>(c.fuse.state())), l);

@@ -16,6 +16,7 @@
 #include "field_ref.hpp"
 #include "http_settings.hpp"
 #include "rate_classes.hpp"
+#include "requeue.hpp"
 
 namespace exactly::http {
 
@@ -26,7 +27,9 @@ class HttpSink final : public sdk::Sink {
   static sdk::Status validate(const sdk::Config& config);
   ~HttpSink() override;
 
+  sdk::Status open(std::optional<sdk::Checkpoint>& stored) override;
   sdk::Status write(const sdk::Batch& in, const sdk::RecordErrors& errors) override;
+  sdk::Status prepare_commit() override;
   sdk::Status commit(const sdk::Checkpoint* positions, bool& stored_positions) override;
   sdk::Status reconfigure(const sdk::Config& config) override;
 
@@ -41,6 +44,7 @@ class HttpSink final : public sdk::Sink {
   Dispatcher dispatcher_;
   RecordFields fields_;
   uint64_t fuse_trips_seen_ = 0;
+  std::unique_ptr<Requeue> requeue_;  // with retry.topic
 };
 
 }  // namespace exactly::http
