@@ -316,6 +316,7 @@ void KafkaSource::on_assign(rd_kafka_topic_partition_list_t* parts) {
     p.next = start;
     p.assigned_at = start;
     p.rd_paused = false;
+    p.not_before_ms = 0;
     added_ids.push_back(id);
     host_parts.push_back(sdk::Partition{id, p.name, p.topic, p.number, start >= 0 ? start : -1});
   }
