@@ -9,12 +9,8 @@ RetryTopicSettings RetryTopicSettings::parse(const sdk::Config& c) {
   s.topic = c.get_string("retry.topic");
   s.servers = c.get_string("retry.topic.bootstrap.servers");
   s.rdkafka = c.get_map("retry.topic.rdkafka");
-  const char* const dependent[] = {"retry.topic.bootstrap.servers", "retry.topic.max",
-                                   "retry.topic.backoff.initial", "retry.topic.backoff.max",
-                                   "retry.topic.open.timeout"};
+  // (The other retry.topic.* keys arrive with their schema defaults whether set or not.)
   if (!s.on()) {
-    for (const char* k : dependent)
-      if (c.has(k)) throw sdk::ConfigError(k, "only applies with retry.topic");
     if (!s.rdkafka.empty()) throw sdk::ConfigError("retry.topic.rdkafka", "only applies with retry.topic");
     return s;
   }

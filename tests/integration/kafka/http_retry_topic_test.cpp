@@ -9,6 +9,8 @@
 // sink's clock, both this machine's), never with a guess of how long something takes.
 #include <gtest/gtest.h>
 
+#include <exactly/testing/harness.hpp>
+
 #include <map>
 #include <set>
 
@@ -243,4 +245,28 @@ TEST(HttpRetryTopic, AFusedClassWithRerouteSendsNothingAndASlowClassReroutesWhat
   for (const auto& id : slow_requeued) EXPECT_EQ(slow_sent.count(id), 0u) << id << " sent and rerouted";
   EXPECT_EQ(slow_sent.size() + slow_requeued.size(), 10u) << "every slow record sent or rerouted";
   EXPECT_EQ(slow_at_server, slow_sent.size()) << "a slow record sent twice without a failure";
+}
+
+// The round's guarantee, through the .so: prepare_commit returns only once the retry topic
+// holds every record re-enqueued in the round. linger.ms 3 s keeps the producer from
+// sending on its own, so a prepare_commit that did not flush returns with nothing there.
+TEST(HttpRetryTopic, PrepareCommitReturnsOnlyOnceTheRetryTopicHoldsTheRound) {
+  HttpTestServer srv;
+  Topics t("rt-flush");
+  exactly::testing::Library lib(std::string(EXACTLY_PLUGIN_DIR) + "/exactly_http.so");
+  exactly::testing::SinkHarness sink(
+      lib, "http",
+      {{"url", srv.base() + "/always/503/{/id}"}, {"idempotency.key", "/id"}, {"retry.max", "0"},
+       {"retry.topic", t.retry}, {"retry.topic.bootstrap.servers", kafka_bootstrap()},
+       {"retry.topic.rdkafka.linger.ms", "3000"}});
+  ASSERT_TRUE(sink.ok()) << sink.create_status().message();
+  ASSERT_TRUE(sink.open().is_ok());
+  std::vector<exactly::testing::OwnedRecord> batch;
+  for (const char* id : {"x1", "x2", "x3"})
+    batch.push_back(exactly::testing::rec(std::string(id), std::string("{\"id\":\"") + id + "\"}"));
+  EXPECT_TRUE(sink.write(batch).empty()) << "re-enqueued, not record errors";
+  ASSERT_TRUE(sink.prepare_commit().is_ok());
+  EXPECT_EQ(read_all(t.retry, 3, 1000).size(), 3u)
+      << "prepare_commit returned before the retry topic had the round's records";
+  EXPECT_EQ(sink.host().metric("http_sink_requeued_total{class=default,reason=failed}"), 3);
 }
