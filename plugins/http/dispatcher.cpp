@@ -129,8 +129,9 @@ void Dispatcher::finish(Slot& slot, CURLcode code, RateClasses& classes, const S
     c.paused_until = std::max(c.paused_until, now + delay);
   }
   if (r.attempts > s.retry_max) {
-    fail(r, c, final_reason(r, s), remaining);
-    r.later = Request::Later::failed;  // the retry topic may take it (requeue.hpp)
+    // With a retry topic it may not be final: requeue.cpp counts it if it is.
+    fail(r, c, final_reason(r, s), remaining, !s.retry_topic.on());
+    r.later = Request::Later::failed;
     return;
   }
   if (r.last.retry_after_ms < 0) delay = backoff(r.attempts, s.backoff_initial_ms, s.backoff_max_ms, rng_);

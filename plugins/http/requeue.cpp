@@ -4,16 +4,11 @@
 #include <chrono>
 
 #include "outcome.hpp"
+#include "rdkafka_common.hpp"
 
 namespace exactly::http {
 
 namespace {
-
-int64_t wall_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // The count the record arrived with (0 without the header or when it is not a number).
 int retry_count_of(const ex_record& r) {
@@ -41,11 +36,12 @@ bool Requeue::offer(const ex_record& r, Request& q, RateClass& c, sdk::Status& s
   if (q.later == Request::Later::no) return false;
   const int count = retry_count_of(r);
   int next = count;
-  int64_t not_before = wall_ms();
+  int64_t not_before = kafka::wall_ms();
   if (q.later == Request::Later::failed) {
     if (count >= s_.max) {
       q.reason += "; re-enqueued " + std::to_string(count) + " time(s) through " + topic_.topic() +
                   " already (retry.topic.max " + std::to_string(s_.max) + ")";
+      ++c.failures;  // final after all: the dispatcher left it uncounted
       return false;
     }
     next = count + 1;

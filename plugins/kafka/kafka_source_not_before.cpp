@@ -18,12 +18,6 @@ namespace exactly::kafka {
 
 namespace {
 
-int64_t wall_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 // The header's value as epoch milliseconds; false when absent. `bad` when present but not
 // a plain decimal number.
 bool not_before_of(const rd_kafka_message_t* m, const std::string& name, int64_t& out, bool& bad) {

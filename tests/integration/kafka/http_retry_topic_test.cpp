@@ -269,4 +269,6 @@ TEST(HttpRetryTopic, PrepareCommitReturnsOnlyOnceTheRetryTopicHoldsTheRound) {
   EXPECT_EQ(read_all(t.retry, 3, 1000).size(), 3u)
       << "prepare_commit returned before the retry topic had the round's records";
   EXPECT_EQ(sink.host().metric("http_sink_requeued_total{class=default,reason=failed}"), 3);
+  EXPECT_EQ(sink.host().metric("http_sink_failures_total{class=default}"), 0)
+      << "re-enqueued records did not fail for good";
 }
