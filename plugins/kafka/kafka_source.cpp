@@ -329,6 +329,11 @@ void KafkaSource::on_assign(rd_kafka_topic_partition_list_t* parts) {
   if (err != RD_KAFKA_RESP_ERR_NO_ERROR && pending_)
     pending_ = sdk::Status::fatal(std::string("kafka source: assign failed: ") +
                                   rd_kafka_err2str(err));
+  // librdkafka keeps a partition's application pause across unassign and assign: one that
+  // was paused when it was revoked (a not-before wait, a hold, a priority level) would
+  // come back paused while rd_paused says it is not. Start every one fetching; the pauses
+  // it should have are applied below.
+  if (err == RD_KAFKA_RESP_ERR_NO_ERROR) rd_kafka_resume_partitions(rk_, list.get());
   // Whole-source pause, and the priority levels below the one with backlog.
   sdk::Status paused_st = sdk::Status::ok();
   if (prioritized()) {

@@ -209,3 +209,76 @@ TEST_F(KafkaNotBefore, ARewindOrAHoldDuringTheWaitReplaysTheRecordsBeforeItAndTh
   EXPECT_GE(r.seen[at5].at_ms, due) << "the rewind and the hold did not end the wait early";
   EXPECT_EQ(r.metric("kafka_source_not_before_waiting_partitions"), 0);
 }
+
+// A second member joins while partition 0 waits: the rebalance revokes it mid-wait. Its
+// new owner (either member) starts at the waiting record (the committed position is that
+// record, not past it) and waits for the same time; nothing is handed out twice or lost,
+// and the other partition keeps flowing.
+TEST_F(KafkaNotBefore, APartitionRevokedWhileWaitingStartsAtItsRecordWithItsNewOwnerAndStillWaits) {
+  const std::string topic = kt::unique("notbefore-rb");
+  kt::create_topic(servers(), topic, 2);
+  const int64_t due = wall_ms() + 15000;
+  std::vector<kt::Out> in;
+  for (int i = 0; i < 5; ++i) in.push_back(rec(0, "d" + std::to_string(i)));
+  in.push_back(rec(0, "d5", due));
+  for (int i = 6; i < 10; ++i) in.push_back(rec(0, "d" + std::to_string(i)));
+  for (int i = 0; i < 10; ++i) in.push_back(rec(1, "e" + std::to_string(i)));
+  kt::produce_records(servers(), topic, in);
+
+  Reader a(servers(), topic, "100");
+  ASSERT_TRUE(a.src->ok()) << a.src->create_status().message();
+  ASSERT_TRUE(a.src->open().is_ok());
+  ASSERT_TRUE(a.poll_until([&] { return a.has(0, 4) && a.has(1, 9) && a.max_waiting >= 1; }));
+  // The round commits: partition 0's position is its waiting record.
+  ASSERT_TRUE(a.src->commit(a.src->checkpoint()).is_ok());
+  EXPECT_EQ(kt::committed(servers(), topic + "-g", topic, 2)[0], 5);
+
+  Reader b(servers(), topic, "100");
+  ASSERT_TRUE(b.src->ok()) << b.src->create_status().message();
+  ASSERT_TRUE(b.src->open().is_ok());
+  auto both_assigned = [&] {
+    return !a.host.revoked.empty() && !b.host.assigned.empty();
+  };
+  // Both members poll (one thread, in turn) until the group has rebalanced.
+  const int64_t end = kt::now_ms() + 30000;
+  while (!both_assigned() && kt::now_ms() < end) {
+    a.poll_until([] { return false; }, 150);
+    b.poll_until([] { return false; }, 150);
+  }
+  ASSERT_TRUE(both_assigned()) << "no rebalance within 30 s";
+  std::vector<kt::Out> more;
+  for (int i = 10; i < 20; ++i) more.push_back(rec(1, "e" + std::to_string(i)));
+  kt::produce_records(servers(), topic, more);
+  auto done = [&] { return (a.has(0, 9) || b.has(0, 9)) && (a.has(1, 19) || b.has(1, 19)); };
+  const int64_t end2 = kt::now_ms() + 40000;
+  while (!done() && kt::now_ms() < end2) {
+    a.poll_until([] { return false; }, 150);
+    b.poll_until([] { return false; }, 150);
+  }
+  auto dump = [](const Reader& r) {
+    std::string s;
+    for (const auto& x : r.seen) s += " " + std::to_string(x.number) + ":" + std::to_string(x.offset);
+    for (const auto& [k, v] : r.host.metrics) s += "\n  " + k + "=" + std::to_string(v);
+    for (const auto& [l, m] : r.host.logs) s += "\n  log " + m;
+    return s;
+  };
+  ASSERT_TRUE(done()) << "a:" << dump(a) << "\nb:" << dump(b);
+
+  std::vector<int64_t> p0 = offsets_of(a.seen, 0), p1 = offsets_of(a.seen, 1);
+  for (int64_t o : offsets_of(b.seen, 0)) p0.push_back(o);
+  for (int64_t o : offsets_of(b.seen, 1)) p1.push_back(o);
+  std::sort(p0.begin(), p0.end());
+  std::sort(p1.begin(), p1.end());
+  EXPECT_EQ(p0, range(0, 10)) << "partition 0: each record once across both members";
+  EXPECT_EQ(p1, range(0, 20)) << "partition 1: each record once across both members";
+  for (const Reader* r : {&a, &b}) {
+    const size_t at5 = r->index_of(0, 5);
+    if (at5 == r->seen.size()) continue;
+    EXPECT_GE(r->seen[at5].at_ms, due) << "the new owner handed the record out before its time";
+    // Within a member, a partition's records come in offset order.
+    for (int32_t part : {0, 1}) {
+      auto o = offsets_of(r->seen, part);
+      EXPECT_TRUE(std::is_sorted(o.begin(), o.end())) << "partition " << part;
+    }
+  }
+}
