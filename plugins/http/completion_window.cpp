@@ -54,14 +54,23 @@ void CompletionWindow::erase(size_t id) {
   entries_.erase(it);
 }
 
-void CompletionWindow::report_failures(const sdk::RecordErrors& errors) {
+size_t CompletionWindow::report_failures(const sdk::RecordErrors& errors, const Offer& offer,
+                                         sdk::Status& st) {
   std::vector<size_t> ids;
   ids.swap(failed_);
-  for (size_t id : ids) {
-    auto it = entries_.find(id);
+  size_t rejected = 0;
+  for (size_t k = 0; k < ids.size(); ++k) {
+    auto it = entries_.find(ids[k]);
     if (it == entries_.end()) continue;
-    if (!errors.reject_record(it->second.record, it->second.req.reason))
-      throw sdk::StatusError(sdk::Status::fatal("the host did not take a record error"));
+    if (!offer || !offer(it->second, st)) {
+      if (!st) {
+        failed_.assign(ids.begin() + static_cast<std::ptrdiff_t>(k), ids.end());
+        return rejected;
+      }
+      if (!errors.reject_record(it->second.record, it->second.req.reason))
+        throw sdk::StatusError(sdk::Status::fatal("the host did not take a record error"));
+      ++rejected;
+    }
     // Not in failed_ any more: erase() must not count its bytes as open.
     const ex_record& r = it->second.record;
     auto p = open_.find(r.partition);
@@ -71,6 +80,7 @@ void CompletionWindow::report_failures(const sdk::RecordErrors& errors) {
     }
     entries_.erase(it);
   }
+  return rejected;
 }
 
 void CompletionWindow::lower(std::vector<sdk::Partition>& parts) const {

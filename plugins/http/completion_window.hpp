@@ -10,6 +10,7 @@
 #include <exactly/sdk.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -40,8 +41,14 @@ class CompletionWindow {
   void finished(const Request& r);
   // Forgets a record that never became a request (a record error found in write()).
   void forget(size_t id) { erase(id); }
-  // Hands every failed record to the error policy and forgets it.
-  void report_failures(const sdk::RecordErrors& errors);
+  // May take a failed record elsewhere (the retry topic): true when it did; false with
+  // `st` still ok for a record error; `st` not ok when it failed as a whole.
+  using Offer = std::function<bool(Entry&, sdk::Status& st)>;
+  // Offers every failed record to `offer` (when set): one it takes is complete, the others
+  // go to the error policy; either way they are forgotten. Returns how many went to the
+  // error policy. Stops at the first failed offer with `st` set, keeping the failures not
+  // yet handled (the round is replayed).
+  size_t report_failures(const sdk::RecordErrors& errors, const Offer& offer, sdk::Status& st);
   // Lowers each partition's start_offset to its lowest open record.
   void lower(std::vector<sdk::Partition>& parts) const;
   // Forgets the records of `ids` (or all): their requests must be dropped first.

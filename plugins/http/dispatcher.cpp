@@ -148,7 +148,9 @@ bool Dispatcher::finish(Slot& slot, CURLcode code, RateClasses& classes, const S
     c.paused_until = std::max(c.paused_until, now + delay);
   }
   if (r.attempts > s.retry_max) {
-    fail(r, c, final_reason(r, s));
+    // With a retry topic it may not be final: requeue.cpp counts it if it is.
+    fail(r, c, final_reason(r, s), !s.retry_topic.on());
+    r.later = Request::Later::failed;
     return true;
   }
   if (r.last.retry_after_ms < 0) delay = backoff(r.attempts, s.backoff_initial_ms, s.backoff_max_ms, rng_);
@@ -213,6 +215,10 @@ void Dispatcher::start_ready(RateClasses& classes, const Settings& s, const Done
       auto& q = ready_[ci];
       if (q.empty()) continue;
       RateClass& c = classes[ci];
+      if (c.fuse.rejecting(now) && c.reroute_fused) {
+        reroute_fused(q, c, now, done);
+        continue;
+      }
       if (c.fuse.rejecting(now)) {
         while (!q.empty()) {
           Request& r = *q.front();
@@ -230,11 +236,13 @@ void Dispatcher::start_ready(RateClasses& classes, const Settings& s, const Done
         continue;
       }
       if (c.paused_until > now) {
+        if (c.reroute_limited) reroute_limited(q, c, c.paused_until, now, s, done);
         wake = std::min(wake, c.paused_until);
         continue;
       }
       auto next = c.bucket.next_token(now);
       if (next > now) {
+        if (c.reroute_limited) reroute_limited(q, c, next, now, s, done);
         wake = std::min(wake, next);
         continue;
       }

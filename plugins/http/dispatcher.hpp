@@ -65,6 +65,13 @@ class Dispatcher {
   void fail(Request& r, RateClass& c, std::string reason, bool downstream = true);
   void start_ready(RateClasses& classes, const Settings& s, const Done& done,
                    Clock::time_point now, Clock::time_point& wake);
+  // when.fused / when.limited: reroute (dispatcher_reroute.cpp): the class's waiting
+  // requests become final "rerouted" outcomes (Request::later), handed to `done`, for the
+  // sink to offer to the retry topic instead of rejecting them or letting them wait.
+  void reroute_fused(std::deque<Request*>& q, RateClass& c, Clock::time_point now,
+                     const Done& done);
+  void reroute_limited(std::deque<Request*>& q, RateClass& c, Clock::time_point turn,
+                       Clock::time_point now, const Settings& s, const Done& done);
 
   CURLM* multi_ = nullptr;
   std::vector<Slot> slots_;

@@ -24,6 +24,7 @@ class Fuse {
   }
   State state() const { return manual_ ? State::open : state_; }
   bool manual() const { return manual_; }
+  std::chrono::milliseconds cooldown() const { return cooldown_; }
 
   // True while the class's records are turned away without asking (no side effects).
   bool rejecting(Clock::time_point now) const {

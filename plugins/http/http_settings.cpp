@@ -63,7 +63,7 @@ void read_classes(const sdk::Config& c, Settings& s, const ClassSettings& base) 
     size_t dot = sub.find('.');
     std::string key = "classes." + sub;
     if (dot == std::string::npos || dot == 0)
-      throw sdk::ConfigError(key, "expected classes.<name>.<rate|burst|open|fuse.failures|fuse.cooldown>");
+      throw sdk::ConfigError(key, "expected classes.<name>.<rate|burst|open|fuse.failures|fuse.cooldown|when.limited|when.fused>");
     std::string name = sub.substr(0, dot), setting = sub.substr(dot + 1);
     auto [it, fresh] = s.classes.try_emplace(name, base);
     ClassSettings& cs = it->second;
@@ -72,9 +72,15 @@ void read_classes(const sdk::Config& c, Settings& s, const ClassSettings& base) 
     else if (setting == "open") cs.open = parse_bool(key, value);
     else if (setting == "fuse.failures") cs.fuse_failures = static_cast<int>(parse_number(key, value));
     else if (setting == "fuse.cooldown") cs.fuse_cooldown = parse_duration(key, value);
+    else if (setting == "when.limited") cs.reroute_limited = parse_when_limited(key, value);
+    else if (setting == "when.fused") cs.reroute_fused = parse_when_fused(key, value);
     else
       throw sdk::ConfigError(key, "unknown class setting '" + setting +
-                                      "' (rate, burst, open, fuse.failures, fuse.cooldown)");
+                                      "' (rate, burst, open, fuse.failures, fuse.cooldown, "
+                                      "when.limited, when.fused)");
+    if ((cs.reroute_limited || cs.reroute_fused) && !s.retry_topic.on() &&
+        (setting == "when.limited" || setting == "when.fused"))
+      throw sdk::ConfigError(key, "reroute sends records to the retry topic: set retry.topic");
   }
 }
 
@@ -121,7 +127,15 @@ Settings Settings::from(const sdk::Config& c) {
   s.class_field_text = c.get_string("class.field");
   if (!s.class_field_text.empty()) s.class_field = field_of("class.field", s.class_field_text);
 
+  s.retry_topic = RetryTopicSettings::parse(c);
+  s.reroute_wait_max_ms = c.get_duration_ms("reroute.wait.max", 1000);
+  if (s.reroute_wait_max_ms < 0) throw sdk::ConfigError("reroute.wait.max", "must not be negative");
   ClassSettings base;
+  if (c.has("when.limited")) base.reroute_limited = parse_when_limited("when.limited", c.get_string("when.limited"));
+  if (c.has("when.fused")) base.reroute_fused = parse_when_fused("when.fused", c.get_string("when.fused"));
+  for (const char* k : {"when.limited", "when.fused"})
+    if (c.get_string(k) == "reroute" && !s.retry_topic.on())
+      throw sdk::ConfigError(k, "reroute sends records to the retry topic: set retry.topic");
   base.fuse_failures = static_cast<int>(c.get_int("fuse.failures", 0));
   base.fuse_cooldown = std::chrono::milliseconds(c.get_duration_ms("fuse.cooldown", 10000));
   read_classes(c, s, base);
@@ -139,7 +153,8 @@ bool Settings::same_connection_settings(const Settings& o) const {
          ca_file == o.ca_file && tls_verify == o.tls_verify && retry_max == o.retry_max &&
          backoff_initial_ms == o.backoff_initial_ms && backoff_max_ms == o.backoff_max_ms &&
          retry_after_max_ms == o.retry_after_max_ms && response_max == o.response_max &&
-         class_field_text == o.class_field_text;
+         class_field_text == o.class_field_text && retry_topic == o.retry_topic &&
+         reroute_wait_max_ms == o.reroute_wait_max_ms;
 }
 
 void Settings::check(const sdk::Config& c) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "field_ref.hpp"
+#include "retry_settings.hpp"
 #include "url_template.hpp"
 
 namespace exactly::http {
@@ -22,6 +23,10 @@ struct ClassSettings {
   bool open = false; // fuse opened by hand
   int fuse_failures = 0;
   std::chrono::milliseconds fuse_cooldown{10000};
+  // What a class over its rate / with an open fuse does: wait (backpressure) or reject
+  // (false), or go to the retry topic (true; requeue.hpp).
+  bool reroute_limited = false;
+  bool reroute_fused = false;
   bool operator==(const ClassSettings&) const = default;
 };
 
@@ -51,6 +56,9 @@ struct Settings {
   std::string class_field_text;
   // Always holds "default": records whose class is missing or not listed.
   std::map<std::string, ClassSettings> classes;
+  RetryTopicSettings retry_topic;
+  // With when.limited: reroute, a record waits for its class this long at most.
+  int64_t reroute_wait_max_ms = 1000;
 
   // Throws sdk::ConfigError naming the key.
   static Settings from(const sdk::Config& c);

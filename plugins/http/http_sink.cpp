@@ -50,6 +50,17 @@ HttpSink::HttpSink(sdk::Host host, const sdk::Config& config)
     progress_.notify_all();
   };
   transfers_ = std::thread([this] { run_transfers(); });
+  if (settings_.retry_topic.on()) requeue_ = std::make_unique<Requeue>(host_, settings_.retry_topic);
+}
+
+sdk::Status HttpSink::open(std::optional<sdk::Checkpoint>&) {
+  return requeue_ ? requeue_->open() : sdk::Status::ok();
+}
+
+sdk::Status HttpSink::prepare_commit() {
+  // completed() ran before this in the round: every record it re-enqueued is in the retry
+  // topic before the round commits past it.
+  return requeue_ ? requeue_->flush() : sdk::Status::ok();
 }
 
 sdk::Status HttpSink::validate(const sdk::Config& config) {
@@ -184,11 +195,25 @@ bool HttpSink::window_full() const {
          window_.open_bytes() >= static_cast<size_t>(settings_.window_bytes);
 }
 
+size_t HttpSink::class_of(const Request& r) {
+  return r.class_value.empty() ? classes_.default_index() : classes_.find(r.class_value);
+}
+
 sdk::Status HttpSink::completed(std::vector<sdk::Partition>& parts, const sdk::RecordErrors& errors) {
   std::unique_lock<std::mutex> lk(mu_);
   if (!transfer_error_.empty()) return transfer_failure();
-  size_t failed = window_.failed();
-  window_.report_failures(errors);
+  // Final failures (retries used up, rerouted classes) are known here, on the pipeline
+  // thread: with a retry topic each one it takes is re-enqueued (and complete for the
+  // window), the rest are record errors. The producer runs here, not on the transfer
+  // thread, so prepare_commit's flush covers everything offered in the round.
+  CompletionWindow::Offer offer;
+  if (requeue_)
+    offer = [this](CompletionWindow::Entry& e, sdk::Status& st) {
+      return requeue_->offer(e.record, e.req, classes_[class_of(e.req)], st);
+    };
+  sdk::Status st = sdk::Status::ok();
+  size_t failed = window_.report_failures(errors, offer, st);
+  if (!st) return st;  // the producer failed: the round is replayed
   window_.lower(parts);
   if (failed > 0)
     host_.warn(std::to_string(failed) + " request(s) failed for good (to the error policy)");
@@ -229,9 +254,7 @@ sdk::Status HttpSink::reconfigure(const sdk::Config& config) {
   settings_.classes = next.classes;
   classes_.apply(settings_.classes, Clock::now());
   // Requests in the window keep their class by name; indexes may have moved.
-  dispatcher_.reclass([this](Request& r) {
-    r.cls = r.class_value.empty() ? classes_.default_index() : classes_.find(r.class_value);
-  });
+  dispatcher_.reclass([this](Request& r) { r.cls = class_of(r); });
   host_.info("rate classes reconfigured in place (" + std::to_string(classes_.size()) + " classes)");
   publish(true);
   return sdk::Status::ok();
@@ -250,6 +273,7 @@ void HttpSink::publish(bool final_of_batch) {
     if (c.fuse_rejects)
       host_.counter("http_sink_fuse_rejected_total", static_cast<double>(c.fuse_rejects), l);
     c.requests = c.ok = c.retries = c.failures = c.fuse_rejects = 0;
+    publish_requeued(host_, c);
     host_.gauge("http_sink_class_rate", c.bucket.rate(), l);
     host_.gauge("http_sink_class_tokens", c.bucket.tokens(now), l);
     host_.gauge("http_sink_fuse_state", static_cast<double>(static_cast<int>(c.fuse.state())), l);
@@ -258,7 +282,8 @@ void HttpSink::publish(bool final_of_batch) {
   host_.gauge("http_sink_in_flight", final_of_batch ? 0.0 : static_cast<double>(dispatcher_.in_flight()));
   if (trips > fuse_trips_seen_) {
     host_.warn("fuse opened " + std::to_string(trips - fuse_trips_seen_) +
-               " time(s); records of a class with an open fuse go to the error policy");
+               " time(s); records of a class with an open fuse go to the error policy"
+               " (to the retry topic with when.fused: reroute)");
     fuse_trips_seen_ = trips;
   }
 }

@@ -1,6 +1,8 @@
 // The `http` sink: one HTTP request per record, many in flight, per-class rate limits
 // and fuses, retries with backoff; a record that cannot be delivered goes to the
-// pipeline's error policy with the status and response. at_least_once with an ordered
+// pipeline's error policy with the status and response, or with retry.topic is
+// re-enqueued there for later (requeue.hpp; in completed(), before the round's
+// prepare_commit flushes the producer). at_least_once with an ordered
 // completion window (ABI 1.4): write() hands requests over and returns unless the window
 // is full; before each commit the host learns, per partition, the lowest record still
 // open, and commits only up to it, so a crash replays only unfinished work (the
@@ -16,15 +18,16 @@
 #include <functional>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <memory>
 #include <optional>
+#include <thread>
 
 #include "completion_window.hpp"
 #include "dispatcher.hpp"
 #include "field_ref.hpp"
 #include "http_settings.hpp"
 #include "rate_classes.hpp"
+#include "requeue.hpp"
 
 namespace exactly::http {
 
@@ -35,7 +38,9 @@ class HttpSink final : public sdk::Sink {
   static sdk::Status validate(const sdk::Config& config);
   ~HttpSink() override;
 
+  sdk::Status open(std::optional<sdk::Checkpoint>& stored) override;
   sdk::Status write(const sdk::Batch& in, const sdk::RecordErrors& errors) override;
+  sdk::Status prepare_commit() override;
   sdk::Status commit(const sdk::Checkpoint* positions, bool& stored_positions) override;
   // ABI 1.4: lowers each partition to its lowest open record, reports late failures.
   sdk::Status completed(std::vector<sdk::Partition>& parts, const sdk::RecordErrors& errors);
@@ -48,6 +53,8 @@ class HttpSink final : public sdk::Sink {
   bool build(const ex_record& r, size_t i, Request& out, std::string& reason);
   void publish(bool final_of_batch);
   bool window_full() const;
+  // The class of a request by its class value (indexes move on reconfigure).
+  size_t class_of(const Request& r);
   // The transfer thread: pumps the dispatcher, waits for activity without the lock.
   void run_transfers();
   // Has the transfer thread drop the requests `which` selects; `lk` holds mu_.
@@ -62,7 +69,10 @@ class HttpSink final : public sdk::Sink {
   Dispatcher::Done on_done_;
   RecordFields fields_;
   uint64_t fuse_trips_seen_ = 0;
-  // Everything above is shared with the transfer thread under mu_; it calls libcurl
+  // With retry.topic. Used on the pipeline thread only (open, completed, prepare_commit):
+  // librdkafka never runs on the transfer thread.
+  std::unique_ptr<Requeue> requeue_;
+  // Everything above but requeue_ is shared with the transfer thread under mu_; it calls libcurl
   // (dispatcher_.pump/drop) only there, and waits for activity without holding mu_.
   std::mutex mu_;
   std::condition_variable progress_;  // a request became final, or a drop was done

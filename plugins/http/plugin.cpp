@@ -9,6 +9,8 @@ using exactly::sdk::required;
 
 const char* const kMethods[] = {"POST", "PUT", "PATCH", "GET", "DELETE", nullptr};
 const char* const kDelivery[] = {"at_least_once", "exactly_once", nullptr};
+const char* const kWhenLimited[] = {"backpressure", "reroute", nullptr};
+const char* const kWhenFused[] = {"reject", "reroute", nullptr};
 
 const ex_config_field kSinkFields[] = {
     required("url", EX_CFG_STRING,
@@ -57,7 +59,8 @@ const ex_config_field kSinkFields[] = {
           ""),
     field("classes", EX_CFG_MAP,
           "rate classes: <name>: {rate: per second (0 = unlimited), burst, open: true to "
-          "fuse by hand, fuse.failures, fuse.cooldown}; 'default' is the fallback class"),
+          "fuse by hand, fuse.failures, fuse.cooldown, when.limited, when.fused}; 'default' "
+          "is the fallback class"),
     field("fuse.failures", EX_CFG_INT,
           "consecutive connection errors/timeouts/5xx of a class that open its fuse (0 = "
           "never); every class unless it sets its own",
@@ -66,6 +69,41 @@ const ex_config_field kSinkFields[] = {
           "how long an opened fuse turns records away before one probe request is let "
           "through",
           "10000"),
+    field("when.limited", EX_CFG_STRING,
+          "what a class over its rate (or paused by a Retry-After) does: backpressure (its "
+          "records wait) or reroute (those whose turn is more than reroute.wait.max away go "
+          "to the retry topic); every class unless it sets its own (classes.<name>.when.limited)",
+          "backpressure", kWhenLimited),
+    field("when.fused", EX_CFG_STRING,
+          "what a class with an open fuse does with its records: reject (a record error) or "
+          "reroute (to the retry topic, not-before = when the fuse half-opens); every class "
+          "unless it sets its own (classes.<name>.when.fused)",
+          "reject", kWhenFused),
+    field("reroute.wait.max", EX_CFG_DURATION,
+          "with when.limited: reroute, the longest a record waits for its class's rate before "
+          "it goes to the retry topic instead",
+          "1000"),
+    field("retry.topic", EX_CFG_STRING,
+          "Kafka topic for records to try later: after retry.max inline retries of a "
+          "retriable failure, and for reroute; written with exactly.retry.count and "
+          "exactly.not-before (epoch ms) headers, acknowledged before the round commits. "
+          "Empty = off (such records are record errors)",
+          ""),
+    field("retry.topic.bootstrap.servers", EX_CFG_STRING,
+          "brokers of the retry topic's cluster (required with retry.topic)", ""),
+    field("retry.topic.rdkafka", EX_CFG_MAP,
+          "librdkafka producer properties for the retry topic (security.protocol, sasl.*, "
+          "ssl.*, ...); the producer is always idempotent"),
+    field("retry.topic.max", EX_CFG_INT,
+          "how many times one record may be re-enqueued after failed attempts (its "
+          "exactly.retry.count); past it the record goes to the error policy (0..1000)",
+          "3"),
+    field("retry.topic.backoff.initial", EX_CFG_DURATION,
+          "not-before delay of the first re-enqueue (doubles per re-enqueue, jittered)", "1000"),
+    field("retry.topic.backoff.max", EX_CFG_DURATION, "longest not-before delay", "300000"),
+    field("retry.topic.open.timeout", EX_CFG_DURATION,
+          "how long open() waits for the retry topic's cluster (retriable failure after)",
+          "30000"),
     field("delivery", EX_CFG_STRING, "set from the pipeline; must be at_least_once",
           "at_least_once", kDelivery),
 };

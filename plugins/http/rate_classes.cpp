@@ -14,6 +14,8 @@ void RateClasses::apply(const std::map<std::string, ClassSettings>& settings,
     double burst = cs.burst > 0 ? cs.burst : std::max(1.0, cs.rate);
     rc.bucket.set(cs.rate, burst, now);
     rc.fuse.configure(cs.open, cs.fuse_failures, cs.fuse_cooldown);
+    rc.reroute_limited = cs.reroute_limited;
+    rc.reroute_fused = cs.reroute_fused;
     index[name] = next.size();
     next.push_back(std::move(rc));
   }

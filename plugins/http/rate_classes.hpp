@@ -22,8 +22,11 @@ struct RateClass {
   TokenBucket bucket;
   Fuse fuse;
   Clock::time_point paused_until{};  // the downstream said "not before" (429 + Retry-After)
+  bool reroute_limited = false, reroute_fused = false;  // when.limited / when.fused: reroute
   // Counters since the last metrics flush.
   uint64_t requests = 0, ok = 0, retries = 0, failures = 0, fuse_rejects = 0;
+  // Records re-enqueued to the retry topic, by why (requeue.cpp).
+  uint64_t requeued_failed = 0, requeued_limited = 0, requeued_fused = 0;
 };
 
 class RateClasses {

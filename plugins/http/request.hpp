@@ -31,6 +31,11 @@ struct Request {
   bool done = false;
   bool delivered = false;
   std::string reason;     // for the error policy when not delivered
+  // Not delivered, but the retry topic may take it (requeue.hpp): retries used up on a
+  // retriable failure, or rerouted (class over its rate, fuse open) at `later_at`.
+  enum class Later : uint8_t { no, failed, limited, fused };
+  Later later = Later::no;
+  Clock::time_point later_at{};
 
   Request() = default;
   Request(const Request&) = delete;
@@ -44,6 +49,7 @@ struct Request {
     body = o.body; attempts = o.attempts; probe = o.probe; not_before = o.not_before;
     response = std::move(o.response); status = o.status; last = std::move(o.last);
     done = o.done; delivered = o.delivered; reason = std::move(o.reason);
+    later = o.later; later_at = o.later_at;
     return *this;
   }
   ~Request() {

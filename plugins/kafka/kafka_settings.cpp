@@ -132,6 +132,8 @@ SourceSettings SourceSettings::parse(const sdk::Config& cfg) {
                            "set either static.membership or rdkafka.group.instance.id, not both");
   s.fence_departed = cfg.get_bool("fence.departed", true);
   s.state_dir = cfg.get_string("state.dir", "./state");
+  s.not_before_header = cfg.get_string("not.before.header", "");
+  if (!s.not_before_header.empty()) require_visible_text("not.before.header", s.not_before_header);
   return s;
 }
 

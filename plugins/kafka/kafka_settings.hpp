@@ -31,6 +31,7 @@ struct SourceSettings {
   bool static_membership = false;
   bool fence_departed = true;
   std::string state_dir = "./state";
+  std::string not_before_header;  // empty: no not-before waits
 
   static SourceSettings parse(const sdk::Config& c);
 };

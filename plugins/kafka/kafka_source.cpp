@@ -11,7 +11,7 @@
 
 namespace exactly::kafka {
 
-const ex_config_field kSourceFields[14] = {
+const ex_config_field kSourceFields[15] = {
     sdk::required("bootstrap.servers", EX_CFG_STRING,
                   "Kafka brokers (host:port,...), or `embedded` for the in-process demo cluster"),
     sdk::required("group.id", EX_CFG_STRING, "Consumer group; committed offsets live here"),
@@ -63,6 +63,12 @@ const ex_config_field kSourceFields[14] = {
                "Where static.membership keeps this host's instance id (the kafka sink's state.dir "
                "gives the same id)",
                "./state"),
+    sdk::field("not.before.header", EX_CFG_STRING,
+               "Header holding a record's not-before time (epoch milliseconds, e.g. "
+               "exactly.not-before from the http sink's retry topic): a record whose time is "
+               "ahead is not handed out until then; its partition waits (paused, positioned at "
+               "it) while the others flow. Empty = off",
+               ""),
 };
 
 namespace {
@@ -91,6 +97,7 @@ KafkaSource::KafkaSource(sdk::Host host, const sdk::Config& cfg) : ClientContext
   open_timeout_ms_ = s.open_timeout_ms;
   stop_when_idle_ms_ = s.stop_when_idle_ms;
   standby_replicas_ = s.standby_replicas;
+  not_before_header_ = s.not_before_header;
   const auto& user = s.user;
 
   ConfBuilder b;
@@ -300,6 +307,7 @@ void KafkaSource::on_assign(rd_kafka_topic_partition_list_t* parts) {
     p.next = start;
     p.assigned_at = start;
     p.rd_paused = false;
+    p.not_before_ms = 0;
     added_ids.push_back(id);
     host_parts.push_back(sdk::Partition{id, p.name, p.topic, p.number, start >= 0 ? start : -1});
   }
@@ -312,6 +320,11 @@ void KafkaSource::on_assign(rd_kafka_topic_partition_list_t* parts) {
   if (err != RD_KAFKA_RESP_ERR_NO_ERROR && pending_)
     pending_ = sdk::Status::fatal(std::string("kafka source: assign failed: ") +
                                   rd_kafka_err2str(err));
+  // librdkafka keeps a partition's application pause across unassign and assign: one that
+  // was paused when it was revoked (a not-before wait, a hold, a priority level) would
+  // come back paused while rd_paused says it is not. Start every one fetching; the pauses
+  // it should have are applied below.
+  if (err == RD_KAFKA_RESP_ERR_NO_ERROR) rd_kafka_resume_partitions(rk_, list.get());
   // Whole-source pause, and the priority levels below the one with backlog.
   sdk::Status paused_st = sdk::Status::ok();
   if (prioritized()) {
@@ -358,6 +371,7 @@ void KafkaSource::on_revoke(rd_kafka_topic_partition_list_t* parts) {
     p.assigned = false;
     p.held = false;
     p.rd_paused = p.prio_paused = false;
+    p.not_before_ms = 0;
     p.start = p.next = p.assigned_at = RD_KAFKA_OFFSET_INVALID;
   }
   drop_pending_of_unassigned();
@@ -392,6 +406,10 @@ sdk::Status KafkaSource::poll(int timeout_ms, std::vector<ex_record>& out, bool&
   if (fatal()) return sdk::Status::fatal("kafka source: " + fatal_reason(rk_));
   if (!pending_) return std::exchange(pending_, sdk::Status::ok());
   if (watches_group()) group_watch_step();
+  if (waits_for_not_before()) {
+    sdk::Status st = release_not_before();
+    if (!st) return st;
+  }
 
   int64_t wait = timeout_ms < 0 ? poll_timeout_ms_ : std::min<int64_t>(timeout_ms, poll_timeout_ms_);
   const int64_t deadline = now_ms() + wait;
@@ -467,6 +485,10 @@ sdk::Status KafkaSource::poll(int timeout_ms, std::vector<ex_record>& out, bool&
     return failure;
   }
 
+  if (waits_for_not_before()) {
+    sdk::Status st = hold_not_before();
+    if (!st) host_.warn(st.message());  // the partition goes on; its next record is checked again
+  }
   size_t nh = 0;
   for (auto* m : msgs_) {
     rd_kafka_headers_t* h = nullptr;
@@ -516,7 +538,8 @@ sdk::Status KafkaSource::poll(int timeout_ms, std::vector<ex_record>& out, bool&
   // (joining the group or waiting for a restore is not idling).
   if (stop_when_idle_ms_ > 0) {
     bool any = std::any_of(parts_.begin(), parts_.end(), [](const PartState& p) { return p.assigned; });
-    bool held = std::any_of(parts_.begin(), parts_.end(), [](const PartState& p) { return p.held; });
+    bool held = std::any_of(parts_.begin(), parts_.end(),
+                            [](const PartState& p) { return p.held || p.not_before_ms > 0; });
     // Nor is a priority level waiting for its turn.
     bool waiting = prioritized() && (plan.leader >= 0 || buffered_total() > 0);
     if (!msgs_.empty() || last_record_ms_ == 0 || !any || held || waiting)
@@ -609,6 +632,7 @@ sdk::Status KafkaSource::rewind(const sdk::Checkpoint& positions) {
   std::map<std::pair<std::string, int32_t>, int64_t> at;
   for (const auto& o : cp.offsets) at[{o.topic, o.partition}] = o.offset;
   std::vector<std::pair<PartState*, int64_t>> targets;
+  std::vector<PartState*> woken;
   for (auto& p : parts_) {
     if (!p.assigned) continue;
     auto it = at.find({p.topic, p.number});
@@ -617,11 +641,19 @@ sdk::Status KafkaSource::rewind(const sdk::Checkpoint& positions) {
     // partition; another member has moved it on since, and going back there would
     // replay what that member committed.
     if (p.assigned_at >= 0 && target < p.assigned_at) target = p.assigned_at;
+    // A wait for a record's not-before time holds only at that record: rewound before
+    // it, the records in between are due now (the record is met and waited for again).
+    if (p.not_before_ms > 0 && target != p.next) {
+      p.not_before_ms = 0;
+      woken.push_back(&p);
+    }
     targets.emplace_back(&p, target);
     if (target >= 0) p.start = target;
     p.next = target >= 0 ? target : RD_KAFKA_OFFSET_INVALID;
   }
-  return seek_all(targets);
+  st = seek_all(targets);
+  if (!st || woken.empty()) return st;
+  return apply_pauses(woken);
 }
 
 sdk::Status KafkaSource::seek_all(const std::vector<std::pair<PartState*, int64_t>>& targets) {
@@ -659,7 +691,7 @@ sdk::Status KafkaSource::seek_all(const std::vector<std::pair<PartState*, int64_
   TplPtr again(rd_kafka_topic_partition_list_new(static_cast<int>(parts_.size())));
   for (auto& p : parts_) {
     if (!p.assigned) continue;
-    p.rd_paused = paused_ || p.held || p.prio_paused;
+    p.rd_paused = wants_pause(p, paused_);
     if (p.rd_paused) rd_kafka_topic_partition_list_add(again.get(), p.topic.c_str(), p.number);
   }
   if (again->cnt > 0) rd_kafka_pause_partitions(rk_, again.get());
@@ -680,6 +712,7 @@ sdk::Status KafkaSource::pause_partitions(const std::vector<sdk::Partition>& par
     // position the stage was given.
     p.next = x.start_offset >= 0 ? x.start_offset : RD_KAFKA_OFFSET_INVALID;
     p.held = paused;
+    p.not_before_ms = 0;  // it restarts at `start` and meets the record again
     if (!paused) targets.emplace_back(&p, x.start_offset >= 0 ? x.start_offset : reset_offset());
   }
   if (touched.empty()) return sdk::Status::ok();
@@ -705,7 +738,7 @@ sdk::Status KafkaSource::apply_pauses(const std::vector<PartState*>& parts) {
   std::vector<PartState*> to_pause, to_resume;
   for (PartState* p : parts) {
     if (!p->assigned) continue;
-    const bool want = paused_ || p->held || p->prio_paused;
+    const bool want = wants_pause(*p, paused_);
     if (want && !p->rd_paused) to_pause.push_back(p);
     else if (!want && p->rd_paused) to_resume.push_back(p);
   }

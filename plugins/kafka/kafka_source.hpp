@@ -23,7 +23,7 @@
 
 namespace exactly::kafka {
 
-extern const ex_config_field kSourceFields[14];
+extern const ex_config_field kSourceFields[15];
 
 class KafkaSource final : public sdk::Source, public ClientContext {
  public:
@@ -70,6 +70,10 @@ class KafkaSource final : public sdk::Source, public ClientContext {
     int64_t lo = -1, hi = -1;
     int64_t last_seen_ms = 0;
     std::deque<rd_kafka_message_t*> buffered;
+    // Waiting for a record's not-before time (kafka_source_not_before.cpp): paused in
+    // librdkafka and positioned at that record (`next`) until this wall-clock time
+    // (epoch ms); 0 while not waiting.
+    int64_t not_before_ms = 0;
   };
 
   static void rebalance_cb(rd_kafka_t* rk, rd_kafka_resp_err_t err,
@@ -92,6 +96,19 @@ class KafkaSource final : public sdk::Source, public ClientContext {
   // whole source is, while held for a stage, or while its priority level waits.
   sdk::Status apply_pauses(const std::vector<PartState*>& parts);
   sdk::Status resume_checked(std::vector<PartState*> parts);
+  static bool wants_pause(const PartState& p, bool source_paused) {
+    return source_paused || p.held || p.prio_paused || p.not_before_ms > 0;
+  }
+
+  // Not-before waits (kafka_source_not_before.cpp), with `not.before.header`.
+  bool waits_for_not_before() const { return !not_before_header_.empty(); }
+  // Partitions whose time has come are resumed (before fetching).
+  sdk::Status release_not_before();
+  // Takes out of msgs_ the records a partition must not hand out yet: from the first
+  // record whose not-before time is ahead, the rest of its partition; pauses those
+  // partitions positioned at that record.
+  sdk::Status hold_not_before();
+  void report_not_before();
 
   // Priority levels (kafka_source_priority.cpp).
   bool prioritized() const { return planner_.has_value(); }
@@ -142,6 +159,11 @@ class KafkaSource final : public sdk::Source, public ClientContext {
   bool closing_ = false;
   bool paused_ = false;
   sdk::Status pending_;  // an error raised inside a callback, returned by the next poll
+
+  std::string not_before_header_;
+  bool warned_bad_not_before_ = false;
+  int64_t last_not_before_report_ms_ = 0;
+  int reported_waiting_ = -1;
 
   std::vector<PartState> parts_;  // by id
   std::map<std::pair<std::string, int32_t>, int32_t> ids_;

@@ -122,13 +122,15 @@ PriorityPlanner::Plan KafkaSource::priority_plan() {
   for (auto& p : parts_) {
     if (!p.assigned || p.level < 0) continue;
     int64_t lo = -1, hi = -1;
+    // Waiting for a not-before time: what it has is not due, it holds no level back.
+    const bool not_due = p.not_before_ms > 0;
     if (rd_kafka_get_watermark_offsets(rk_, p.topic.c_str(), p.number, &lo, &hi) ==
         RD_KAFKA_RESP_ERR_NO_ERROR) {
       if (hi >= 0) p.hi = std::max(p.hi, hi);
       if (lo >= 0) p.lo = lo;
     }
-    bool waiting = !p.buffered.empty();
-    if (!waiting && !p.held) {
+    bool waiting = !p.buffered.empty() && !not_due;
+    if (!waiting && !p.held && !not_due) {
       const int64_t pos = p.next >= 0 ? p.next : reset_latest_ ? p.hi : p.lo;
       waiting = p.hi < 0 || pos < 0 || p.hi > pos;
       const bool fetching = !paused_ && !p.prio_paused;

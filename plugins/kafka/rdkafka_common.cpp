@@ -13,6 +13,12 @@ int64_t now_ms() {
       .count();
 }
 
+int64_t wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 std::string ClientContext::fatal_reason(rd_kafka_t* rk) const {
   char buf[512] = {0};
   rd_kafka_resp_err_t err = rd_kafka_fatal_error(rk, buf, sizeof(buf));

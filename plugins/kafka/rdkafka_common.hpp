@@ -38,6 +38,9 @@ using GroupMetadataPtr =
     std::unique_ptr<rd_kafka_consumer_group_metadata_t, GroupMetadataDeleter>;
 
 int64_t now_ms();
+// The wall clock in epoch milliseconds: the clock of not-before times, which travel in
+// record headers between hosts (now_ms() is steady, for durations).
+int64_t wall_ms();
 
 // What librdkafka's callbacks reach through rd_kafka_opaque(): the host to log to, and
 // the fatal-error latch. Components derive from it and pass `this` as the opaque.

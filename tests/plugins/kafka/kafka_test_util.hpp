@@ -90,6 +90,52 @@ inline void produce(const std::string& bootstrap, const std::string& topic, int 
   rd_kafka_destroy(p);
 }
 
+// One record to produce with produce_records().
+struct Out {
+  int32_t partition = RD_KAFKA_PARTITION_UA;
+  std::string key, value;
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+
+// Produces `records` in order (idempotent producer) and waits for every delivery.
+inline void produce_records(const std::string& bootstrap, const std::string& topic,
+                            const std::vector<Out>& records) {
+  char err[512];
+  rd_kafka_conf_t* c = conf(bootstrap, {{"enable.idempotence", "true"}, {"linger.ms", "5"}});
+  rd_kafka_t* p = rd_kafka_new(RD_KAFKA_PRODUCER, c, err, sizeof(err));
+  if (!p) throw std::runtime_error(err);
+  for (const auto& r : records) {
+    for (;;) {
+      rd_kafka_headers_t* h = rd_kafka_headers_new(r.headers.size());
+      for (const auto& [k, v] : r.headers) rd_kafka_header_add(h, k.c_str(), -1, v.data(), v.size());
+      void* key = const_cast<char*>(r.key.data());
+      void* value = const_cast<char*>(r.value.data());
+      size_t key_len = r.key.size(), value_len = r.value.size();
+      rd_kafka_resp_err_t e = rd_kafka_producev(
+          p, RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_PARTITION(r.partition),
+          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(key, key_len),
+          RD_KAFKA_V_VALUE(value, value_len), RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_END);
+      if (e == RD_KAFKA_RESP_ERR_NO_ERROR) break;
+      rd_kafka_headers_destroy(h);
+      if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+        rd_kafka_poll(p, 10);
+        continue;
+      }
+      throw std::runtime_error(std::string("produce: ") + rd_kafka_err2str(e));
+    }
+  }
+  while (rd_kafka_outq_len(p) > 0) rd_kafka_flush(p, 1000);
+  rd_kafka_destroy(p);
+}
+
+// The value of the last header `name` of `m`, or "".
+inline std::string header_of(const Msg& m, const std::string& name) {
+  std::string v;
+  for (const auto& [k, x] : m.headers)
+    if (k == name) v = x;
+  return v;
+}
+
 // Reads a whole topic from the beginning (all partitions) until every partition is at
 // its end and at least `at_least` records were seen, or the deadline passes.
 inline std::vector<Msg> read_topic(const std::string& bootstrap, const std::string& topic,
