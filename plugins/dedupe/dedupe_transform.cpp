@@ -458,13 +458,23 @@ Status DedupeTransform::process(const sdk::Batch& in, const sdk::Emitter& out) {
 
   // 2. One MultiGet per partition for the ids this round has not claimed yet.
   for (auto& [id, part] : parts_) part->lookup_items.clear();
+  // The tables and the filter are far larger than the caches and each check is a miss:
+  // records a few places ahead start loading theirs while this one is checked.
+  constexpr size_t kAhead = 8;
+  auto fetch = [&](size_t i) {
+    const Item& it = items_[i];
+    if (it.reject < 0) it.part->store->prefetch(it.hash);
+  };
+  for (size_t i = 0; i < kAhead && i < n; ++i) fetch(i);
   for (size_t i = 0; i < n; ++i) {
+    if (i + kAhead < n) fetch(i + kAhead);
     Item& it = items_[i];
+    it.unindexed = nullptr;
     if (it.reject >= 0) continue;
     std::string_view key(keys_.data() + it.key_pos, it.key_len);
     PartitionStore& store = *it.part->store;
     if (store.round().find(key, it.hash) != nullptr) continue;
-    const auto* u = store.find_unindexed(key, it.hash);
+    const auto* u = it.unindexed = store.find_unindexed(key, it.hash);
     if (u != nullptr && store.live(u->seq)) continue;
     if (!store.may_be_stored(it.hash)) {  // a new id: no RocksDB read at all
       ++it.part->counts.lookups_skipped;
@@ -511,7 +521,7 @@ Status DedupeTransform::process(const sdk::Batch& in, const sdk::Emitter& out) {
     uint32_t owner_fp_bytes = 0;
     const RoundClaims::Claim* c = store.round().find(key, it.hash);
     const uint32_t c_fp_bytes = c ? fp_bytes : store.unindexed_fp_bytes();
-    if (c == nullptr) c = store.find_unindexed(key, it.hash);
+    if (c == nullptr) c = it.unindexed;
     if (c != nullptr && store.live(c->seq)) {
       found = true;
       owner = c->offset;

@@ -78,6 +78,9 @@ class DedupeTransform final : public sdk::Transform {
     uint64_t hash = 0, fingerprint = 0;
     int32_t lookup = -1;  // index into part->values, -1 = not looked up
     int32_t reject = -1;  // index into reasons_, -1 = has an id
+    // Step 2's answer from the written-but-unfolded claims, which do not change within
+    // a batch: step 3 reuses it instead of probing again.
+    const RoundClaims::Claim* unindexed = nullptr;
   };
 
   // A warm copy of a partition this instance does not own.

@@ -485,8 +485,15 @@ sdk::Status PartitionStore::apply_round(const RoundPlan& plan, bool sync, int64_
   // One width for both tables: a running fold's claims are compared with it too.
   if (unindexed_.empty() && !folding_active_) unindexed_fp_bytes_ = fp_bytes;
   unindexed_fp_bytes_ = std::min(unindexed_fp_bytes_, fp_bytes);
-  for (const auto& c : round_.claims())
+  // Each upsert lands in a random slot of a table larger than the caches: load a few
+  // ahead.
+  const auto& claims = round_.claims();
+  constexpr size_t kAhead = 8;
+  for (size_t j = 0; j < claims.size(); ++j) {
+    if (j + kAhead < claims.size()) unindexed_.prefetch(claims[j + kAhead].hash);
+    const auto& c = claims[j];
     if (c.seq >= meta_.floor) unindexed_.upsert(round_.key_of(c), c.hash, c.seq, c.offset, c.fingerprint);
+  }
   round_.clear();
   // The fold runs beside the pipeline; a round waits for it only when the next one has
   // gathered twice the threshold meanwhile (memory stays bounded).

@@ -76,6 +76,14 @@ class PartitionStore {
       if (const auto* c = unindexed_.find(key, hash)) return c;
     return folding_active_ && !folding_.empty() ? folding_.find(key, hash) : nullptr;
   }
+  // Starts loading what a record's checks (round, unindexed and folding tables, presence
+  // filter) will read; see DedupeTransform::process.
+  void prefetch(uint64_t hash) const {
+    round_.prefetch(hash);
+    if (!unindexed_.empty()) unindexed_.prefetch(hash);
+    if (folding_active_ && !folding_.empty()) folding_.prefetch(hash);
+    if (presence_) presence_->prefetch(hash);
+  }
   uint32_t unindexed_fp_bytes() const { return unindexed_fp_bytes_; }
   // A stored claim counts only at or above the floor (below it, it is evicted).
   bool live(uint64_t seq) const { return seq >= meta_.floor; }

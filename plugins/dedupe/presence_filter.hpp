@@ -15,6 +15,8 @@
 #include <memory>
 #include <vector>
 
+#include "huge_pages.hpp"
+
 namespace exactly::dedupe {
 
 class PresenceFilter {
@@ -43,6 +45,11 @@ class PresenceFilter {
     return false;
   }
 
+  // Starts loading the blocks may_contain(hash) reads (one cache line per layer).
+  void prefetch(uint64_t hash) const {
+    for (const Layer& l : layers_) __builtin_prefetch(l.block(hash));
+  }
+
   uint64_t count() const { return count_; }  // keys added (not distinct, not live)
   size_t layers() const { return layers_.size(); }
   uint64_t bytes() const {
@@ -56,7 +63,7 @@ class PresenceFilter {
   static constexpr unsigned kProbes = 8;
 
   struct Layer {
-    std::vector<uint64_t> words;  // 8 per block
+    HugeVector<uint64_t> words;  // 8 per block
     uint64_t blocks = 0;
     uint64_t capacity = 0;
     uint64_t count = 0;

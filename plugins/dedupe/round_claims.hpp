@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "huge_pages.hpp"
+
 namespace exactly::dedupe {
 
 class RoundClaims {
@@ -41,6 +43,10 @@ class RoundClaims {
     }
   }
 
+  // Starts loading the slot a find(…, hash) probes first: callers run a few records ahead
+  // so that the probe finds it in cache (the tables outgrow the caches).
+  void prefetch(uint64_t hash) const { __builtin_prefetch(&slots_[hash & (slots_.size() - 1)]); }
+
   void add(std::string_view key, uint64_t hash, uint64_t seq, int64_t offset, uint64_t fp) {
     if ((claims_.size() + 1) * 2 > slots_.size()) grow();
     Claim c{hash, seq, offset, fp, static_cast<uint32_t>(arena_.size()),
@@ -71,7 +77,8 @@ class RoundClaims {
 
   bool empty() const { return claims_.empty(); }
   size_t size() const { return claims_.size(); }
-  const std::vector<Claim>& claims() const { return claims_; }
+  const HugeVector<Claim>& claims() const { return claims_; }
+  const char* arena_data() const { return arena_.data(); }
   std::string_view key_of(const Claim& c) const {
     return std::string_view(arena_.data() + c.key_pos, c.key_len);
   }
@@ -95,9 +102,9 @@ class RoundClaims {
     for (uint32_t i = 1; i <= claims_.size(); ++i) place(i);
   }
 
-  std::string arena_;
-  std::vector<Claim> claims_;
-  std::vector<uint64_t> slots_;  // tag | 1-based index into claims_, 0 = empty
+  HugeString arena_;
+  HugeVector<Claim> claims_;
+  HugeVector<uint64_t> slots_;  // tag | 1-based index into claims_, 0 = empty
 };
 
 }  // namespace exactly::dedupe
