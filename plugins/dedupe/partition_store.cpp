@@ -468,7 +468,10 @@ sdk::Status PartitionStore::apply_round(const RoundPlan& plan, bool sync, int64_
     round_.clear();
     return sdk::Status::ok();  // nothing happened in this partition this round
   }
-  rocksdb::WriteBatch wb;
+  // One batch reused round after round: it holds the round's chunks (megabytes), and a
+  // fresh one regrew its buffer every round from new, zero-filled pages.
+  rocksdb::WriteBatch& wb = round_batch_;
+  wb.Clear();
   for (uint64_t e : plan.evicted) wb.Delete(seq_, seq_key(e));
   for (const auto& [start, chunk] : plan.chunks) wb.Put(seq_, seq_key(start), chunk);
   wb.Put(seq_, rocksdb::Slice(), next.encode());

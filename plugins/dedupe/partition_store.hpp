@@ -173,6 +173,7 @@ class PartitionStore {
   int64_t oldest_chunk_ms_ = -1;  // time of the chunk holding the floor, -1 = none
 
   RoundClaims round_;
+  rocksdb::WriteBatch round_batch_;  // apply_round's, kept for its buffer
   RoundClaims unindexed_;
   uint32_t unindexed_fp_bytes_ = 8;
   size_t index_threshold_ = 0;
