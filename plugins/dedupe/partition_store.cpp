@@ -210,9 +210,10 @@ sdk::Status PartitionStore::finish_fold(bool wait) {
     if (building_) folded_while_building_.push_back(claims[i].hash);
   }
   // Evicted keys stay in the filter: once they outnumber the live ones, rebuild it; and
-  // in one layer when growth has stacked several (their false positives add up).
+  // in one layer when growth has stacked several (their false positives add up: five
+  // full layers ~1%).
   if (!fold_live_.empty() && presence_ && !building_ &&
-      (presence_->layers() > 3 ||
+      (presence_->layers() > 5 ||
        presence_->count() > 2 * std::max<uint64_t>(int_property(claims_, "rocksdb.estimate-num-keys"), 1u << 20)))
     start_filter_build();
   // The folded chunks keep only their time now.
@@ -279,10 +280,19 @@ void PartitionStore::start_filter_build() {
     // Room to grow to twice the size before the next layer.
     auto f = std::make_unique<PresenceFilter>(2 * expected);
     uint64_t n = 0;
+    // Each add is a miss in a filter far larger than the caches: the hashes wait in a
+    // small ring while their blocks load.
+    constexpr size_t kRing = 16;
+    uint64_t ring[kRing];
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
-      if ((++n & 4095) == 0 && build_stop_.load(std::memory_order_relaxed)) break;
-      f->add(XXH3_64bits(it->key().data(), it->key().size()));
+      if ((n & 4095) == 0 && build_stop_.load(std::memory_order_relaxed)) break;
+      uint64_t h = XXH3_64bits(it->key().data(), it->key().size());
+      f->prefetch(h);
+      if (n >= kRing) f->add(ring[n % kRing]);
+      ring[n % kRing] = h;
+      ++n;
     }
+    for (uint64_t j = n > kRing ? n - kRing : 0; j < n; ++j) f->add(ring[j % kRing]);
     if (it->status().ok() && !build_stop_.load()) built_ = std::move(f);
     add_thread_cpu(build_cpu_);
     build_done_.store(true, std::memory_order_release);

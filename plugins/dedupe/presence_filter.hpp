@@ -5,7 +5,9 @@
 // is exact and correctness never depends on it.
 //
 // Blocked Bloom filter: one 512-bit block (a cache line) per probe, 8 bits per key in the
-// block, ~10 bits per key: about 1% false positives. It grows by layers (each twice the
+// block, 16 bits per key: about 0.2% false positives per full layer (10 bits gave 1.2%,
+// and each false positive is a MultiGet through every folded file's SST filter, which
+// at 100M keys cost more than the filter's extra memory saves; docs/benchmarks.md). It grows by layers (each twice the
 // previous capacity) instead of rehashing, since the keys themselves are not at hand;
 // the store rebuilds it in one layer when there are more than a few.
 #pragma once
@@ -21,7 +23,9 @@ namespace exactly::dedupe {
 
 class PresenceFilter {
  public:
-  explicit PresenceFilter(uint64_t expected_keys = 0) { add_layer(std::max<uint64_t>(expected_keys, 1u << 16)); }
+  // At least 512K keys (1 MiB): a store that starts empty then reaches 30M keys in six
+  // layers before the first rebuild (a rebuild reads the whole store).
+  explicit PresenceFilter(uint64_t expected_keys = 0) { add_layer(std::max<uint64_t>(expected_keys, 1u << 19)); }
 
   void add(uint64_t hash) {
     Layer* l = &layers_.back();
@@ -59,7 +63,7 @@ class PresenceFilter {
   }
 
  private:
-  static constexpr unsigned kBitsPerKey = 10;
+  static constexpr unsigned kBitsPerKey = 16;
   static constexpr unsigned kProbes = 8;
 
   struct Layer {

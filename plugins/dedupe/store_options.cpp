@@ -51,6 +51,11 @@ rocksdb::ColumnFamilyOptions make_claims_options(const StoreTuning& t,
   // a lookup that passes the filter binary-searches a block twice the size (16 KiB
   // saved 0.3 bytes more but slowed those lookups further).
   b.block_size = 8192;
+  // Keys are stored whole only every 64th entry (default 16): random ids share ~2.5
+  // leading bytes with their neighbour in a file, and the restart array shrinks (29.64
+  // instead of 29.90 bytes per key at 10M keys). Only a lookup that passes the presence
+  // filter and an SST filter (duplicates, <1% of records) scans the longer run.
+  b.block_restart_interval = 64;
   o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(b));
   // Most lookups are misses (new ids), so the bottommost level needs its filters too.
   o.optimize_filters_for_hits = false;
