@@ -8,7 +8,7 @@ namespace exactly::engine {
 
 TaskPool::TaskPool(size_t workers, const std::string& name) {
   for (size_t i = 0; i < workers; ++i) {
-    workers_.emplace_back([this, i] { work(i + 1); });
+    workers_.emplace_back([this] { work(); });
     std::string n = (name.size() > 11 ? name.substr(0, 11) : name) + "-t" + std::to_string(i + 1);
     pthread_setname_np(workers_.back().native_handle(), n.substr(0, 15).c_str());
   }
@@ -28,21 +28,40 @@ void TaskPool::run(size_t n, const std::function<void(size_t)>& fn) {
     for (size_t i = 0; i < n; ++i) fn(i);
     return;
   }
+  uint64_t gen;
   {
     std::lock_guard<std::mutex> g(mu_);
     job_ = &fn;
     job_tasks_ = n;
     pending_ = n - 1;
-    ++generation_;
+    gen = ++generation_;
+    claim_.store(gen << kIndexBits | 1, std::memory_order_release);
   }
   start_cv_.notify_all();
   fn(0);
+  drain(gen, n, fn);
   std::unique_lock<std::mutex> lk(mu_);
   done_cv_.wait(lk, [&] { return pending_ == 0; });
   job_ = nullptr;
 }
 
-void TaskPool::work(size_t index) {
+void TaskPool::drain(uint64_t generation, size_t n, const std::function<void(size_t)>& fn) {
+  uint64_t c = claim_.load(std::memory_order_acquire);
+  while ((c >> kIndexBits) == generation && (c & kIndexMask) < n) {
+    if (!claim_.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel)) continue;
+    // Claimed: the job cannot end before this task is counted, so fn stays valid.
+    fn(static_cast<size_t>(c & kIndexMask));
+    finished_one();
+    c = claim_.load(std::memory_order_acquire);
+  }
+}
+
+void TaskPool::finished_one() {
+  std::lock_guard<std::mutex> g(mu_);
+  if (--pending_ == 0) done_cv_.notify_all();
+}
+
+void TaskPool::work() {
   // A fatal signal in a plugin called from here is reported like one on the pipeline
   // thread (fatal_signal.hpp).
   use_alternate_signal_stack();
@@ -52,12 +71,12 @@ void TaskPool::work(size_t index) {
     start_cv_.wait(lk, [&] { return stop_ || generation_ != seen; });
     if (stop_) return;
     seen = generation_;
-    if (index >= job_tasks_) continue;  // this job has fewer tasks than workers
+    if (job_ == nullptr) continue;  // woken after that job ended
     const auto* fn = job_;
+    const size_t n = job_tasks_;
     lk.unlock();
-    (*fn)(index);
+    drain(seen, n, *fn);
     lk.lock();
-    if (--pending_ == 0) done_cv_.notify_all();
   }
 }
 
