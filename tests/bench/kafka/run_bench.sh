@@ -379,6 +379,21 @@ run_case() {  # case rep
   fi
 }
 
+# Batches and commits of a latency run from exactly's histograms: counts, means, and how
+# many took longer than 100 ms, 250 ms and 1 s.
+latency_histograms() {
+  awk '
+    function over(h, le,   k) { k = h SUBSEP le; return ((h SUBSEP "+Inf") in b) ? b[h SUBSEP "+Inf"] - ((k in b) ? b[k] : 0) : 0 }
+    /^exactly_(batch|commit)_latency_seconds_bucket/ {
+      h = ($0 ~ /batch/) ? "batch" : "commit"
+      match($0, /le="[^"]+"/); le = substr($0, RSTART + 4, RLENGTH - 5); b[h SUBSEP le] = $2 }
+    /^exactly_batch_latency_seconds_sum/ { bs = $2 } /^exactly_batch_latency_seconds_count/ { bc = $2 }
+    /^exactly_commit_latency_seconds_sum/ { cs = $2 } /^exactly_commit_latency_seconds_count/ { cc = $2 }
+    END { printf "exactly: %d batches (mean %.1f ms; > 100 ms: %d, > 250 ms: %d, > 1 s: %d), %d commits (mean %.1f ms; > 100 ms: %d, > 250 ms: %d, > 1 s: %d)",
+            bc, bc ? 1000 * bs / bc : 0, over("batch", "0.1"), over("batch", "0.25"), over("batch", "1"),
+            cc, cc ? 1000 * cs / cc : 0, over("commit", "0.1"), over("commit", "0.25"), over("commit", "1") }' "$1"
+}
+
 # Latency mode: a contender on an empty topic, then input at a fixed rate while a
 # read_committed reader measures each output record's age.
 run_latency_case() {  # case rep
@@ -422,6 +437,12 @@ run_latency_case() {  # case rep
   mv "$d/expect.tmp" "$d/expect"
   local rrc=0
   wait "$reader" || rrc=$?
+  # exactly's own view of the run (b, c, e): how its batches and commits were spread, to
+  # tell a slow commit from a slow batch when the tail is long.
+  if [[ $c != d ]]; then
+    curl -s "http://127.0.0.1:$metrics_port/metrics" >"$d/metrics.txt" 2>/dev/null || true
+    [[ -s "$d/metrics.txt" ]] && log "  $(latency_histograms "$d/metrics.txt")"
+  fi
   kill -TERM "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
   local verdict=ok
