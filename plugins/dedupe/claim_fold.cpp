@@ -50,9 +50,9 @@ rocksdb::Status fold_claims(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
     // so files stay in fold order and the oldest can be dropped whole (fold_files.hpp).
     // It is released at once: a lasting one would keep old versions from compactions.
     ingest.snapshot_consistency = true;
-    const rocksdb::Snapshot* order = db->GetSnapshot();
+    const rocksdb::Snapshot* in_fold_order = db->GetSnapshot();
     st = db->IngestExternalFile(cf, {path}, ingest);
-    db->ReleaseSnapshot(order);
+    db->ReleaseSnapshot(in_fold_order);
   }
   if (!st.ok()) std::remove(path.c_str());
   return st;

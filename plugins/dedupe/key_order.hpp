@@ -22,14 +22,9 @@ class KeyOrder {
   // The same over ids: `id(i)` for i in 0..n-1, `key(id)`; returns the ids in key order.
   template <typename IdFn, typename KeyFn>
   const std::vector<uint32_t>& sort_ids(size_t n, IdFn id, KeyFn key) {
-    entries_.resize(n);
-    for (size_t i = 0; i < n; ++i) {
-      uint32_t x = id(i);
-      entries_[i] = {prefix(key(x)), x, 0};
-    }
-    sort_entries(key);
+    const auto& entries = sort_entries(n, id, key, [](uint32_t) { return 0u; });
     order_.resize(n);
-    for (size_t i = 0; i < n; ++i) order_[i] = entries_[i].index;
+    for (size_t i = 0; i < n; ++i) order_[i] = entries[i].index;
     return order_;
   }
 

@@ -258,7 +258,7 @@ void PartitionStore::keep_fold_layout() {
     if (f.files.empty() || f.files.front().seq_end > meta_.floor ||
         !f.files.front().oldest_in_level0)
       return;
-    if (!db_->DeleteFile(f.files.front().name).ok()) return;  // tried again after a fold  // tried again after a fold
+    if (!db_->DeleteFile(f.files.front().name).ok()) return;  // tried again after a fold
   }
 }
 

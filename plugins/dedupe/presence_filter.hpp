@@ -4,12 +4,13 @@
 // family and never forgets one (an evicted key only costs a wasted lookup), so "absent"
 // is exact and correctness never depends on it.
 //
-// Blocked Bloom filter: one 512-bit block (a cache line) per probe, 8 bits per key in the
-// block, 16 bits per key: about 0.2% false positives per full layer (10 bits gave 1.2%,
-// and each false positive is a MultiGet through every folded file's SST filter, which
-// at 100M keys cost more than the filter's extra memory saves; docs/benchmarks.md). It grows by layers (each twice the
-// previous capacity) instead of rehashing, since the keys themselves are not at hand;
-// the store rebuilds it in one layer when there are more than a few.
+// Blocked Bloom filter: one 512-bit block (a cache line) per probe, 8 bits set per key
+// in its block, 16 bits of filter per key: about 0.2% false positives per full layer.
+// 10 bits gave 1.2%, and each false positive is a MultiGet through every folded file's
+// SST filter, which at 100M keys cost more than the extra memory saves
+// (docs/benchmarks.md). It grows by layers (each twice the previous capacity) instead
+// of rehashing, since the keys themselves are not at hand; the store rebuilds it in one
+// layer when there are more than five (PartitionStore::finish_fold).
 #pragma once
 
 #include <cstdint>

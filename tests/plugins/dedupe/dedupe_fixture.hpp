@@ -48,6 +48,13 @@ inline OwnedRecord event(const std::string& id, int64_t offset, int32_t partitio
                                partition, offset);
 }
 
+// Events "id-<from>" .. "id-<to - 1>" at consecutive offsets from `offset` (advanced).
+inline std::vector<OwnedRecord> range(int from, int to, int64_t& offset, int32_t partition = 0) {
+  std::vector<OwnedRecord> out;
+  for (int i = from; i < to; ++i) out.push_back(event("id-" + std::to_string(i), offset++, partition));
+  return out;
+}
+
 inline std::vector<size_t> kept(const TransformOutput& o) { return o.kept; }
 
 class DedupeTest : public ::testing::Test {

@@ -9,12 +9,6 @@ namespace {
 
 using ::testing::IsEmpty;
 
-std::vector<OwnedRecord> ids(int from, int to, int64_t& offset) {
-  std::vector<OwnedRecord> out;
-  for (int i = from; i < to; ++i) out.push_back(event("id-" + std::to_string(i), offset++));
-  return out;
-}
-
 // Files of the claims column family per level, read from a closed store.
 std::vector<size_t> claim_files_per_level(const fs::path& store) {
   std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
@@ -50,7 +44,7 @@ TEST_F(DedupeTest, EvictedClaimsLeaveAsWholeFilesWithoutACompaction) {
   int64_t off = 0;
   double bytes_early = 0;
   for (int round = 0; round < 12; ++round) {
-    EXPECT_EQ(t.process(ids(round * 22000, (round + 1) * 22000, off)).kept.size(), 22000u);
+    EXPECT_EQ(t.process(range(round * 22000, (round + 1) * 22000, off)).kept.size(), 22000u);
     commit_round();
     if (round == 2) bytes_early = metric("dedupe_store_bytes");
   }
@@ -58,8 +52,8 @@ TEST_F(DedupeTest, EvictedClaimsLeaveAsWholeFilesWithoutACompaction) {
   // Without dropping whole files, 12 folds of 22000 would all still be on disk.
   EXPECT_LT(metric("dedupe_store_bytes"), 2 * bytes_early);
   // Retained ids are still duplicates; evicted ones count as new again.
-  EXPECT_THAT(t.process(ids(12 * 22000 - 20000, 12 * 22000, off)).kept, IsEmpty());
-  EXPECT_EQ(t.process(ids(0, 1000, off)).kept.size(), 1000u);
+  EXPECT_THAT(t.process(range(12 * 22000 - 20000, 12 * 22000, off)).kept, IsEmpty());
+  EXPECT_EQ(t.process(range(0, 1000, off)).kept.size(), 1000u);
   stage_.reset();
   auto files = claim_files_per_level(dir_ / "events-0");
   ASSERT_FALSE(files.empty());
@@ -74,28 +68,28 @@ TEST_F(DedupeTest, AStoreOfMoreFilesThanFoldFilesMaxCompactsAndStillAnswers) {
   auto& t = start(small);
   int64_t off = 0;
   for (int round = 0; round < 2; ++round) {
-    t.process(ids(round * 22000, (round + 1) * 22000, off));
+    t.process(range(round * 22000, (round + 1) * 22000, off));
     commit_round();
   }
   EXPECT_EQ(metric("dedupe_store_compacting"), 0);
   for (int round = 2; round < 5; ++round) {
-    t.process(ids(round * 22000, (round + 1) * 22000, off));
+    t.process(range(round * 22000, (round + 1) * 22000, off));
     commit_round();
   }
   EXPECT_EQ(metric("dedupe_store_compacting"), 1);
   // Every id is still known, whether or not a compaction has run yet.
-  EXPECT_THAT(t.process(ids(0, 5 * 22000, off)).kept, IsEmpty());
+  EXPECT_THAT(t.process(range(0, 5 * 22000, off)).kept, IsEmpty());
   commit_round();
   // Reopened with the default limit, a store that has compacted keeps compacting.
   auto& again = start({{"rocksdb.write.buffer.size", "1048576"}}, {part(0, "events-0", off)});
-  EXPECT_THAT(again.process(ids(0, 5 * 22000, off)).kept, IsEmpty());
+  EXPECT_THAT(again.process(range(0, 5 * 22000, off)).kept, IsEmpty());
 }
 
 TEST_F(DedupeTest, AStoreMadeBeforeFoldedFilesReopensAsALeveledStore) {
   Pairs small = {{"rocksdb.write.buffer.size", "1048576"}, {"rocksdb.fold.background", "false"}};
   auto& t = start(small);
   int64_t off = 0;
-  t.process(ids(0, 50000, off));
+  t.process(range(0, 50000, off));
   commit_round();
   stage_.reset();
   {
@@ -116,8 +110,8 @@ TEST_F(DedupeTest, AStoreMadeBeforeFoldedFilesReopensAsALeveledStore) {
   }
   EXPECT_GT(claim_files_per_level(dir_ / "events-0").back(), 0u);
   auto& again = start(small, {part(0, "events-0", off)});
-  EXPECT_THAT(again.process(ids(0, 50000, off)).kept, IsEmpty());
-  EXPECT_EQ(again.process(ids(50000, 50010, off)).kept.size(), 10u);
+  EXPECT_THAT(again.process(range(0, 50000, off)).kept, IsEmpty());
+  EXPECT_EQ(again.process(range(50000, 50010, off)).kept.size(), 10u);
   commit_round();
   EXPECT_EQ(metric("dedupe_store_compacting"), 1);
 }

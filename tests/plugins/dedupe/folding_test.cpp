@@ -12,12 +12,6 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 
-std::vector<OwnedRecord> range(int from, int to, int64_t& offset, int32_t partition = 0) {
-  std::vector<OwnedRecord> out;
-  for (int i = from; i < to; ++i) out.push_back(event("id-" + std::to_string(i), offset++, partition));
-  return out;
-}
-
 size_t sst_files(const fs::path& dir) {
   size_t n = 0;
   for (auto& e : fs::directory_iterator(dir)) n += e.path().extension() == ".sst";
