@@ -64,11 +64,15 @@ int dispatch(int argc, char** argv) {
   CLI::App* run = app.add_subcommand("run", "run the pipelines in the YAML files / directories");
   run->add_option("PATH", run_opts.paths, "YAML file or directory of them");
   run->add_option("--log-level", level_name, "debug, info (default), warn or error")
-      ->check(CLI::IsMember({"debug", "info", "warn", "error"}))
+      ->check(CLI::Validator(
+          [](std::string& v) { return log::parse_level(v) ? std::string() : v + " not in {debug,info,warn,error}"; },
+          ""))
       ->option_text("debug|info|warn|error");
   run->add_option("--log-format", format_name,
                   "text (default): '<time> <LEVEL> [<scope>] message'; json: one JSON object per line")
-      ->check(CLI::IsMember({"text", "json"}))
+      ->check(CLI::Validator(
+          [](std::string& v) { return log::parse_format(v) ? std::string() : v + " not in {text,json}"; },
+          ""))
       ->option_text("text|json");
   flag(run, "--no-watch", no_watch, "do not watch the files for changes; only SIGHUP reloads");
 
@@ -78,8 +82,9 @@ int dispatch(int argc, char** argv) {
 
   PluginsOptions plugins_opts;
   CLI::App* plugins = app.add_subcommand("plugins", "list the components on the plugin path with their schemas");
-  flag(plugins, "--json", plugins_opts.json, "machine-readable output");
-  flag(plugins, "--markdown", plugins_opts.markdown, "the configuration reference (docs/config-reference.md)");
+  CLI::Option* as_json = flag(plugins, "--json", plugins_opts.json, "machine-readable output");
+  flag(plugins, "--markdown", plugins_opts.markdown, "the configuration reference (docs/config-reference.md)")
+      ->excludes(as_json);
   plugins->add_option("--plugin-path", plugins_opts.dirs, "scan DIR too (may be repeated)")
       ->check(kDirectory)
       ->option_text("DIR")

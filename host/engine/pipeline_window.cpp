@@ -19,7 +19,11 @@ struct LateCtx {
 
 Outcome Pipeline::settle_window(Instance& in, bool final, std::string& format, std::string& data) {
   for (auto [id, pos] : in.round_positions) in.window[id] = pos;
-  if (in.window.empty()) return {};
+  if (in.window.empty()) {
+    // Nothing written since an abort or a revocation cleared it: nothing is behind.
+    metrics::global().set("sink_window_partitions_behind", labels(), 0.0);
+    return {};
+  }
   // Without checkpoint_at the host cannot commit a lowered position, and a round ended
   // for good must leave nothing in flight: then the sink is asked until it is done.
   const bool drain = final || !in.source->has_checkpoint_at();

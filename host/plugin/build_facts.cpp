@@ -11,13 +11,16 @@ struct Fact {
   const char* name;
   uint32_t ex_plugin_descriptor::*member;
   uint32_t host;
+  // A struct that carries struct_size and may grow at its end in a minor
+  // (docs/abi-policy.md): a plugin built with a smaller one reads only its prefix.
+  bool may_be_smaller = false;
 };
 
 const Fact kFacts[] = {
     {"pointer size", &ex_plugin_descriptor::pointer_size, sizeof(void*)},
     {"byte order mark", &ex_plugin_descriptor::byte_order, EX_BYTE_ORDER_MARK},
     {"sizeof(ex_record)", &ex_plugin_descriptor::record_size, sizeof(ex_record)},
-    {"sizeof(ex_batch)", &ex_plugin_descriptor::batch_size, sizeof(ex_batch)},
+    {"sizeof(ex_batch)", &ex_plugin_descriptor::batch_size, sizeof(ex_batch), true},
     {"sizeof(ex_partition)", &ex_plugin_descriptor::partition_size, sizeof(ex_partition)},
     {"sizeof(ex_header)", &ex_plugin_descriptor::header_size, sizeof(ex_header)},
     {"sizeof(ex_config_entry)", &ex_plugin_descriptor::config_entry_size, sizeof(ex_config_entry)},
@@ -44,7 +47,7 @@ std::string build_fact_mismatch(const ex_plugin_descriptor& d) {
   }
   for (const Fact& f : kFacts) {
     uint32_t v = d.*f.member;
-    if (v == f.host) continue;
+    if (v == f.host || (f.may_be_smaller && v != 0 && v < f.host)) continue;
     if (v == 0)
       return fmt::format("its descriptor does not state its {} (0): a plugin built for ABI 1.4 "
                          "or later fills the build facts (EX_PLUGIN_BUILD_FACTS after "

@@ -116,7 +116,7 @@ ScopedLogger& logger() {
   static ScopedLogger* l = [] {
     auto* made = new ScopedLogger("exactly", std::make_shared<spdlog::sinks::stderr_sink_mt>());
     made->set_formatter(std::make_unique<LineFormatter>(Format::text));
-    made->set_level(spdlog::level::trace);  // the level is checked by the callers (log.hpp)
+    made->set_level(spdlog::level::trace);  // the level is ours: g_level, checked in write()
     made->flush_on(spdlog::level::trace);
     return made;
   }();

@@ -1,5 +1,6 @@
 #pragma once
-// A small thread-safe logger to stderr. Lines: "<utc time> <LEVEL> [<scope>] message".
+// A small thread-safe logger to stderr (spdlog). Lines: "<utc time> <LEVEL> [<scope>] message",
+// or one JSON object per line with --log-format json.
 #include <fmt/format.h>
 
 #include <string>

@@ -37,6 +37,8 @@ void CompletionWindow::finished(const Request& r) {
     erase(r.index);
     return;
   }
+  if (it->second.failed) return;
+  it->second.failed = true;
   open_bytes_ -= it->second.bytes;
   failed_.push_back(r.index);
 }
@@ -50,7 +52,7 @@ void CompletionWindow::erase(size_t id) {
     if (auto o = p->second.find(r.offset); o != p->second.end()) p->second.erase(o);
     if (p->second.empty()) open_.erase(p);
   }
-  if (std::find(failed_.begin(), failed_.end(), id) == failed_.end()) open_bytes_ -= it->second.bytes;
+  if (!it->second.failed) open_bytes_ -= it->second.bytes;
   entries_.erase(it);
 }
 
@@ -71,14 +73,7 @@ size_t CompletionWindow::report_failures(const sdk::RecordErrors& errors, const 
         throw sdk::StatusError(sdk::Status::fatal("the host did not take a record error"));
       ++rejected;
     }
-    // Not in failed_ any more: erase() must not count its bytes as open.
-    const ex_record& r = it->second.record;
-    auto p = open_.find(r.partition);
-    if (p != open_.end()) {
-      if (auto o = p->second.find(r.offset); o != p->second.end()) p->second.erase(o);
-      if (p->second.empty()) open_.erase(p);
-    }
-    entries_.erase(it);
+    erase(ids[k]);
   }
   return rejected;
 }

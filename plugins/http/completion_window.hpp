@@ -32,6 +32,7 @@ class CompletionWindow {
     std::vector<ex_header> header_views;
     ex_record record{};  // views into the strings above
     size_t bytes = 0;
+    bool failed = false;  // final and failed, waiting for report_failures (not open bytes)
   };
 
   // A copy of `r`, open until delivered() or taken by report_failures(); its request's

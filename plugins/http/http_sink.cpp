@@ -184,9 +184,9 @@ sdk::Status HttpSink::write(const sdk::Batch& in, const sdk::RecordErrors& error
   dispatcher_.wakeup();
   // Backpressure: only a full window holds the pipeline.
   while (window_full() && transfer_error_.empty())
-    if (progress_.wait_for(lk, std::chrono::milliseconds(500)) == std::cv_status::timeout) publish(false);
+    if (progress_.wait_for(lk, std::chrono::milliseconds(500)) == std::cv_status::timeout) publish();
   if (!transfer_error_.empty()) return transfer_failure();
-  publish(false);
+  publish();
   return sdk::Status::ok();
 }
 
@@ -217,7 +217,7 @@ sdk::Status HttpSink::completed(std::vector<sdk::Partition>& parts, const sdk::R
   window_.lower(parts);
   if (failed > 0)
     host_.warn(std::to_string(failed) + " request(s) failed for good (to the error policy)");
-  publish(dispatcher_.pending() == 0);
+  publish();
   return sdk::Status::ok();
 }
 
@@ -236,7 +236,7 @@ sdk::Status HttpSink::abort() {
   std::unique_lock<std::mutex> lk(mu_);
   drop(lk, [](const Request&) { return true; });
   window_.clear();
-  publish(true);
+  publish();
   return sdk::Status::ok();
 }
 
@@ -256,11 +256,11 @@ sdk::Status HttpSink::reconfigure(const sdk::Config& config) {
   // Requests in the window keep their class by name; indexes may have moved.
   dispatcher_.reclass([this](Request& r) { r.cls = class_of(r); });
   host_.info("rate classes reconfigured in place (" + std::to_string(classes_.size()) + " classes)");
-  publish(true);
+  publish();
   return sdk::Status::ok();
 }
 
-void HttpSink::publish(bool final_of_batch) {
+void HttpSink::publish() {
   auto now = Clock::now();
   uint64_t trips = 0;
   for (size_t i = 0; i < classes_.size(); ++i) {
@@ -279,7 +279,7 @@ void HttpSink::publish(bool final_of_batch) {
     host_.gauge("http_sink_fuse_state", static_cast<double>(static_cast<int>(c.fuse.state())), l);
     trips += c.fuse.trips();
   }
-  host_.gauge("http_sink_in_flight", final_of_batch ? 0.0 : static_cast<double>(dispatcher_.in_flight()));
+  host_.gauge("http_sink_in_flight", static_cast<double>(dispatcher_.in_flight()));
   if (trips > fuse_trips_seen_) {
     host_.warn("fuse opened " + std::to_string(trips - fuse_trips_seen_) +
                " time(s); records of a class with an open fuse go to the error policy"

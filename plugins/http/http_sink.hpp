@@ -51,7 +51,7 @@ class HttpSink final : public sdk::Sink {
  private:
   // Builds the request for record `i`; false with `reason` for a record error.
   bool build(const ex_record& r, size_t i, Request& out, std::string& reason);
-  void publish(bool final_of_batch);
+  void publish();
   bool window_full() const;
   // The class of a request by its class value (indexes move on reconfigure).
   size_t class_of(const Request& r);

@@ -31,8 +31,9 @@ const ex_config_field kSinkFields[] = {
     field("max.in.flight", EX_CFG_INT, "requests outstanding at once (1..4096)", "64"),
     field("window.records", EX_CFG_INT,
           "records written but not yet final (in flight, waiting to retry) across batches; "
-          "write() blocks while the window is full. The committed position stays at each "
-          "partition's lowest incomplete record",
+          "write() takes its whole batch, then blocks while the window is full (so it may "
+          "exceed this by one batch). The committed position stays at each partition's "
+          "lowest incomplete record",
           "10000"),
     field("window.bytes", EX_CFG_SIZE, "bytes (value, key, headers) of the records in the window",
           "67108864"),

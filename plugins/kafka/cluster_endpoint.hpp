@@ -16,7 +16,8 @@ struct ClusterEndpoint {
   // Called before a topic is first produced to or subscribed to; empty for a broker
   // (which creates topics or not as its own config says). The demo cluster creates it.
   std::function<void(const std::string& topic)> prepare_topic;
-  // Consumer settings the cluster needs, applied before the user's rdkafka map.
+  // Consumer settings the cluster needs: over the source's defaults, under the user's
+  // rdkafka map (apply_consumer_defaults).
   std::map<std::string, std::string> consumer_settings;
   // Non-empty when the cluster's transactions are not faithful: exactly_once warns with
   // it, and departed instances' transactional ids are not fenced.

@@ -137,7 +137,8 @@ SourceSettings SourceSettings::parse(const sdk::Config& cfg) {
   return s;
 }
 
-void apply_consumer_defaults(ConfBuilder& b, const std::map<std::string, std::string>& user) {
+void apply_consumer_defaults(ConfBuilder& b, const std::map<std::string, std::string>& user,
+                             const std::map<std::string, std::string>& cluster) {
   // A killed host is noticed when its session expires: 6 s is the least a broker accepts
   // at its defaults (librdkafka's own 45 s made every failover wait that long). The
   // heartbeat runs on librdkafka's thread, so a long round does not miss it; each
@@ -155,6 +156,9 @@ void apply_consumer_defaults(ConfBuilder& b, const std::map<std::string, std::st
   // source's consumer stalls once a second"). Count high enough that the byte bound,
   // queued.max.messages.kbytes (64 MiB per assigned partition), is the one that binds.
   b.set("queued.min.messages", "1000000", "rdkafka.queued.min.messages");
+  // What the cluster needs (the embedded demo's short session) over the defaults above;
+  // the user's own settings over both.
+  for (const auto& [k, v] : cluster) b.set(k, v, "rdkafka." + k);
   b.apply_user(user);
 }
 

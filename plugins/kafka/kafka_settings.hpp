@@ -38,7 +38,8 @@ struct SourceSettings {
 
 // exactly's consumer defaults, then the user's map: what is settable by the user. The
 // caller sets the rest (servers, group, forced values) afterwards.
-void apply_consumer_defaults(ConfBuilder& b, const std::map<std::string, std::string>& user);
+void apply_consumer_defaults(ConfBuilder& b, const std::map<std::string, std::string>& user,
+                             const std::map<std::string, std::string>& cluster = {});
 
 struct SinkSettings {
   std::string servers;

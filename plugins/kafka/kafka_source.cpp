@@ -105,8 +105,7 @@ KafkaSource::KafkaSource(sdk::Host host, const sdk::Config& cfg) : ClientContext
   if (cluster_.prepare_topic)
     for (const auto& t : topics_)
       if (t[0] != '^') cluster_.prepare_topic(t);  // a pattern names no topic to prepare
-  for (const auto& [k, v] : cluster_.consumer_settings) b.set(k, v, "rdkafka." + k);
-  apply_consumer_defaults(b, user);
+  apply_consumer_defaults(b, user, cluster_.consumer_settings);
   const std::string pipeline = host_.pipeline();
   if (s.static_membership)
     b.set("group.instance.id",

@@ -72,6 +72,7 @@ TEST(CommandLine, BadOptionsAreRefusedWithTheOptionNamedAndExitCode2) {
       {"plugins --plugin-path", "--plugin-path"},
       {"plugins --plugin-path=/nonexistent/plugins", "'/nonexistent/plugins' is not a directory"},
       {"plugins --json extra", "extra"},
+      {"plugins --json --markdown", "--markdown"},
       {"test --update " + p, "--update"},
       {"--verbose", "--verbose"},
       {"deploy " + p, "unknown command 'deploy'"},

@@ -38,6 +38,16 @@ TEST(BuildFacts, EachFactIsCheckedAndNamed) {
   }
 }
 
+// ex_batch carries struct_size and may grow at its end in a later minor: a plugin built
+// with the smaller one of an older minor reads its prefix and still loads.
+TEST(BuildFacts, ASmallerBatchStructOfAnOlderMinorLoads) {
+  ex_plugin_descriptor d = good();
+  d.batch_size -= 8;
+  EXPECT_EQ(build_fact_mismatch(d), "");
+  d.record_size -= 8;  // an array element: must match exactly
+  EXPECT_EQ(build_fact_mismatch(d).rfind("built with sizeof(ex_record) ", 0), 0u);
+}
+
 TEST(BuildFacts, TheOtherByteOrderIsShownAsTheMarkReadBack) {
   ex_plugin_descriptor d = good();
   d.byte_order = __builtin_bswap32(EX_BYTE_ORDER_MARK);

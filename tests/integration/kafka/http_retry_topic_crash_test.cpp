@@ -4,6 +4,7 @@
 // retry topic (acknowledged before its round commits), comes back through a second
 // pipeline after its not-before time, and then reaches the dead-letter topic. Read back
 // with librdkafka directly (not the plugin) and from the server's own request log.
+#include <atomic>
 #include <gtest/gtest.h>
 
 #include <random>
@@ -82,6 +83,7 @@ TEST(HttpRetryTopicCrash, KillsWhileRequestsFailLoseNothing) {
     records.push_back(std::move(o));
   }
   // Paced over ~10 s, so that the kills come while input still arrives.
+  std::atomic<bool> producing{true};
   std::thread producer([&] {
     for (size_t from = 0; from < records.size(); from += 50) {
       std::vector<kt::Out> chunk(records.begin() + static_cast<long>(from),
@@ -89,6 +91,7 @@ TEST(HttpRetryTopicCrash, KillsWhileRequestsFailLoseNothing) {
       kt::produce_records(kafka_bootstrap(), in, chunk);
       std::this_thread::sleep_for(std::chrono::milliseconds(300));
     }
+    producing = false;
   });
   Host host("h", dir / "p.yaml", dir / "host.log");
   std::mt19937 rng(11);
@@ -96,6 +99,8 @@ TEST(HttpRetryTopicCrash, KillsWhileRequestsFailLoseNothing) {
   for (int k = 0; k < kills; ++k) {
     host.start();
     std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms(rng)));
+    // A kill after the last input was produced would only test a restart.
+    EXPECT_TRUE(producing.load()) << "kill " << k + 1 << " came after all input was produced";
     EXPECT_EQ(host.stop(SIGKILL), -SIGKILL) << "the host exited before it was killed" << host.log_tail();
   }
   producer.join();

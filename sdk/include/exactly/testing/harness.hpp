@@ -555,7 +555,11 @@ class SinkHarness {
     if (!has_completed() || (st && !*st)) return rejected;
     std::map<int32_t, int64_t> scan;
     for (const auto& r : in) scan[r.partition] = std::max(scan[r.partition], r.offset + 1);
+    // A sink whose window never drains must fail the test, not hang it.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
     for (;;) {
+      if (std::chrono::steady_clock::now() > deadline)
+        throw std::runtime_error("completed() still reports open records after 120 s");
       std::vector<sdk::Partition> parts;
       for (auto [id, pos] : scan) parts.push_back(sdk::Partition{id, "p" + std::to_string(id), "", id, pos});
       std::vector<OwnedRecord> late;
