@@ -9,10 +9,15 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 #include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace exactly::dedupe {
@@ -48,5 +53,105 @@ struct HugePageAllocator {
 template <typename T>
 using HugeVector = std::vector<T, HugePageAllocator<T>>;
 using HugeString = std::basic_string<char, std::char_traits<char>, HugePageAllocator<char>>;
+
+// A growable array of trivially copyable values in its own anonymous mapping, for the
+// claim tables that fill to hundreds of MiB. A std::vector grows by allocating twice the
+// size, copying, and freeing the old block; glibc returns blocks this large to the
+// kernel, so every growth zeroes and faults in fresh pages again (in this VM class the
+// page faults of one table's growth took a fifth of the pipeline thread). Here growth is
+// mremap: the pages already filled move with their contents, nothing is copied, and only
+// the new tail is faulted in, once. Memory stays mapped across clear() for the next fill.
+template <typename T>
+class MappedArray {
+  static_assert(std::is_trivially_copyable_v<T>);
+
+ public:
+  MappedArray() = default;
+  MappedArray(const MappedArray&) = delete;
+  MappedArray& operator=(const MappedArray&) = delete;
+  MappedArray(MappedArray&& o) noexcept { swap(o); }
+  MappedArray& operator=(MappedArray&& o) noexcept {
+    MappedArray(std::move(o)).swap(*this);
+    return *this;
+  }
+  ~MappedArray() {
+    if (data_ != nullptr) munmap(data_, bytes_);
+  }
+  void swap(MappedArray& o) noexcept {
+    std::swap(data_, o.data_);
+    std::swap(size_, o.size_);
+    std::swap(bytes_, o.bytes_);
+  }
+
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  size_t capacity() const { return bytes_ / sizeof(T); }
+  T* data() { return data_; }
+  const T* data() const { return data_; }
+  T& operator[](size_t i) { return data_[i]; }
+  const T& operator[](size_t i) const { return data_[i]; }
+  const T* begin() const { return data_; }
+  const T* end() const { return data_ + size_; }
+
+  void push_back(const T& v) {
+    if (size_ == capacity()) reserve(size_ + 1);
+    data_[size_++] = v;
+  }
+  void append(const T* p, size_t n) {
+    if (size_ + n > capacity()) reserve(size_ + n);
+    std::memcpy(data_ + size_, p, n * sizeof(T));
+    size_ += n;
+  }
+  // n values, all zero (fresh pages are the kernel's zeros: no pass over them here).
+  void assign_zeros(size_t n) {
+    if (n > capacity()) {
+      release();
+      map(n);
+    } else {
+      std::memset(data_, 0, n * sizeof(T));
+    }
+    size_ = n;
+  }
+  void clear() { size_ = 0; }
+  void release() {
+    if (data_ != nullptr) munmap(data_, bytes_);
+    data_ = nullptr;
+    size_ = bytes_ = 0;
+  }
+  // Room for at least n values; at least doubles, so push_back stays amortised O(1).
+  void reserve(size_t n) {
+    if (n <= capacity()) return;
+    if (data_ == nullptr) return map(std::max(n, kMinBytes / sizeof(T)));
+    size_t want = round_up(std::max(n * sizeof(T), 2 * bytes_));
+    void* p = mremap(data_, bytes_, want, MREMAP_MAYMOVE);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    data_ = static_cast<T*>(p);
+    bytes_ = want;
+    advise();
+  }
+
+ private:
+  static constexpr size_t kMinBytes = size_t{64} << 10;
+  static constexpr size_t kHuge = size_t{2} << 20;
+  static size_t round_up(size_t b) {
+    const size_t unit = b >= kHuge ? kHuge : 4096;
+    return (b + unit - 1) / unit * unit;
+  }
+  void map(size_t n) {
+    const size_t want = round_up(std::max(n * sizeof(T), size_t{4096}));
+    void* p = mmap(nullptr, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    data_ = static_cast<T*>(p);
+    bytes_ = want;
+    advise();
+  }
+  void advise() {
+    if (bytes_ >= kHuge) (void)madvise(data_, bytes_, MADV_HUGEPAGE);
+  }
+
+  T* data_ = nullptr;
+  size_t size_ = 0;
+  size_t bytes_ = 0;
+};
 
 }  // namespace exactly::dedupe

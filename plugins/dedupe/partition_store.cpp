@@ -159,6 +159,9 @@ void PartitionStore::start_fold() {
   if (meta_.indexed >= meta_.next_seq && unindexed_.empty()) return;
   std::swap(unindexed_, folding_);
   unindexed_.clear();
+  // The next fill grows to about this one's size: sized once, not doubled up to it.
+  if (!folding_.empty())
+    unindexed_.reserve(folding_.size(), folding_.key_bytes() / folding_.size() + 1);
   fold_fp_bytes_ = unindexed_fp_bytes_;
   fold_target_ = meta_.next_seq;
   fold_live_.clear();

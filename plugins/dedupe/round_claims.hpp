@@ -24,7 +24,7 @@ class RoundClaims {
     uint32_t key_len;
   };
 
-  RoundClaims() { slots_.assign(1024, 0); }
+  RoundClaims() { slots_.assign_zeros(1024); }
 
   Claim* find(std::string_view key, uint64_t hash) {
     return const_cast<Claim*>(static_cast<const RoundClaims*>(this)->find(key, hash));
@@ -67,17 +67,42 @@ class RoundClaims {
     add(key, hash, seq, offset, fp);
   }
 
+  // Keeps the memory for the next fill: the tables refill to about the same size round
+  // after round (or fold after fold), and memory given back came back as fresh pages the
+  // kernel had to zero (a profile of the pipeline thread showed a fifth of its time
+  // there). A burst is given back once several fills in a row used little of it.
   void clear() {
     if (claims_.empty()) return;
+    if (claims_.size() * 16 >= slots_.size()) small_fills_ = 0;
+    else if (++small_fills_ >= kSmallFillsBeforeShrink) {
+      small_fills_ = 0;
+      claims_.release();
+      arena_.release();
+      slots_.release();
+      slots_.assign_zeros(1024);
+      return;
+    }
     claims_.clear();
     arena_.clear();
-    if (slots_.size() > (1u << 20)) slots_.assign(1024, 0);  // give back a burst
-    else std::fill(slots_.begin(), slots_.end(), 0);
+    slots_.assign_zeros(slots_.size());
   }
+
+  // Room for `n` claims of about `key_bytes` each without growing (a growth rehashes
+  // every claim and copies the arrays).
+  void reserve(size_t n, size_t key_bytes) {
+    size_t slots = slots_.size();
+    while (slots < 2 * n) slots *= 2;
+    claims_.reserve(n);
+    arena_.reserve(n * key_bytes);
+    if (slots == slots_.size()) return;
+    slots_.assign_zeros(slots);
+    for (uint32_t i = 1; i <= claims_.size(); ++i) place(i);
+  }
+  size_t key_bytes() const { return arena_.size(); }
 
   bool empty() const { return claims_.empty(); }
   size_t size() const { return claims_.size(); }
-  const HugeVector<Claim>& claims() const { return claims_; }
+  const MappedArray<Claim>& claims() const { return claims_; }
   const char* arena_data() const { return arena_.data(); }
   std::string_view key_of(const Claim& c) const {
     return std::string_view(arena_.data() + c.key_pos, c.key_len);
@@ -98,13 +123,16 @@ class RoundClaims {
       }
   }
   void grow() {
-    slots_.assign(slots_.size() * 2, 0);
+    slots_.assign_zeros(slots_.size() * 2);
     for (uint32_t i = 1; i <= claims_.size(); ++i) place(i);
   }
 
-  HugeString arena_;
-  HugeVector<Claim> claims_;
-  HugeVector<uint64_t> slots_;  // tag | 1-based index into claims_, 0 = empty
+  static constexpr int kSmallFillsBeforeShrink = 8;
+
+  MappedArray<char> arena_;
+  MappedArray<Claim> claims_;
+  int small_fills_ = 0;  // fills in a row that used under 1/16 of the slots
+  MappedArray<uint64_t> slots_;  // tag | 1-based index into claims_, 0 = empty
 };
 
 }  // namespace exactly::dedupe
