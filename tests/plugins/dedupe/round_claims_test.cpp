@@ -1,0 +1,93 @@
+// The claim tables grow in place (mremap) and keep their memory across clears: every
+// claim must still be found after growths, a reserve, clears and the give-back, and a
+// cleared table must find nothing of its last fill.
+#include <gtest/gtest.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include <string>
+
+#include "round_claims.hpp"
+
+namespace {
+
+using exactly::dedupe::MappedArray;
+using exactly::dedupe::RoundClaims;
+
+std::string key(size_t i, size_t fill = 0) { return "id-" + std::to_string(fill) + "-" + std::to_string(i); }
+uint64_t hash(const std::string& k) { return XXH3_64bits(k.data(), k.size()); }
+
+void fill(RoundClaims& t, size_t n, size_t round) {
+  for (size_t i = 0; i < n; ++i) {
+    std::string k = key(i, round);
+    t.add(k, hash(k), i, static_cast<int64_t>(i) * 3, round);
+  }
+}
+
+void expect_all(const RoundClaims& t, size_t n, size_t round) {
+  ASSERT_EQ(t.size(), n);
+  for (size_t i = 0; i < n; ++i) {
+    std::string k = key(i, round);
+    const auto* c = t.find(k, hash(k));
+    ASSERT_NE(c, nullptr) << k;
+    EXPECT_EQ(c->seq, i);
+    EXPECT_EQ(c->offset, static_cast<int64_t>(i) * 3);
+    EXPECT_EQ(t.key_of(*c), k);
+  }
+}
+
+TEST(MappedArray, GrowsInPlaceKeepingContents) {
+  MappedArray<uint64_t> a;
+  for (uint64_t i = 0; i < 3'000'000; ++i) a.push_back(i * 7);  // several mremaps past 2 MiB
+  ASSERT_EQ(a.size(), 3'000'000u);
+  for (uint64_t i = 0; i < a.size(); i += 997) ASSERT_EQ(a[i], i * 7);
+  EXPECT_EQ(a[a.size() - 1], uint64_t{2'999'999} * 7);
+  a.assign_zeros(1000);
+  for (size_t i = 0; i < 1000; ++i) ASSERT_EQ(a[i], 0u);
+  MappedArray<uint64_t> b(std::move(a));
+  EXPECT_EQ(b.size(), 1000u);
+  EXPECT_TRUE(a.empty());
+}
+
+TEST(RoundClaims, FindsEveryClaimAcrossGrowthsAndClears) {
+  RoundClaims t;
+  fill(t, 300'000, 1);
+  expect_all(t, 300'000, 1);
+  t.clear();
+  EXPECT_TRUE(t.empty());
+  std::string old = key(5, 1);
+  EXPECT_EQ(t.find(old, hash(old)), nullptr);  // memory kept, contents gone
+  fill(t, 200'000, 2);
+  expect_all(t, 200'000, 2);
+}
+
+TEST(RoundClaims, ReserveThenFillAndUpsert) {
+  RoundClaims t;
+  fill(t, 1000, 3);
+  t.reserve(500'000, 12);  // rehashes the claims already there
+  expect_all(t, 1000, 3);
+  fill(t, 0, 4);
+  for (size_t i = 0; i < 1000; ++i) {
+    std::string k = key(i, 3);
+    t.upsert(k, hash(k), i + 1, -1, 9);
+  }
+  ASSERT_EQ(t.size(), 1000u);
+  std::string k = key(17, 3);
+  EXPECT_EQ(t.find(k, hash(k))->seq, 18u);
+}
+
+TEST(RoundClaims, GivesBackABurstAfterSmallFills) {
+  RoundClaims t;
+  fill(t, 400'000, 5);
+  t.clear();
+  for (size_t round = 6; round < 20; ++round) {  // small fills: past the give-back
+    fill(t, 50, round);
+    expect_all(t, 50, round);
+    t.clear();
+  }
+  fill(t, 100'000, 30);  // and it grows again
+  expect_all(t, 100'000, 30);
+}
+
+}  // namespace
