@@ -20,6 +20,10 @@
 #include <utility>
 #include <vector>
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23  // Linux 5.14; older kernels refuse it (EINVAL): only speed depends on it
+#endif
+
 namespace exactly::dedupe {
 
 inline void* huge_page_alloc(size_t bytes) {
@@ -61,6 +65,14 @@ using HugeString = std::basic_string<char, std::char_traits<char>, HugePageAlloc
 // page faults of one table's growth took a fifth of the pipeline thread). Here growth is
 // mremap: the pages already filled move with their contents, nothing is copied, and only
 // the new tail is faulted in, once. Memory stays mapped across clear() for the next fill.
+// Faults in a range's pages (as writes would, without writing): on a background
+// thread, so that the thread that fills the range later does not stall on the faults.
+// Safe while another thread uses or remaps the range (the kernel serialises the faults;
+// contents are never changed; a range unmapped meanwhile is refused, harmlessly).
+inline void populate_range(std::pair<void*, size_t> r) {
+  if (r.first != nullptr && r.second > 0) (void)madvise(r.first, r.second, MADV_POPULATE_WRITE);
+}
+
 template <typename T>
 class MappedArray {
   static_assert(std::is_trivially_copyable_v<T>);
@@ -118,6 +130,9 @@ class MappedArray {
     data_ = nullptr;
     size_ = bytes_ = 0;
   }
+  // The mapped range, for populate_range() on another thread.
+  std::pair<void*, size_t> range() const { return {data_, bytes_}; }
+
   // Room for at least n values; at least doubles, so push_back stays amortised O(1).
   void reserve(size_t n) {
     if (n <= capacity()) return;

@@ -159,9 +159,14 @@ void PartitionStore::start_fold() {
   if (meta_.indexed >= meta_.next_seq && unindexed_.empty()) return;
   std::swap(unindexed_, folding_);
   unindexed_.clear();
-  // The next fill grows to about this one's size: sized once, not doubled up to it.
-  if (!folding_.empty())
+  // The next fill grows to about this one's size: sized once, not doubled up to it, and
+  // its pages faulted in by the fold thread (fresh pages are slow to fault in this VM
+  // class: a round that first touched a fresh table stalled for 400 ms).
+  std::vector<std::pair<void*, size_t>> prefault;
+  if (!folding_.empty()) {
     unindexed_.reserve(folding_.size(), folding_.key_bytes() / folding_.size() + 1);
+    prefault = unindexed_.ranges();
+  }
   fold_fp_bytes_ = unindexed_fp_bytes_;
   fold_target_ = meta_.next_seq;
   fold_live_.clear();
@@ -186,8 +191,9 @@ void PartitionStore::start_fold() {
   fold_options_.bottommost_compression = rocksdb::kDisableCompressionOption;
   fold_options_.compression = compacting_ ? rocksdb::kNoCompression : fold_compression_;
   fold_options_.compression_opts.level = 1;
-  folder_ = std::thread([this] {
+  folder_ = std::thread([this, prefault = std::move(prefault)] {
     pthread_setname_np(pthread_self(), "dedupe-fold");
+    for (const auto& r : prefault) populate_range(r);
     fold_status_ = fold_claims(db_, claims_, fold_options_, fold_path_, folding_, fold_live_,
                                fold_fp_bytes_, fold_order_);
     add_thread_cpu(fold_cpu_);
@@ -208,10 +214,16 @@ sdk::Status PartitionStore::finish_fold(bool wait) {
                               fold_status_.ToString());
   }
   const auto& claims = folding_.claims();
-  for (uint32_t i : fold_live_) {
-    if (presence_) presence_->add(claims[i].hash);
-    if (building_) folded_while_building_.push_back(claims[i].hash);
+  if (presence_) {
+    // The filter is larger than the caches: load a few blocks ahead.
+    constexpr size_t kAhead = 8;
+    for (size_t j = 0; j < fold_live_.size(); ++j) {
+      if (j + kAhead < fold_live_.size()) presence_->prefetch_add(claims[fold_live_[j + kAhead]].hash);
+      presence_->add(claims[fold_live_[j]].hash);
+    }
   }
+  if (building_)
+    for (uint32_t i : fold_live_) folded_while_building_.push_back(claims[i].hash);
   // Evicted keys stay in the filter: once they outnumber the live ones, rebuild it; and
   // in one layer when growth has stacked several (their false positives add up: five
   // full layers ~1%).

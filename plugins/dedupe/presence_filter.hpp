@@ -55,6 +55,9 @@ class PresenceFilter {
     for (const Layer& l : layers_) __builtin_prefetch(l.block(hash));
   }
 
+  // Starts loading the block add(hash) writes.
+  void prefetch_add(uint64_t hash) const { __builtin_prefetch(layers_.back().block(hash)); }
+
   uint64_t count() const { return count_; }  // keys added (not distinct, not live)
   size_t layers() const { return layers_.size(); }
   uint64_t bytes() const {

@@ -99,6 +99,10 @@ class RoundClaims {
     for (uint32_t i = 1; i <= claims_.size(); ++i) place(i);
   }
   size_t key_bytes() const { return arena_.size(); }
+  // The mapped ranges of the table's arrays (see populate_range).
+  std::vector<std::pair<void*, size_t>> ranges() const {
+    return {slots_.range(), claims_.range(), arena_.range()};
+  }
 
   bool empty() const { return claims_.empty(); }
   size_t size() const { return claims_.size(); }
