@@ -10,6 +10,8 @@
 #include <xxhash.h>
 
 #include <pthread.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -59,6 +61,11 @@ struct ChunkWalk {
 };
 
 size_t claim_bytes(size_t key_len, uint32_t fp_bytes) { return 1 + key_len + 3 + fp_bytes; }
+
+// The fold and filter threads yield to the pipeline's threads when cores are short: a
+// fold is work that may lag (a round waits for it only at twice the threshold), while
+// a pipeline thread that loses its core delays every record behind it.
+void background_priority() { (void)setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 10); }
 
 // Adds the calling thread's CPU time so far (it ends right after).
 void add_thread_cpu(std::atomic<double>& to) {
@@ -193,6 +200,7 @@ void PartitionStore::start_fold() {
   fold_options_.compression_opts.level = 1;
   folder_ = std::thread([this, prefault = std::move(prefault)] {
     pthread_setname_np(pthread_self(), "dedupe-fold");
+    background_priority();
     for (const auto& r : prefault) populate_range(r);
     fold_status_ = fold_claims(db_, claims_, fold_options_, fold_path_, folding_, fold_live_,
                                fold_fp_bytes_, fold_order_);
@@ -292,6 +300,7 @@ void PartitionStore::start_filter_build() {
   std::shared_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, claims_));
   builder_ = std::thread([this, it, expected] {
     pthread_setname_np(pthread_self(), "dedupe-filter");
+    background_priority();
     // Room to grow to twice the size before the next layer.
     auto f = std::make_unique<PresenceFilter>(2 * expected);
     uint64_t n = 0;

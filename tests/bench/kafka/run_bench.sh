@@ -191,6 +191,16 @@ fi
   --transactional-id "bench-warmup-$tag" >/dev/null
 "$tool" consume-group-offsets --bootstrap "$B" --group "bench-warmup-$tag" \
   --topic "bench-warmup-$tag" >/dev/null
+if [[ "$latency_rate" != 0 ]]; then
+  # A latency run starts on a fresh broker whose JVM has not compiled its produce, fetch
+  # and transaction paths yet: the first seconds at full rate then build a backlog that
+  # the whole run spends working off (seen per second in the reader's timeline). Give the
+  # broker that traffic first, the same for every contender.
+  log "warming up the broker: 2,000,000 records produced in a transaction and read back read_committed"
+  "$tool" produce --bootstrap "$B" --topic "bench-warmup-$tag" --count 2000000 --size "$size" \
+    --transactional-id "bench-warmup2-$tag" >/dev/null
+  "$tool" count --bootstrap "$B" --topic "bench-warmup-$tag" --read-committed >/dev/null
+fi
 
 # ---------------------------------------------------------------- contenders
 metrics_port=$((19500 + RANDOM % 400))
@@ -448,6 +458,9 @@ run_latency_case() {  # case rep
   local verdict=ok
   [[ $rrc -eq 0 ]] || verdict="incomplete($(jq -c '{received, expected}' "$d/latency.json" 2>/dev/null))"
   log "  $(cat "$d/latency.json") produced at $rate_seen/s verify=$verdict"
+  # Where the tail came from: a backlog built early and worked off, or spikes later on.
+  timeline=$(grep -m1 'worst ms per second' "$d/latency.err" 2>/dev/null | sed 's/^kafka-tool latency: //')
+  [[ -n $timeline ]] && log "  $timeline"
   jq -r --arg c "$c" --arg r "$rep" --arg v "$verdict" --argjson ps "$rate_seen" \
     '[$c, $r, $ps, .measured, .p50_ms, .p90_ms, .p99_ms, .p999_ms, .max_ms, $v] | @tsv' \
     "$d/latency.json" >>"$work/latency.tsv"

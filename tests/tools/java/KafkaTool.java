@@ -884,6 +884,7 @@ public final class KafkaTool {
         p.put(ConsumerConfig.CLIENT_ID_CONFIG, "exactly-kafka-tool-latency");
         p.put(ConsumerConfig.ALLOW_AUTO_CREATE_TOPICS_CONFIG, "false");
         long[] lat = new long[1 << 20];
+        long[] worstPerSecond = new long[16];  // by second of the record's timestamp since the first
         int n = 0;
         long received = 0, expect = -1, first = -1, maxMs = 0;
         long lastRecord = System.currentTimeMillis();
@@ -903,6 +904,9 @@ public final class KafkaTool {
                     if (n == lat.length) lat = Arrays.copyOf(lat, lat.length * 2);
                     lat[n++] = l;
                     maxMs = Math.max(maxMs, l);
+                    int sec = (int) ((ts - first) / 1000);
+                    if (sec >= worstPerSecond.length) worstPerSecond = Arrays.copyOf(worstPerSecond, Math.max(sec + 1, worstPerSecond.length * 2));
+                    worstPerSecond[sec] = Math.max(worstPerSecond[sec], l);
                 }
                 if (!recs.isEmpty()) lastRecord = now;
                 if (expect < 0 && expectFile != null) {
@@ -922,6 +926,11 @@ public final class KafkaTool {
                 }
             }
         }
+        // Where in the run the tail came from: the worst latency of each second's records.
+        StringBuilder tl = new StringBuilder("kafka-tool latency: worst ms per second of input:");
+        for (int i = (int) (warmupMs / 1000); i < worstPerSecond.length; i++)
+            if (worstPerSecond[i] > 0) tl.append(' ').append(i).append(':').append(worstPerSecond[i]);
+        System.err.println(tl);
         final int m = n;
         final long[] s = Arrays.copyOf(lat, m);
         Arrays.sort(s);
