@@ -19,6 +19,11 @@ namespace exactly::dedupe {
 using sdk::Status;
 
 namespace {
+
+// Fold starts and adoptions per round, over all of an instance's partitions (see
+// PartitionStore::apply_round): partitions that reach the threshold together take their
+// turns in consecutive rounds instead of stalling one round with all of them.
+constexpr int kFoldStepsPerRound = 1;
 int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -636,6 +641,7 @@ Status DedupeTransform::prepare_commit() {
   Status settled = settle_restores();
   if (!settled) return settled;
   const int64_t now = now_ms();
+  int fold_steps = kFoldStepsPerRound;
   for (auto& [id, part] : parts_) {
     if (part->restoring) continue;  // held back: no records, nothing to write
     if (changelog_on()) {
@@ -647,7 +653,8 @@ Status DedupeTransform::prepare_commit() {
       if (!st) return st;
       continue;
     }
-    Status st = part->store->write_round(settings_.retention, settings_.fingerprint_bytes, now);
+    Status st = part->store->write_round(settings_.retention, settings_.fingerprint_bytes, now,
+                                         &fold_steps);
     if (!st) return st;
     report(*part, now);
   }
@@ -657,13 +664,14 @@ Status DedupeTransform::prepare_commit() {
 Status DedupeTransform::commit() {
   if (!changelog_on()) return Status::ok();
   const int64_t now = now_ms();
+  int fold_steps = kFoldStepsPerRound;
   for (auto& [id, part] : parts_) {
     if (part->restoring || !part->plan) continue;
     PartitionStore::RoundPlan plan = std::move(*part->plan);
     part->plan.reset();
     // Not synced: the changelog is the durable copy; a lost tail is restored from it.
     int64_t pos = plan.changed ? host_.state_position(changelog_topic_, part->partition) : -1;
-    Status st = part->store->apply_round(plan, false, pos);
+    Status st = part->store->apply_round(plan, false, pos, &fold_steps);
     if (!st) return st;
     report(*part, now);
   }

@@ -495,7 +495,8 @@ PartitionStore::RoundPlan PartitionStore::plan_round(const Retention& limits, ui
   return plan;
 }
 
-sdk::Status PartitionStore::apply_round(const RoundPlan& plan, bool sync, int64_t changelog) {
+sdk::Status PartitionStore::apply_round(const RoundPlan& plan, bool sync, int64_t changelog,
+                                        int* fold_steps) {
   StoreMeta next = plan.next;
   if (changelog >= 0) next.changelog = changelog;
   if (!plan.changed && next.changelog == meta_.changelog) {
@@ -534,15 +535,30 @@ sdk::Status PartitionStore::apply_round(const RoundPlan& plan, bool sync, int64_
   round_.clear();
   // The fold runs beside the pipeline; a round waits for it only when the next one has
   // gathered twice the threshold meanwhile (memory stays bounded).
-  sdk::Status fs = finish_fold(false);
-  if (!fs) return fs;
+  // Adopting a finished fold and starting one each hold up the round (the filter takes
+  // every folded key; the next table is set up): partitions fill at the same pace and
+  // reach the threshold together, so the caller spreads these steps over its rounds,
+  // `fold_steps` at a time. Twice the threshold overrides it.
+  const bool full = unindexed_.size() >= 2 * index_threshold_;
+  auto may_step = [&] { return fold_steps == nullptr || *fold_steps > 0 || full; };
+  auto took_step = [&] {
+    if (fold_steps != nullptr && *fold_steps > 0) --*fold_steps;
+  };
+  sdk::Status fs;
+  if (folding_active_ && may_step()) {
+    fs = finish_fold(false);
+    if (!fs) return fs;
+    if (!folding_active_) took_step();
+  }
   if (unindexed_.size() >= index_threshold_) {
     if (folding_active_) {
-      if (unindexed_.size() < 2 * index_threshold_) return sdk::Status::ok();
+      if (!full) return sdk::Status::ok();
       fs = finish_fold(true);
       if (!fs) return fs;
     }
+    if (!may_step()) return sdk::Status::ok();
     start_fold();
+    took_step();
     if (!background_fold_) return finish_fold(true);
   }
   return sdk::Status::ok();

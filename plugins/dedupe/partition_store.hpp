@@ -112,11 +112,14 @@ class PartitionStore {
   };
   RoundPlan plan_round(const Retention& limits, uint32_t fp_bytes, int64_t now_ms) const;
   // Writes the plan in one WriteBatch (WAL synced when `sync`); `changelog` >= 0 records
-  // the changelog position the store then matches.
-  sdk::Status apply_round(const RoundPlan& plan, bool sync, int64_t changelog = -1);
+  // the changelog position the store then matches. `fold_steps`, when given, is how many
+  // fold starts and adoptions the caller's round may still take (decremented here).
+  sdk::Status apply_round(const RoundPlan& plan, bool sync, int64_t changelog = -1,
+                          int* fold_steps = nullptr);
   // prepare_commit without a changelog: plan and apply, synced.
-  sdk::Status write_round(const Retention& limits, uint32_t fp_bytes, int64_t now_ms) {
-    return apply_round(plan_round(limits, fp_bytes, now_ms), true);
+  sdk::Status write_round(const Retention& limits, uint32_t fp_bytes, int64_t now_ms,
+                          int* fold_steps = nullptr) {
+    return apply_round(plan_round(limits, fp_bytes, now_ms), true, -1, fold_steps);
   }
   // abort: forget the round; replays claim again.
   void drop_round();

@@ -55,6 +55,29 @@ TEST_F(DedupeTest, FoldedAndUnfoldedClaimsSurviveACrashImage) {
   EXPECT_EQ(other.metric("dedupe_duplicates_total{partition=events-9}"), 25503);
 }
 
+TEST_F(DedupeTest, PartitionsThatReachTheThresholdTogetherFoldInTurns) {
+  // Both partitions pass the ~21845-claim threshold in the same round: one folds in that
+  // round, the other in the next, so no round carries every partition's fold.
+  Pairs small = {{"rocksdb.write.buffer.size", "1048576"}, {"rocksdb.fold.background", "false"}};
+  auto& t = start(small, {part(0, "events-0"), part(1, "events-1")});
+  int64_t off0 = 0, off1 = 0;
+  auto both = [&](int from, int to) {
+    auto a = range(from, to, off0, 0);
+    auto b = range(from, to, off1, 1);
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  };
+  t.process(both(0, 25000));
+  commit_round();
+  EXPECT_EQ(sst_files(dir_ / "events-0") + sst_files(dir_ / "events-1"), 1u);
+  t.process(both(25000, 25010));
+  commit_round();
+  EXPECT_GE(sst_files(dir_ / "events-0"), 1u);
+  EXPECT_GE(sst_files(dir_ / "events-1"), 1u);
+  // Every id is still known in both, folded or not.
+  EXPECT_THAT(t.process(both(0, 25010)).kept, IsEmpty());
+}
+
 TEST_F(DedupeTest, NewIdsSkipTheStoreReadAndStoredIdsAreStillFoundAfterReopen) {
   // New ids are answered by the in-memory presence filter (no RocksDB read); ids folded
   // into the store are found, also by a stage reopened on it (while and after its
