@@ -11,7 +11,8 @@ namespace exactly::dedupe {
 rocksdb::Status fold_claims(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
                             const rocksdb::Options& sst_options, const std::string& path,
                             const RoundClaims& table, const std::vector<uint32_t>& live,
-                            uint32_t fp_bytes, KeyOrder& key_order) {
+                            uint32_t fp_bytes, KeyOrder& key_order,
+                            const std::function<void(double)>& pace) {
   const auto& claims = table.claims();
   const auto& order = key_order.sort_entries(
       live.size(), [&](size_t i) { return live[i]; },
@@ -35,6 +36,7 @@ rocksdb::Status fold_claims(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
   for (size_t j = 0; j < kAhead && j < order.size(); ++j) fetch(j);
   for (size_t j = 0; st.ok() && j < order.size(); ++j) {
     if (j + kAhead < order.size()) fetch(j + kAhead);
+    if (pace && (j & 8191) == 0) pace(static_cast<double>(j) / static_cast<double>(order.size()));
     const auto& c = claims[order[j].index];
     size_t n = encode_claim(buf, c.seq, c.offset, c.fingerprint, fp_bytes);
     auto k = table.key_of(c);

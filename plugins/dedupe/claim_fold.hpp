@@ -7,6 +7,7 @@
 #include <rocksdb/options.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -16,10 +17,12 @@
 namespace exactly::dedupe {
 
 // `live` indexes the claims to write (those not evicted); `order` is scratch space.
-// On failure the file at `path` is removed.
+// `pace`, when set, is called with the share of claims written so far, every few
+// thousand claims; it may sleep. On failure the file at `path` is removed.
 rocksdb::Status fold_claims(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
                             const rocksdb::Options& sst_options, const std::string& path,
                             const RoundClaims& claims, const std::vector<uint32_t>& live,
-                            uint32_t fp_bytes, KeyOrder& order);
+                            uint32_t fp_bytes, KeyOrder& order,
+                            const std::function<void(double)>& pace = {});
 
 }  // namespace exactly::dedupe

@@ -213,6 +213,12 @@ class PartitionStore {
   rocksdb::Status fold_status_;
   std::thread folder_;
   std::atomic<bool> fold_done_{false};
+  // Pacing of a large fold (see start_fold): the size of the table that fills meanwhile,
+  // and the pipeline thread's "now waiting for it".
+  std::atomic<size_t> unindexed_count_{0};
+  std::atomic<bool> fold_hurry_{false};
+  static constexpr size_t kPacedFoldClaims = size_t{1} << 18;
+  static constexpr double kFoldPaceSeconds = 8.0;
   bool folding_active_ = false;
   bool fold_failed_ = false;
   std::atomic<double> fold_cpu_{0.0}, build_cpu_{0.0};
