@@ -207,9 +207,10 @@ void PartitionStore::start_fold() {
     for (const auto& r : prefault) populate_range(r);
     // A large fold is paced to end by the time the next table is 3/4 full (or within
     // kFoldPaceSeconds): its CPU is then a steady share of a core, not a burst that every
-    // partition's fold makes together and that the pipeline's records wait behind (p99
-    // latency at 200k records/s: the worst second went from ~600 ms to ~?? ms). A round
-    // that has to wait for the fold ends the pacing (fold_hurry_).
+    // partition's fold makes together and that the pipeline's records wait behind (at
+    // 200k records/s, the worst second of the second fold cycle: 333-688 ms unpaced,
+    // 203-359 ms paced; docs/benchmarks.md). A round that has to wait for the fold ends
+    // the pacing (fold_hurry_).
     const auto t0 = std::chrono::steady_clock::now();
     const bool paced = fold_live_.size() >= kPacedFoldClaims;
     auto pace = [&](double done) {
