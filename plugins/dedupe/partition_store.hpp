@@ -151,6 +151,8 @@ class PartitionStore {
   // its result on the pipeline thread (filter, chunk trim, meta.indexed).
   void start_fold();
   sdk::Status finish_fold(bool wait);
+  void size_ahead();
+  void finish_sizing(bool wait);
   sdk::Status flush_restore_batch();
   void replay_chunks();
   void load_oldest_chunk_ms();
@@ -198,6 +200,13 @@ class PartitionStore {
   bool building_ = false;
   bool closing_ = false;
   std::thread builder_;
+  // Sizing a first fill ahead (see size_ahead): the sizer thread makes and faults in
+  // sized_slots_, then sets sized_ready_; the pipeline thread adopts them.
+  std::thread sizer_;
+  std::atomic<bool> sized_ready_{false};
+  MappedArray<uint64_t> sized_slots_;
+  bool sizing_ = false;
+  bool sized_this_fill_ = false;
   std::atomic<bool> build_done_{false}, build_stop_{false};
   std::unique_ptr<PresenceFilter> built_;  // the builder's result, adopted by this thread
   std::vector<uint64_t> folded_while_building_;

@@ -99,6 +99,25 @@ class RoundClaims {
     for (uint32_t i = 1; i <= claims_.size(); ++i) place(i);
   }
   size_t key_bytes() const { return arena_.size(); }
+  size_t capacity() const { return claims_.capacity(); }
+  // Room for n claims in the claim and key arrays only (no rehash); see adopt_slots.
+  void reserve_entries(size_t n, size_t key_bytes) {
+    claims_.reserve(n);
+    arena_.reserve(n * key_bytes);
+  }
+  // Slot count that holds n claims without growing.
+  static size_t slots_for(size_t n) {
+    size_t slots = 1024;
+    while (slots < 2 * n) slots *= 2;
+    return slots;
+  }
+  // Takes a zeroed slot array made (and faulted in) elsewhere and rehashes into it, if
+  // it is larger than the current one.
+  void adopt_slots(MappedArray<uint64_t>&& slots) {
+    if (slots.size() <= slots_.size() || (slots.size() & (slots.size() - 1)) != 0) return;
+    slots_ = std::move(slots);
+    for (uint32_t i = 1; i <= claims_.size(); ++i) place(i);
+  }
   // The mapped ranges of the table's arrays (see populate_range).
   std::vector<std::pair<void*, size_t>> ranges() const {
     return {slots_.range(), claims_.range(), arena_.range()};

@@ -77,6 +77,25 @@ TEST(RoundClaims, ReserveThenFillAndUpsert) {
   EXPECT_EQ(t.find(k, hash(k))->seq, 18u);
 }
 
+TEST(RoundClaims, AdoptsASlotArrayMadeElsewhere) {
+  RoundClaims t;
+  fill(t, 5000, 7);
+  t.reserve_entries(100'000, 12);
+  MappedArray<uint64_t> slots;
+  slots.assign_zeros(RoundClaims::slots_for(100'000));
+  t.adopt_slots(std::move(slots));  // rehashes the 5,000 claims into it
+  expect_all(t, 5000, 7);
+  for (size_t i = 5000; i < 100'000; ++i) {  // fills without growing
+    std::string k = key(i, 7);
+    t.add(k, hash(k), i, static_cast<int64_t>(i) * 3, 7);
+  }
+  expect_all(t, 100'000, 7);
+  MappedArray<uint64_t> small;
+  small.assign_zeros(1024);
+  t.adopt_slots(std::move(small));  // smaller than what it has: ignored
+  expect_all(t, 100'000, 7);
+}
+
 TEST(RoundClaims, GivesBackABurstAfterSmallFills) {
   RoundClaims t;
   fill(t, 400'000, 5);
