@@ -116,6 +116,7 @@ class MappedArray {
     data_[size_++] = v;
   }
   void append(const T* p, size_t n) {
+    if (n == 0) return;
     if (size_ + n > capacity()) reserve(size_ + n);
     std::memcpy(data_ + size_, p, n * sizeof(T));
     size_ += n;
@@ -123,8 +124,9 @@ class MappedArray {
   // n values, all zero (fresh pages are the kernel's zeros: no pass over them here).
   void assign_zeros(size_t n) {
     if (n > capacity()) {
-      release();
-      map(n);
+      MappedArray fresh;  // mapped first: a failure leaves this array as it was
+      fresh.map(n);
+      swap(fresh);
     } else {
       std::memset(data_, 0, n * sizeof(T));
     }
@@ -140,10 +142,16 @@ class MappedArray {
   std::pair<void*, size_t> range() const { return {data_, bytes_}; }
 
   // Room for at least n values; at least doubles, so push_back stays amortised O(1).
-  void reserve(size_t n) {
+  void reserve(size_t n) { grow_to(n, true); }
+  // Room for n values and not much more (a size known ahead: no doubling slack, which
+  // populate_range would make resident).
+  void reserve_exact(size_t n) { grow_to(n, false); }
+
+ private:
+  void grow_to(size_t n, bool doubling) {
     if (n <= capacity()) return;
     if (data_ == nullptr) return map(std::max(n, kMinBytes / sizeof(T)));
-    size_t want = round_up(std::max(n * sizeof(T), 2 * bytes_));
+    size_t want = round_up(doubling ? std::max(n * sizeof(T), 2 * bytes_) : n * sizeof(T));
     void* p = mremap(data_, bytes_, want, MREMAP_MAYMOVE);
     if (p == MAP_FAILED) throw std::bad_alloc();
     data_ = static_cast<T*>(p);
@@ -151,7 +159,6 @@ class MappedArray {
     advise();
   }
 
- private:
   static constexpr size_t kMinBytes = size_t{64} << 10;
   static constexpr size_t kHuge = size_t{2} << 20;
   static size_t round_up(size_t b) {

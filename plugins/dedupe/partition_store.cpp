@@ -178,18 +178,22 @@ void PartitionStore::size_ahead() {
   auto ranges = unindexed_.ranges();
   ranges.erase(ranges.begin());  // the current slots: replaced, not grown
   const size_t slots = RoundClaims::slots_for(index_threshold_);
-  sizing_ = true;
   sized_ready_.store(false, std::memory_order_relaxed);
   sizer_ = std::thread([this, ranges = std::move(ranges), slots] {
     pthread_setname_np(pthread_self(), "dedupe-size");
     background_priority();
     for (const auto& r : ranges) populate_range(r);
-    MappedArray<uint64_t> s;
-    s.assign_zeros(slots);
-    populate_range(s.range());
-    sized_slots_ = std::move(s);
+    try {
+      MappedArray<uint64_t> s;
+      s.assign_zeros(slots);
+      populate_range(s.range());
+      sized_slots_ = std::move(s);
+    } catch (const std::bad_alloc&) {
+      // No room: the table keeps growing by doubling on the pipeline thread.
+    }
     sized_ready_.store(true, std::memory_order_release);
   });
+  sizing_ = true;  // only once the thread exists: finish_sizing joins it
 }
 
 void PartitionStore::finish_sizing(bool wait) {
@@ -211,8 +215,10 @@ void PartitionStore::start_fold() {
   // The next fill grows to about this one's size: sized once, not doubled up to it, and
   // its pages faulted in by the fold thread (fresh pages are slow to fault in this VM
   // class: a round that first touched a fresh table stalled for 400 ms).
+  // Not when closing (the table is freed right after) nor for an inline fold (its
+  // thread is waited for at once).
   std::vector<std::pair<void*, size_t>> prefault;
-  if (!folding_.empty()) {
+  if (!folding_.empty() && !closing_ && background_fold_) {
     unindexed_.reserve(folding_.size(), folding_.key_bytes() / folding_.size() + 1);
     prefault = unindexed_.ranges();
   }

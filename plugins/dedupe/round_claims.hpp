@@ -92,8 +92,8 @@ class RoundClaims {
   void reserve(size_t n, size_t key_bytes) {
     size_t slots = slots_.size();
     while (slots < 2 * n) slots *= 2;
-    claims_.reserve(n);
-    arena_.reserve(n * key_bytes);
+    claims_.reserve_exact(n);
+    arena_.reserve_exact(n * key_bytes);
     if (slots == slots_.size()) return;
     slots_.assign_zeros(slots);
     for (uint32_t i = 1; i <= claims_.size(); ++i) place(i);
@@ -102,8 +102,8 @@ class RoundClaims {
   size_t capacity() const { return claims_.capacity(); }
   // Room for n claims in the claim and key arrays only (no rehash); see adopt_slots.
   void reserve_entries(size_t n, size_t key_bytes) {
-    claims_.reserve(n);
-    arena_.reserve(n * key_bytes);
+    claims_.reserve_exact(n);
+    arena_.reserve_exact(n * key_bytes);
   }
   // Slot count that holds n claims without growing.
   static size_t slots_for(size_t n) {
