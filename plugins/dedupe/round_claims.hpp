@@ -90,13 +90,8 @@ class RoundClaims {
   // Room for `n` claims of about `key_bytes` each without growing (a growth rehashes
   // every claim and copies the arrays).
   void reserve(size_t n, size_t key_bytes) {
-    size_t slots = slots_.size();
-    while (slots < 2 * n) slots *= 2;
-    claims_.reserve_exact(n);
-    arena_.reserve_exact(n * key_bytes);
-    if (slots == slots_.size()) return;
-    slots_.assign_zeros(slots);
-    for (uint32_t i = 1; i <= claims_.size(); ++i) place(i);
+    reserve_entries(n, key_bytes);
+    if (slots_for(n) > slots_.size()) rehash(slots_for(n));
   }
   size_t key_bytes() const { return arena_.size(); }
   size_t capacity() const { return claims_.capacity(); }
@@ -116,7 +111,7 @@ class RoundClaims {
   void adopt_slots(MappedArray<uint64_t>&& slots) {
     if (slots.size() <= slots_.size() || (slots.size() & (slots.size() - 1)) != 0) return;
     slots_ = std::move(slots);
-    for (uint32_t i = 1; i <= claims_.size(); ++i) place(i);
+    place_all();
   }
   // The mapped ranges of the table's arrays (see populate_range).
   std::vector<std::pair<void*, size_t>> ranges() const {
@@ -145,8 +140,12 @@ class RoundClaims {
         return;
       }
   }
-  void grow() {
-    slots_.assign_zeros(slots_.size() * 2);
+  void grow() { rehash(slots_.size() * 2); }
+  void rehash(size_t slots) {
+    slots_.assign_zeros(slots);
+    place_all();
+  }
+  void place_all() {
     for (uint32_t i = 1; i <= claims_.size(); ++i) place(i);
   }
 
