@@ -271,8 +271,19 @@ void KafkaSource::on_assign(rd_kafka_topic_partition_list_t* parts) {
   // with its output (open(resume)) must win over the group's offsets.
   rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR__TIMED_OUT;
   const int64_t deadline = now_ms() + std::max<int64_t>(open_timeout_ms_, 5000);
-  while (err == RD_KAFKA_RESP_ERR__TIMED_OUT && now_ms() < deadline)
-    err = rd_kafka_committed(rk_, list.get(), 5000);
+  // A member killed after sending its offsets to its transaction, before committing it,
+  // leaves those offsets unstable until the transaction ends, and a read_committed
+  // fetch waits for that. The group watch would see the member gone only after this
+  // assignment, too late to fence it: if the read does not answer soon, the group is
+  // described here and departed members are announced (their sink fences them).
+  bool departures_checked = departure_prefix_.empty() || !members_known_;
+  while (err == RD_KAFKA_RESP_ERR__TIMED_OUT && now_ms() < deadline) {
+    err = rd_kafka_committed(rk_, list.get(), departures_checked ? 5000 : 1500);
+    if (err == RD_KAFKA_RESP_ERR__TIMED_OUT && !departures_checked) {
+      departures_checked = true;
+      announce_departures_now(5000);
+    }
+  }
   if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
     // Going on blind would hand the stages a partition without its committed position,
     // and a stateful stage could not tell a stale store from a current one: rebuild the

@@ -136,6 +136,12 @@ class KafkaSource final : public sdk::Source, public ClientContext {
   bool watches_group() const { return standby_replicas_ > 0 || !departure_prefix_.empty(); }
   void group_watch_step();
   void on_group_description(rd_kafka_event_t* ev);
+  // false with `why` when the description failed or the group is not stable.
+  bool read_description(rd_kafka_event_t* ev, std::vector<GroupMember>& members,
+                        std::vector<std::string>& client_ids, std::string& why);
+  // Describes the group now (blocking, bounded) and announces members that left: for
+  // on_assign, whose committed-offset read a departed member's open transaction blocks.
+  void announce_departures_now(int64_t timeout_ms);
   // Schedules the next description; true while still settling (a retry is due soon).
   bool retry_describe(const std::string& why);
   void update_standbys(const std::vector<GroupMember>& members);

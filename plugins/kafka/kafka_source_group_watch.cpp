@@ -54,27 +54,26 @@ bool KafkaSource::retry_describe(const std::string& why) {
   return false;
 }
 
-void KafkaSource::on_group_description(rd_kafka_event_t* ev) {
+bool KafkaSource::read_description(rd_kafka_event_t* ev, std::vector<GroupMember>& members,
+                                   std::vector<std::string>& client_ids, std::string& why) {
   const auto* result = rd_kafka_event_DescribeConsumerGroups_result(ev);
   size_t n = 0;
   const rd_kafka_ConsumerGroupDescription_t** groups =
       result ? rd_kafka_DescribeConsumerGroups_result_groups(result, &n) : nullptr;
   if (rd_kafka_event_error(ev) != RD_KAFKA_RESP_ERR_NO_ERROR || n != 1) {
-    retry_describe(std::string("cannot describe group ") + group_ + ": " +
-          (rd_kafka_event_error(ev) ? rd_kafka_event_error_string(ev) : "no answer"));
-    return;
+    why = std::string("cannot describe group ") + group_ + ": " +
+          (rd_kafka_event_error(ev) ? rd_kafka_event_error_string(ev) : "no answer");
+    return false;
   }
   const auto* g = groups[0];
   if (const rd_kafka_error_t* e = rd_kafka_ConsumerGroupDescription_error(g)) {
-    retry_describe("cannot describe group " + group_ + ": " + rd_kafka_error_string(e));
-    return;
+    why = "cannot describe group " + group_ + ": " + rd_kafka_error_string(e);
+    return false;
   }
   if (rd_kafka_ConsumerGroupDescription_state(g) != RD_KAFKA_CONSUMER_GROUP_STATE_STABLE) {
-    retry_describe("group " + group_ + " is not stable");
-    return;
+    why = "group " + group_ + " is not stable";
+    return false;
   }
-  std::vector<GroupMember> members;
-  std::vector<std::string> client_ids;
   for (size_t i = 0; i < rd_kafka_ConsumerGroupDescription_member_count(g); ++i) {
     const auto* m = rd_kafka_ConsumerGroupDescription_member(g, i);
     const char* client = rd_kafka_MemberDescription_client_id(m);
@@ -90,6 +89,17 @@ void KafkaSource::on_group_description(rd_kafka_event_t* ev) {
       gm.owned.emplace_back(list->elems[j].topic, list->elems[j].partition);
     members.push_back(std::move(gm));
   }
+  return true;
+}
+
+void KafkaSource::on_group_description(rd_kafka_event_t* ev) {
+  std::vector<GroupMember> members;
+  std::vector<std::string> client_ids;
+  std::string why;
+  if (!read_description(ev, members, client_ids, why)) {
+    retry_describe(why);
+    return;
+  }
   if (!departure_prefix_.empty()) announce_departures(client_ids);
   if (standby_replicas_ == 0) {
     describe_retries_ = 0;
@@ -97,6 +107,29 @@ void KafkaSource::on_group_description(rd_kafka_event_t* ev) {
     return;
   }
   update_standbys(members);
+}
+
+void KafkaSource::announce_departures_now(int64_t timeout_ms) {
+  // Its own queue: a description the watch has in flight stays on admin_q_ for it.
+  rd_kafka_queue_t* q = rd_kafka_queue_new(rk_);
+  const char* groups[] = {group_.c_str()};
+  rd_kafka_AdminOptions_t* opts = rd_kafka_AdminOptions_new(rk_, RD_KAFKA_ADMIN_OP_DESCRIBECONSUMERGROUPS);
+  char err[256];
+  rd_kafka_AdminOptions_set_request_timeout(opts, static_cast<int>(timeout_ms), err, sizeof(err));
+  rd_kafka_DescribeConsumerGroups(rk_, groups, 1, opts, q);
+  rd_kafka_AdminOptions_destroy(opts);
+  rd_kafka_event_t* ev = rd_kafka_queue_poll(q, static_cast<int>(timeout_ms + 1000));
+  std::vector<GroupMember> members;
+  std::vector<std::string> client_ids;
+  std::string why = "no answer within " + std::to_string(timeout_ms) + " ms";
+  if (ev != nullptr && read_description(ev, members, client_ids, why)) {
+    announce_departures(client_ids);
+  } else {
+    host_.warn("kafka source: the committed offsets of the assigned partitions are not "
+               "stable yet, and departed members could not be looked for: " + why);
+  }
+  if (ev != nullptr) rd_kafka_event_destroy(ev);
+  rd_kafka_queue_destroy(q);
 }
 
 void KafkaSource::announce_departures(const std::vector<std::string>& client_ids) {

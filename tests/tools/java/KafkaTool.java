@@ -20,6 +20,12 @@
 //   end-offsets          --topic T
 //   consume-group-offsets --group G --topic T
 //   transactions         (lists transactional ids and their state; open ones are flagged)
+//   hold-offsets         --group G --topic T --client-id C [--txn-timeout-ms 300000]
+//                        [--session-timeout-ms 6000]
+//                        (a stand-in for a host killed mid-commit: joins group G as client
+//                        C, sends its partitions' offsets to an open transaction of
+//                        transactional id C, prints "holding", then stays in the group
+//                        until killed)
 //   latency              --topic T [--warmup-s 10] [--expect-file F] [--idle-timeout-s 60]
 //                        (end-to-end latency: read_committed, now - record timestamp)
 //
@@ -92,7 +98,7 @@ public final class KafkaTool {
             rc = run(argv);
         } catch (UsageException e) {
             System.err.println("kafka-tool: " + e.getMessage());
-            System.err.println("usage: kafka-tool.sh <wait|create-topic|delete-topic|produce|verify|marker-check|count|end-offsets|consume-group-offsets|transactions> --bootstrap B [options]");
+            System.err.println("usage: kafka-tool.sh <wait|create-topic|delete-topic|produce|verify|marker-check|count|end-offsets|consume-group-offsets|transactions|hold-offsets|latency> --bootstrap B [options]");
             rc = 2;
         } catch (Throwable t) {
             System.err.println("kafka-tool: error: " + t);
@@ -131,6 +137,7 @@ public final class KafkaTool {
             case "end-offsets": return cmdEndOffsets(a);
             case "consume-group-offsets": return cmdGroupOffsets(a);
             case "transactions": return cmdTransactions(a);
+            case "hold-offsets": return cmdHoldOffsets(a);
             case "latency": return cmdLatency(a);
             default: throw new UsageException("unknown subcommand: " + cmd);
         }
@@ -1009,6 +1016,51 @@ public final class KafkaTool {
             b.append("],\"open\":").append(open).append('}');
             System.out.println(b);
             return 0;
+        }
+    }
+
+    static int cmdHoldOffsets(Args a) throws Exception {
+        String group = a.req("group"), topic = a.req("topic"), client = a.req("client-id");
+        Properties cp = baseProps();
+        cp.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        cp.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        cp.put(ConsumerConfig.GROUP_ID_CONFIG, group);
+        cp.put(ConsumerConfig.CLIENT_ID_CONFIG, client);
+        cp.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        cp.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+        // Without a committed offset the held one is 0: never ahead of what was delivered.
+        cp.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        cp.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, a.getInt("session-timeout-ms", 6000));
+        cp.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, 1000);
+        // The assignor librdkafka's default list shares with the Java client's.
+        cp.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, RangeAssignor.class.getName());
+        Properties pp = baseProps();
+        pp.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        pp.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        pp.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, client);
+        pp.put(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, a.getInt("txn-timeout-ms", 300000));
+        try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(cp);
+             KafkaProducer<byte[], byte[]> p = new KafkaProducer<>(pp)) {
+            c.subscribe(List.of(topic));
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            while (c.assignment().isEmpty()) {
+                if (System.nanoTime() > deadline) throw new IllegalStateException("no partitions assigned in 60 s");
+                c.poll(Duration.ofMillis(200));
+            }
+            Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
+            for (TopicPartition tp : c.assignment()) offsets.put(tp, new OffsetAndMetadata(c.position(tp)));
+            p.initTransactions();
+            p.beginTransaction();
+            p.sendOffsetsToTransaction(offsets, c.groupMetadata());
+            List<String> names = new ArrayList<>();
+            for (TopicPartition tp : offsets.keySet()) names.add(tp.toString());
+            Collections.sort(names);
+            System.out.println("holding " + String.join(",", names) + " in an open transaction of " + client);
+            System.out.flush();
+            // Polls without fetching: stays a member (a rebalance would move the partitions
+            // while the offsets are held, which is not the case this stands in for).
+            c.pause(c.assignment());
+            while (true) c.poll(Duration.ofMillis(200));
         }
     }
 }
