@@ -63,6 +63,7 @@ struct PipelineSpec {
   int64_t commit_interval_ms = 1000;
   int64_t commit_max_records = 100000;
   int64_t commit_after_takeover_ms = 2000;
+  bool commit_when_idle = true;
   // Tasks the pipeline's partitions are split into, each with its own transform
   // instances on its own thread (0 in the YAML = the machine's cores).
   int64_t threads = 1;

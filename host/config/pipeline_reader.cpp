@@ -150,6 +150,7 @@ void read_pipeline(const YAML::Node& node, const Mark& at, const std::string& fi
   p.commit_interval_ms = num("commit.interval", 1000);
   p.commit_max_records = num("commit.max.records", 100000);
   p.commit_after_takeover_ms = num("commit.after.takeover", 2000);
+  p.commit_when_idle = parse_bool(value_of(c, "commit.when.idle")).value_or(true);
   if (p.commit_after_takeover_ms < 0)
     ctx.error(c.marks.count("commit.after.takeover") ? c.marks["commit.after.takeover"] : at,
               fmt::format("{}: key 'commit.after.takeover' must not be negative", context));

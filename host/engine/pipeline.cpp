@@ -11,6 +11,11 @@
 #include <utility>
 
 namespace exactly::engine {
+namespace {
+// The longest a poll waits: also how long the source must have had nothing for the round
+// to commit early (commit.when.idle).
+constexpr int32_t kIdlePollMs = 100;
+}  // namespace
 
 const char* to_string(State s) {
   switch (s) {
@@ -32,6 +37,9 @@ Pipeline::Pipeline(config::PipelineSpec spec) : spec_(std::move(spec)) {
   m.describe("aborts_total", metrics::Type::counter, "Rounds aborted and rewound");
   m.describe("restarts_total", metrics::Type::counter, "Pipeline instances rebuilt after a fatal error");
   m.describe("commit_latency_seconds", metrics::Type::histogram, "Time to commit a round");
+  m.describe("commit_phase_seconds", metrics::Type::histogram,
+             "Time of each phase of a round's commit: prepare (stages and sink prepare), "
+             "sink (the sink's commit), apply (the stages' commit)");
   m.describe("batch_latency_seconds", metrics::Type::histogram,
              "Time to run one batch through transforms and sink");
   m.describe("pipeline_up", metrics::Type::gauge, "1 while the pipeline runs");
@@ -208,13 +216,14 @@ Pipeline::RunResult Pipeline::run_instance() {
       auto elapsed = Clock::now() - in.round_start;
       if (elapsed >= interval) break;
       auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(interval - elapsed);
-      int32_t timeout = static_cast<int32_t>(std::clamp<int64_t>(remaining.count(), 1, 100));
+      int32_t timeout = static_cast<int32_t>(std::clamp<int64_t>(remaining.count(), 1, kIdlePollMs));
       ex_batch b{};
       o = in.source->poll(timeout, &b, &eoi);
       if (in.callback_failure) {
         o = *in.callback_failure;
         in.callback_failure.reset();
       }
+      const bool idle_poll = o.ok() && b.count == 0 && timeout >= kIdlePollMs;
       if (!o.ok()) {
         if (o.code == EX_ERR_RETRIABLE) {
           if (++retriable_polls % 50 == 1) log::warn(scope, "source: {} (retrying)", o.message);
@@ -241,6 +250,10 @@ Pipeline::RunResult Pipeline::run_instance() {
         if (Clock::now() < in.commit_fast_until) break;
       }
       if (eoi) break;
+      // The source has nothing more for now: what the round holds need not wait for the
+      // interval (a burst's last records, a lull). Only after a whole wait, so a trickle
+      // commits at most about every kIdlePollMs.
+      if (idle_poll && in.round_records > 0 && spec_.commit_when_idle) break;
     }
     // A sink's completion window (ABI 1.4) also commits rounds without new records, so
     // that the committed positions follow requests that finish later.

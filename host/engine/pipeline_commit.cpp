@@ -53,6 +53,7 @@ Outcome Pipeline::commit_round(Instance& in, bool final) {
     if (o.ok()) o = in.dlq->commit(nullptr, &f);
     if (!o.ok()) return Outcome{o.code, "dead-letter sink: " + o.message, o.key};
   }
+  const auto t_prepared = Clock::now();
   // 2. the sink commits output and, when it can, the positions with it
   uint32_t flags = 0;
   o = in.sink->commit(&positions, &flags);
@@ -79,6 +80,7 @@ Outcome Pipeline::commit_round(Instance& in, bool final) {
                 "source could not commit its positions ({}); they are committed with the next round",
                 o.message);
   }
+  const auto t_sink = Clock::now();
   for (auto& task : in.tasks)
     for (auto& t : task.transforms) {
       Outcome c = t->commit();
@@ -100,7 +102,19 @@ Outcome Pipeline::commit_round(Instance& in, bool final) {
   in.consecutive_aborts = 0;
   stats_.commits++;
   metrics::global().add("commits_total", labels(), 1);
-  metrics::global().observe("commit_latency_seconds", labels(), seconds_since(t0));
+  const auto t_end = Clock::now();
+  metrics::global().observe("commit_latency_seconds", labels(), std::chrono::duration<double>(t_end - t0).count());
+  // Where a slow commit went: the stages' and sink's preparation (a changelog's records,
+  // synced store writes), the sink's commit (its flush and transaction), the stages'
+  // commit (applying the round to their stores).
+  auto phase = [&](const char* name, Clock::time_point a, Clock::time_point b) {
+    auto l = labels();
+    l.emplace_back("phase", name);
+    metrics::global().observe("commit_phase_seconds", l, std::chrono::duration<double>(b - a).count());
+  };
+  phase("prepare", t0, t_prepared);
+  phase("sink", t_prepared, t_sink);
+  phase("apply", t_sink, t_end);
   return {};
 }
 

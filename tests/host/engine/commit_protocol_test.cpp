@@ -127,6 +127,29 @@ TEST(CommitProtocol, AfterATakeoverEachBatchCommitsAtOnce) {
   EXPECT_EQ(parse_output(dir2 / "out.txt").rounds, 2);
 }
 
+TEST(CommitProtocol, ALullInTheInputCommitsTheRoundWithoutWaitingForTheInterval) {
+  // The counter finds nothing for 1.5 s once past 500 (its polls wait out their timeout),
+  // then goes on to 1,000. With interval 60s and max.records 100000 the round would run
+  // to the end; commit.when.idle (the default) ends it at the lull: 512 + 488.
+  auto run_with = [](const std::string& when_idle) {
+    auto dir = temp_dir("commit");
+    std::string yaml = pipeline_yaml(dir / "out.txt", 1000, "");
+    yaml.replace(yaml.find("batch.size: 64"), 14, "batch.size: 64, pause.at: 500, pause.ms: 1500");
+    yaml.replace(yaml.find("{ max.records: 512, interval: 5s }"), 34,
+                 "{ max.records: 100000, interval: 60s" + when_idle + " }");
+    write_file(dir / "p.yaml", yaml);
+    auto r = run(exactly_bin() + " run " + (dir / "p.yaml").string(), dir);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    Output o = parse_output(dir / "out.txt");
+    EXPECT_EQ(o.values.size(), 1000u);
+    for (size_t i = 0; i < o.values.size(); ++i) EXPECT_EQ(o.values[i], static_cast<int64_t>(i));
+    return o.rounds;
+  };
+  EXPECT_EQ(run_with(""), 2);
+  // Off: one round, to the end of the input.
+  EXPECT_EQ(run_with(", when.idle: false"), 1);
+}
+
 TEST(ErrorPolicy, StopNamesTheRecordOriginAndCommitsNothingOfTheRound) {
   auto dir = temp_dir("policy");
   write_file(dir / "p.yaml",
