@@ -81,26 +81,15 @@ Outcome Pipeline::commit_round(Instance& in, bool final) {
                 o.message);
   }
   const auto t_sink = Clock::now();
-  // The stages' commit runs on the tasks' threads, as their batches do: each task's
-  // instances apply the round to their own state (a dedupe store's upserts and fold
-  // steps), so with several tasks the phase lasts as long as the slowest task, not the
-  // sum of them. (prepare_commit stays serial above: its changelog records go into the
-  // one sink.)
-  std::vector<std::vector<std::string>> failed(in.tasks.size());
-  auto apply = [&](size_t k) {
-    for (auto& t : in.tasks[k].transforms) {
+  for (auto& task : in.tasks)
+    for (auto& t : task.transforms) {
       Outcome c = t->commit();
-      if (!c.ok()) failed[k].push_back(t->id() + " commit: " + c.message);
-    }
-  };
-  if (in.tasks.size() == 1) apply(0);
-  else in.pool->run(in.tasks.size(), apply);
-  for (const auto& task_failures : failed)
-    for (const auto& message : task_failures) {
+      if (c.ok()) continue;
       // The round is committed; a stage that could not follow must be rebuilt (a store
       // with a changelog restores what it missed).
-      log::error("pipeline:" + spec_.name, "{}", message);
-      if (!in.callback_failure) in.callback_failure = Outcome{EX_ERR_FATAL, message, {}};
+      log::error("pipeline:" + spec_.name, "{} commit: {}", t->id(), c.message);
+      if (!in.callback_failure)
+        in.callback_failure = Outcome{EX_ERR_FATAL, t->id() + " commit: " + c.message, {}};
     }
   in.round_positions.clear();
   in.has_last = true;
