@@ -33,10 +33,10 @@ const std::vector<Field>& pipeline_fields() {
           "a held one, every batch commits at once, so a takeover's first output is not held "
           "back for commit.interval; 0 = off"),
       fld("commit.when.idle", EX_CFG_BOOL, "true",
-          "commit the round as soon as a poll of the source finds nothing (its wait, up to "
-          "100 ms, passed without a record) instead of waiting out commit.interval: the last "
-          "records of a burst become visible at once; a trickle commits at most about every "
-          "100 ms"),
+          "commit the round as soon as a poll of the source waited 100 ms and found nothing, "
+          "instead of waiting out commit.interval: the last records of a burst become visible "
+          "at once; a trickle commits at most about every 100 ms (a source whose own poll "
+          "timeout is shorter never looks idle)"),
       fld("threads", EX_CFG_INT, "0",
           "tasks the pipeline's partitions are split into, each running its own instances of "
           "the transforms on its own thread (a partition always stays in one task, so its order "

@@ -38,8 +38,9 @@ Pipeline::Pipeline(config::PipelineSpec spec) : spec_(std::move(spec)) {
   m.describe("restarts_total", metrics::Type::counter, "Pipeline instances rebuilt after a fatal error");
   m.describe("commit_latency_seconds", metrics::Type::histogram, "Time to commit a round");
   m.describe("commit_phase_seconds", metrics::Type::histogram,
-             "Time of each phase of a round's commit: prepare (stages and sink prepare), "
-             "sink (the sink's commit), apply (the stages' commit)");
+             "Time of each phase of a round's commit: prepare (checkpoint, completion window, "
+             "stages' and sink's prepare, dead letters), sink (the sink's commit and the "
+             "source's offset mirror), apply (the stages' commit)");
   m.describe("batch_latency_seconds", metrics::Type::histogram,
              "Time to run one batch through transforms and sink");
   m.describe("pipeline_up", metrics::Type::gauge, "1 while the pipeline runs");
@@ -218,12 +219,16 @@ Pipeline::RunResult Pipeline::run_instance() {
       auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(interval - elapsed);
       int32_t timeout = static_cast<int32_t>(std::clamp<int64_t>(remaining.count(), 1, kIdlePollMs));
       ex_batch b{};
+      const auto polled_at = Clock::now();
       o = in.source->poll(timeout, &b, &eoi);
       if (in.callback_failure) {
         o = *in.callback_failure;
         in.callback_failure.reset();
       }
-      const bool idle_poll = o.ok() && b.count == 0 && timeout >= kIdlePollMs;
+      // By the time it waited, not the time asked for: a source that answers at once with
+      // nothing (a short poll timeout of its own, held partitions) is not idle.
+      const bool idle_poll = o.ok() && b.count == 0 && timeout >= kIdlePollMs &&
+                             Clock::now() - polled_at >= std::chrono::milliseconds(kIdlePollMs * 9 / 10);
       if (!o.ok()) {
         if (o.code == EX_ERR_RETRIABLE) {
           if (++retriable_polls % 50 == 1) log::warn(scope, "source: {} (retrying)", o.message);

@@ -275,13 +275,17 @@ void KafkaSource::on_assign(rd_kafka_topic_partition_list_t* parts) {
   // leaves those offsets unstable until the transaction ends, and a read_committed
   // fetch waits for that. The group watch would see the member gone only after this
   // assignment, too late to fence it: if the read does not answer soon, the group is
-  // described here and departed members are announced (their sink fences them).
+  // described here (at most 2 s) and departed members are announced (their sink fences
+  // them); one more read follows it even past the deadline.
   bool departures_checked = departure_prefix_.empty() || !members_known_;
-  while (err == RD_KAFKA_RESP_ERR__TIMED_OUT && now_ms() < deadline) {
+  bool after_describe = false;  // one more read is owed after the description
+  while (err == RD_KAFKA_RESP_ERR__TIMED_OUT && (now_ms() < deadline || after_describe)) {
+    after_describe = false;
     err = rd_kafka_committed(rk_, list.get(), departures_checked ? 5000 : 1500);
     if (err == RD_KAFKA_RESP_ERR__TIMED_OUT && !departures_checked) {
       departures_checked = true;
-      announce_departures_now(5000);
+      announce_departures_now(2000);
+      after_describe = true;
     }
   }
   if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {

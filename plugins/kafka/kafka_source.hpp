@@ -187,6 +187,7 @@ class KafkaSource final : public sdk::Source, public ClientContext {
   bool members_known_ = false;
   rd_kafka_queue_t* admin_q_ = nullptr;  // DescribeConsumerGroups results
   bool describing_ = false;
+  bool stale_description_ = false;  // the one in flight predates announce_departures_now
   int64_t describe_due_ms_ = -1;  // -1: nothing scheduled
   int describe_retries_ = 0;
   std::string standby_why_;  // last reason the model did not apply (logged on change)

@@ -25,7 +25,8 @@ void KafkaSource::group_watch_step() {
     rd_kafka_event_t* ev = rd_kafka_queue_poll(admin_q_, 0);
     if (ev == nullptr) return;
     describing_ = false;
-    on_group_description(ev);
+    if (std::exchange(stale_description_, false)) describe_due_ms_ = now_ms() + kRetryMs;
+    else on_group_description(ev);
     rd_kafka_event_destroy(ev);
     return;
   }
@@ -110,6 +111,9 @@ void KafkaSource::on_group_description(rd_kafka_event_t* ev) {
 }
 
 void KafkaSource::announce_departures_now(int64_t timeout_ms) {
+  // A description the watch has in flight was asked for before this one: it may still
+  // list the departed member, and would put it back into last_members_.
+  if (describing_) stale_description_ = true;
   // Its own queue: a description the watch has in flight stays on admin_q_ for it.
   rd_kafka_queue_t* q = rd_kafka_queue_new(rk_);
   const char* groups[] = {group_.c_str()};
@@ -125,8 +129,8 @@ void KafkaSource::announce_departures_now(int64_t timeout_ms) {
   if (ev != nullptr && read_description(ev, members, client_ids, why)) {
     announce_departures(client_ids);
   } else {
-    host_.warn("kafka source: the committed offsets of the assigned partitions are not "
-               "stable yet, and departed members could not be looked for: " + why);
+    host_.warn("kafka source: the committed offsets of the assigned partitions did not "
+               "come within 1.5 s, and departed members could not be looked for: " + why);
   }
   if (ev != nullptr) rd_kafka_event_destroy(ev);
   rd_kafka_queue_destroy(q);

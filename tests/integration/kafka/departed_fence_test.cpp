@@ -31,7 +31,7 @@ TEST(DepartedFence, AHostTakingOverOffsetsLeftInAKilledMembersTransactionFencesI
   const fs::path dir = temp_dir("departed-fence");
   kafka_tool("create-topic --topic " + in + " --partitions 4");
   kafka_tool("create-topic --topic " + out + " --partitions 4");
-  const long long records = 40000, rate = 1000;  // ~40 s of input
+  const long long records = 60000, rate = 1000;  // ~60 s of input
   Child producer({tools_dir() + "/kafka-tool.sh", "produce", "--topic", in, "--count",
                   std::to_string(records), "--partitions", "4", "--keyed", "--dup-ratio", "0.1",
                   "--dup-variant", "--size", "150", "--seed", "9", "--rate", std::to_string(rate),

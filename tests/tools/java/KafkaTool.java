@@ -1028,7 +1028,6 @@ public final class KafkaTool {
         cp.put(ConsumerConfig.CLIENT_ID_CONFIG, client);
         cp.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
         cp.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
-        // Without a committed offset the held one is 0: never ahead of what was delivered.
         cp.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
         cp.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, a.getInt("session-timeout-ms", 6000));
         cp.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, 1000);
@@ -1047,8 +1046,14 @@ public final class KafkaTool {
                 if (System.nanoTime() > deadline) throw new IllegalStateException("no partitions assigned in 60 s");
                 c.poll(Duration.ofMillis(200));
             }
+            // The group's own committed offsets (0 where there is none): what is held is never
+            // ahead of what was delivered, whatever the polls above fetched.
+            Map<TopicPartition, OffsetAndMetadata> committed = c.committed(c.assignment(), Duration.ofSeconds(30));
             Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
-            for (TopicPartition tp : c.assignment()) offsets.put(tp, new OffsetAndMetadata(c.position(tp)));
+            for (TopicPartition tp : c.assignment()) {
+                OffsetAndMetadata om = committed.get(tp);
+                offsets.put(tp, new OffsetAndMetadata(om == null ? 0 : om.offset()));
+            }
             p.initTransactions();
             p.beginTransaction();
             p.sendOffsetsToTransaction(offsets, c.groupMetadata());
