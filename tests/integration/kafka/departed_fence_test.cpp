@@ -17,26 +17,14 @@ using namespace exactly::test;
 
 namespace {
 
-bool wait_for(const std::function<bool()>& cond, std::chrono::seconds limit) {
-  auto deadline = Clock::now() + limit;
-  while (Clock::now() < deadline) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  return cond();
-}
-
 TEST(DepartedFence, AHostTakingOverOffsetsLeftInAKilledMembersTransactionFencesItFirst) {
   const std::string in = unique_name("df-in"), out = unique_name("df-out"), group = unique_name("df-g");
   const fs::path dir = temp_dir("departed-fence");
   kafka_tool("create-topic --topic " + in + " --partitions 4");
   kafka_tool("create-topic --topic " + out + " --partitions 4");
   const long long records = 60000, rate = 1000;  // ~60 s of input
-  Child producer({tools_dir() + "/kafka-tool.sh", "produce", "--topic", in, "--count",
-                  std::to_string(records), "--partitions", "4", "--keyed", "--dup-ratio", "0.1",
-                  "--dup-variant", "--size", "150", "--seed", "9", "--rate", std::to_string(rate),
-                  "--bootstrap", kafka_bootstrap()},
-                 dir / "producer.log");
+  auto producer_child = produce_while_running(in, records, rate, "0.1", 9, dir / "producer.log");
+  Child& producer = *producer_child;
   const std::string b = kafka_bootstrap();
   write_file(dir / "host.yaml",
              "pipelines:\n"

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -28,8 +29,33 @@ inline int count_of(const std::string& text, const std::string& needle) {
   return n;
 }
 
+// Polls `cond` every `every` until it holds or `limit` has passed; its last answer.
+inline bool wait_for(const std::function<bool()>& cond, std::chrono::seconds limit,
+                     std::chrono::milliseconds every = std::chrono::milliseconds(200)) {
+  auto deadline = Clock::now() + limit;
+  while (Clock::now() < deadline) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(every);
+  }
+  return cond();
+}
+
 inline std::string tail_of(const std::string& s, size_t n) {
   return s.size() > n ? "..." + s.substr(s.size() - n) : s;
+}
+
+// Input arriving while the test runs: `records` keyed 150-byte JSON records with UUID ids
+// over 4 partitions at `rate` per second, a `dup_ratio` of them repeats (another payload).
+inline std::unique_ptr<Child> produce_while_running(const std::string& topic, long long records,
+                                                    long long rate, const std::string& dup_ratio,
+                                                    int seed, const fs::path& log) {
+  return std::make_unique<Child>(
+      std::vector<std::string>{tools_dir() + "/kafka-tool.sh", "produce", "--topic", topic,
+                               "--count", std::to_string(records), "--partitions", "4", "--keyed",
+                               "--dup-ratio", dup_ratio, "--dup-variant", "--size", "150", "--seed",
+                               std::to_string(seed), "--rate", std::to_string(rate), "--bootstrap",
+                               kafka_bootstrap()},
+      log);
 }
 
 // Sum of the group's committed offsets on `topic` (-1 when the tool fails).

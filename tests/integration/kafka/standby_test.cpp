@@ -44,26 +44,14 @@ std::string standby_yaml(const std::string& in, const std::string& out, const st
          "        state.dir: " + (state / "sink").string() + "\n";
 }
 
-bool wait_for(const std::function<bool()>& cond, std::chrono::seconds limit) {
-  auto deadline = Clock::now() + limit;
-  while (Clock::now() < deadline) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  return cond();
-}
-
 TEST(Standby, ASurvivorTakesOverFromItsWarmCopiesWhileInputArrives) {
   const std::string in = unique_name("sb-in"), out = unique_name("sb-out"), group = unique_name("sb-g");
   const fs::path dir = temp_dir("standby");
   kafka_tool("create-topic --topic " + in + " --partitions 4");
   kafka_tool("create-topic --topic " + out + " --partitions 4");
   const long long records = 80000, rate = 2000;  // ~40 s of input
-  Child producer({tools_dir() + "/kafka-tool.sh", "produce", "--topic", in, "--count",
-                  std::to_string(records), "--partitions", "4", "--keyed", "--dup-ratio", "0.12",
-                  "--dup-variant", "--size", "150", "--seed", "5", "--rate", std::to_string(rate),
-                  "--bootstrap", kafka_bootstrap()},
-                 dir / "producer.log");
+  auto producer_child = produce_while_running(in, records, rate, "0.12", 5, dir / "producer.log");
+  Child& producer = *producer_child;
   std::vector<std::unique_ptr<Host>> hosts;
   for (int i = 0; i < 2; ++i) {
     std::string name = "host-" + std::to_string(i);
