@@ -227,7 +227,7 @@ Pipeline::RunResult Pipeline::run_instance() {
       }
       // By the time it waited, not the time asked for: a source that answers at once with
       // nothing (a short poll timeout of its own, held partitions) is not idle.
-      const bool idle_poll = o.ok() && b.count == 0 && timeout >= kIdlePollMs &&
+      const bool idle_poll = o.ok() && b.count == 0 &&
                              Clock::now() - polled_at >= std::chrono::milliseconds(kIdlePollMs * 9 / 10);
       if (!o.ok()) {
         if (o.code == EX_ERR_RETRIABLE) {

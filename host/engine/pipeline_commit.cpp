@@ -104,9 +104,7 @@ Outcome Pipeline::commit_round(Instance& in, bool final) {
   metrics::global().add("commits_total", labels(), 1);
   const auto t_end = Clock::now();
   metrics::global().observe("commit_latency_seconds", labels(), std::chrono::duration<double>(t_end - t0).count());
-  // Where a slow commit went: the stages' and sink's preparation (a changelog's records,
-  // synced store writes), the sink's commit (its flush and transaction), the stages'
-  // commit (applying the round to their stores).
+  // Where a slow commit went (the phases are named in the metric's description).
   auto phase = [&](const char* name, Clock::time_point a, Clock::time_point b) {
     auto l = labels();
     l.emplace_back("phase", name);

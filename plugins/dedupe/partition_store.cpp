@@ -170,10 +170,10 @@ sdk::Status PartitionStore::index_claims() {
 // their pages and makes the full-size slot array, which a later round adopts.
 void PartitionStore::size_ahead() {
   if (sizing_) return finish_sizing(false);
-  if (sized_this_fill_ || !background_fold_ || unindexed_.capacity() >= index_threshold_ ||
+  // Once sized, the table's capacity is the threshold: the check below is then false.
+  if (!background_fold_ || unindexed_.capacity() >= index_threshold_ ||
       unindexed_.size() < index_threshold_ / 16)
     return;
-  sized_this_fill_ = true;
   unindexed_.reserve_entries(index_threshold_, unindexed_.key_bytes() / unindexed_.size() + 1);
   auto ranges = unindexed_.ranges();
   ranges.erase(ranges.begin());  // the current slots: replaced, not grown
@@ -209,7 +209,6 @@ void PartitionStore::start_fold() {
   if (folding_active_ || fold_failed_) return;
   if (meta_.indexed >= meta_.next_seq && unindexed_.empty()) return;
   finish_sizing(true);  // its slots belong to this table
-  sized_this_fill_ = false;
   std::swap(unindexed_, folding_);
   unindexed_.clear();
   // The next fill grows to about this one's size: sized once, not doubled up to it, and

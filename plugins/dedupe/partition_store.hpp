@@ -206,7 +206,6 @@ class PartitionStore {
   std::atomic<bool> sized_ready_{false};
   MappedArray<uint64_t> sized_slots_;
   bool sizing_ = false;
-  bool sized_this_fill_ = false;
   std::atomic<bool> build_done_{false}, build_stop_{false};
   std::unique_ptr<PresenceFilter> built_;  // the builder's result, adopted by this thread
   std::vector<uint64_t> folded_while_building_;
