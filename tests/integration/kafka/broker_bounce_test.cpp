@@ -85,7 +85,7 @@ TEST(BrokerBounce, DedupeExactlyOnceWhileEveryBrokerIsBounced) {
   write_file(dir / "host.yaml", yaml(in, out, group, dir / "host"));
   Host host("host", dir / "host.yaml", dir / "host.log");
   host.start();
-  ASSERT_TRUE(wait_for([&] { return committed_total(group, in) > 0; }, std::chrono::seconds(90), std::chrono::milliseconds(500)))
+  ASSERT_TRUE(wait_committed(group, in, 1, std::chrono::seconds(90)))
       << host.log_tail();
 
   int in_flight = 0;
@@ -111,7 +111,7 @@ TEST(BrokerBounce, DedupeExactlyOnceWhileEveryBrokerIsBounced) {
   }
   std::printf("%d of %d bounces while input was being produced\n", in_flight, bounces);
   EXPECT_EQ(producer.wait(), 0) << tail_of(read_file(dir / "producer.log"), 3000);
-  bool caught_up = wait_for([&] { return committed_total(group, in) >= records; }, std::chrono::seconds(240), std::chrono::milliseconds(500));
+  bool caught_up = wait_committed(group, in, records, std::chrono::seconds(240));
   EXPECT_TRUE(caught_up) << "committed " << committed_total(group, in) << " of " << records << "\n"
                          << host.log_tail(6000);
   EXPECT_EQ(host.stop(SIGTERM), 0);

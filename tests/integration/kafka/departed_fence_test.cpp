@@ -20,11 +20,9 @@ namespace {
 TEST(DepartedFence, AHostTakingOverOffsetsLeftInAKilledMembersTransactionFencesItFirst) {
   const std::string in = unique_name("df-in"), out = unique_name("df-out"), group = unique_name("df-g");
   const fs::path dir = temp_dir("departed-fence");
-  kafka_tool("create-topic --topic " + in + " --partitions 4");
-  kafka_tool("create-topic --topic " + out + " --partitions 4");
+  create_in_out_topics(in, out);
   const long long records = 60000, rate = 1000;  // ~60 s of input
-  auto producer_child = produce_while_running(in, records, rate, "0.1", 9, dir / "producer.log");
-  Child& producer = *producer_child;
+  auto producer = produce_while_running(in, records, rate, "0.1", 9, dir / "producer.log");
   const std::string b = kafka_bootstrap();
   write_file(dir / "host.yaml",
              "pipelines:\n"
@@ -46,7 +44,7 @@ TEST(DepartedFence, AHostTakingOverOffsetsLeftInAKilledMembersTransactionFencesI
              "        state.dir: " + (dir / "host" / "sink").string() + "\n");
   Host host("host", dir / "host.yaml", dir / "host.log");
   host.start();
-  ASSERT_TRUE(wait_for([&] { return committed_total(group, in) > 0; }, std::chrono::seconds(60)))
+  ASSERT_TRUE(wait_committed(group, in, 1, std::chrono::seconds(60)))
       << host.log_tail();
 
   // One of this pipeline's members by its client id (the prefix fence.departed looks for).
@@ -61,7 +59,7 @@ TEST(DepartedFence, AHostTakingOverOffsetsLeftInAKilledMembersTransactionFencesI
   // The host describes the group after the rebalance the stand-in caused, and so knows it.
   std::this_thread::sleep_for(std::chrono::seconds(3));
   int code = -1;
-  ASSERT_FALSE(producer.exited(&code)) << "the producer finished before the kill; slow it down";
+  ASSERT_FALSE(producer->exited(&code)) << "the producer finished before the kill; slow it down";
   const size_t before = read_file(host.log()).size();
   zombie.kill(SIGKILL);
   const auto killed_at = Clock::now();
@@ -73,9 +71,9 @@ TEST(DepartedFence, AHostTakingOverOffsetsLeftInAKilledMembersTransactionFencesI
   std::printf("fenced after %.1f s\n", seconds_since(killed_at));
   // ... without giving up on the assignment (which waiting for the transaction to time
   // out would have made it do, and rejoin).
-  EXPECT_TRUE(wait_for([&] { return producer.exited(&code); }, std::chrono::seconds(180)));
+  EXPECT_TRUE(wait_for([&] { return producer->exited(&code); }, std::chrono::seconds(180)));
   EXPECT_EQ(code, 0) << tail_of(read_file(dir / "producer.log"), 2000);
-  bool caught_up = wait_for([&] { return committed_total(group, in) >= records; }, std::chrono::seconds(120));
+  bool caught_up = wait_committed(group, in, records, std::chrono::seconds(120));
   EXPECT_TRUE(caught_up) << "committed " << committed_total(group, in) << " of " << records;
   const std::string after = read_file(host.log()).substr(before);
   EXPECT_EQ(after.find("cannot read the committed offsets"), std::string::npos) << tail_of(after, 6000);

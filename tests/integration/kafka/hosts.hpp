@@ -44,6 +44,12 @@ inline std::string tail_of(const std::string& s, size_t n) {
   return s.size() > n ? "..." + s.substr(s.size() - n) : s;
 }
 
+// An input and an output topic of 4 partitions each.
+inline void create_in_out_topics(const std::string& in, const std::string& out) {
+  kafka_tool("create-topic --topic " + in + " --partitions 4");
+  kafka_tool("create-topic --topic " + out + " --partitions 4");
+}
+
 // Input arriving while the test runs: `records` keyed 150-byte JSON records with UUID ids
 // over 4 partitions at `rate` per second, a `dup_ratio` of them repeats (another payload).
 inline std::unique_ptr<Child> produce_while_running(const std::string& topic, long long records,
@@ -63,6 +69,14 @@ inline long long committed_total(const std::string& group, const std::string& to
   auto r = kafka_tool("consume-group-offsets --group " + group + " --topic " + topic, false);
   if (r.exit_code != 0) return -1;
   return json_number(r.out, "total");
+}
+
+// Waits until the group's committed offsets on `topic` cover `records` (each look is a
+// JVM start: every 500 ms at most).
+inline bool wait_committed(const std::string& group, const std::string& topic, long long records,
+                           std::chrono::seconds limit) {
+  return wait_for([&] { return committed_total(group, topic) >= records; }, limit,
+                  std::chrono::milliseconds(500));
 }
 
 // One host process: `exactly run --no-watch <yaml>`, output appended to `log` across

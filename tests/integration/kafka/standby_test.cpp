@@ -47,11 +47,9 @@ std::string standby_yaml(const std::string& in, const std::string& out, const st
 TEST(Standby, ASurvivorTakesOverFromItsWarmCopiesWhileInputArrives) {
   const std::string in = unique_name("sb-in"), out = unique_name("sb-out"), group = unique_name("sb-g");
   const fs::path dir = temp_dir("standby");
-  kafka_tool("create-topic --topic " + in + " --partitions 4");
-  kafka_tool("create-topic --topic " + out + " --partitions 4");
+  create_in_out_topics(in, out);
   const long long records = 80000, rate = 2000;  // ~40 s of input
-  auto producer_child = produce_while_running(in, records, rate, "0.12", 5, dir / "producer.log");
-  Child& producer = *producer_child;
+  auto producer = produce_while_running(in, records, rate, "0.12", 5, dir / "producer.log");
   std::vector<std::unique_ptr<Host>> hosts;
   for (int i = 0; i < 2; ++i) {
     std::string name = "host-" + std::to_string(i);
@@ -79,7 +77,7 @@ TEST(Standby, ASurvivorTakesOverFromItsWarmCopiesWhileInputArrives) {
   ASSERT_FALSE(warm_set.empty()) << survivor.log_tail();
   // A kill after the input is complete would prove nothing.
   int code = -1;
-  ASSERT_FALSE(producer.exited(&code)) << "the producer finished before the kill; slow it down";
+  ASSERT_FALSE(producer->exited(&code)) << "the producer finished before the kill; slow it down";
   std::smatch txn;
   std::string vlog = read_file(victim.log());
   ASSERT_TRUE(std::regex_search(vlog, txn, std::regex("transactional\\.id=([^)]+)\\)")))
@@ -141,9 +139,9 @@ TEST(Standby, ASurvivorTakesOverFromItsWarmCopiesWhileInputArrives) {
   }, std::chrono::seconds(10))) << "the survivor did not fence " << victim_txn << ":\n"
                                 << tail_of(read_file(survivor.log()).substr(before), 6000);
 
-  EXPECT_TRUE(wait_for([&] { return producer.exited(&code); }, std::chrono::seconds(180)));
+  EXPECT_TRUE(wait_for([&] { return producer->exited(&code); }, std::chrono::seconds(180)));
   EXPECT_EQ(code, 0) << tail_of(read_file(dir / "producer.log"), 2000);
-  bool caught_up = wait_for([&] { return committed_total(group, in) >= records; }, std::chrono::seconds(180));
+  bool caught_up = wait_committed(group, in, records, std::chrono::seconds(180));
   EXPECT_TRUE(caught_up) << "committed " << committed_total(group, in) << " of " << records << log_tails(hosts);
   EXPECT_EQ(survivor.stop(SIGTERM), 0);
   wait_output_settled(out);
