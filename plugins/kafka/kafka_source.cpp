@@ -503,29 +503,34 @@ sdk::Status KafkaSource::poll(int timeout_ms, std::vector<ex_record>& out, bool&
     sdk::Status st = hold_not_before();
     if (!st) host_.warn(st.message());  // the partition goes on; its next record is checked again
   }
+  // headers_ is sized before any record points into it; each message's list is looked
+  // up once (librdkafka parses it on the first call).
   size_t nh = 0;
-  for (auto* m : msgs_) {
+  msg_headers_.resize(msgs_.size());
+  for (size_t i = 0; i < msgs_.size(); ++i) {
     rd_kafka_headers_t* h = nullptr;
-    if (rd_kafka_message_headers(m, &h) == RD_KAFKA_RESP_ERR_NO_ERROR) nh += rd_kafka_header_cnt(h);
+    if (rd_kafka_message_headers(msgs_[i], &h) != RD_KAFKA_RESP_ERR_NO_ERROR) h = nullptr;
+    msg_headers_[i] = h;
+    if (h != nullptr) nh += rd_kafka_header_cnt(h);
   }
   headers_.clear();
   headers_.reserve(nh);
   out.reserve(out.size() + msgs_.size());
-  for (auto* m : msgs_) {
+  for (size_t i = 0; i < msgs_.size(); ++i) {
+    rd_kafka_message_t* m = msgs_[i];
     PartState* p = state_of(m);
     ex_record r{};
     r.key = m->key ? ex_bytes{static_cast<const uint8_t*>(m->key), m->key_len} : sdk::null_bytes();
     r.value = m->payload ? ex_bytes{static_cast<const uint8_t*>(m->payload), m->len}
                          : sdk::null_bytes();
-    rd_kafka_headers_t* h = nullptr;
-    if (rd_kafka_message_headers(m, &h) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+    if (rd_kafka_headers_t* h = msg_headers_[i]) {
       size_t first = headers_.size();
       const char* name = nullptr;
       const void* val = nullptr;
       size_t size = 0;
-      for (size_t i = 0; rd_kafka_header_get_all(h, i, &name, &val, &size) ==
+      for (size_t j = 0; rd_kafka_header_get_all(h, j, &name, &val, &size) ==
                          RD_KAFKA_RESP_ERR_NO_ERROR;
-           ++i) {
+           ++j) {
         ex_header x{};
         x.key = ex_bytes{reinterpret_cast<const uint8_t*>(name), std::char_traits<char>::length(name)};
         x.value = val ? ex_bytes{static_cast<const uint8_t*>(val), size} : sdk::null_bytes();

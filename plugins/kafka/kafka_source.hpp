@@ -206,6 +206,7 @@ class KafkaSource final : public sdk::Source, public ClientContext {
   // The batch last handed out: its messages own the bytes the records point into.
   std::vector<rd_kafka_message_t*> msgs_;
   std::vector<ex_header> headers_;
+  std::vector<rd_kafka_headers_t*> msg_headers_;  // each of msgs_' header list, or null
 };
 
 }  // namespace exactly::kafka

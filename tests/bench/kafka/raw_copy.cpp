@@ -13,7 +13,8 @@
 // an idempotent producer (acks=all, like every other contender) with large batches and
 // a deep queue, Nagle off, and a deep consumer prefetch: librdkafka 2.0.2 drops a
 // partition whose queue reached queued.min.messages (default 100000) from the fetch list
-// and looks at it again only ~1 s later, which halves a fast reader's rate. The consumer
+// and looks at it again only ~1 s later, which halves a fast reader's rate; and 8 MiB
+// per partition per fetch instead of 1 MiB (1.10x, as for exactly's source). The consumer
 // reads read_committed like exactly's source and the Streams app, which costs nothing
 // on a non-transactional input.
 #include "proc_stats.hpp"
@@ -145,6 +146,7 @@ int main(int argc, char** argv) {
   set(cc, "socket.nagle.disable", "true");
   set(cc, "partition.assignment.strategy", "range");
   set(cc, "queued.min.messages", "1000000");
+  set(cc, "max.partition.fetch.bytes", "8388608");
   for (const auto& [k, v] : o.consumer_props) set(cc, k.c_str(), v);
   rd_kafka_t* consumer = create(RD_KAFKA_CONSUMER, cc);
   rd_kafka_poll_set_consumer(consumer);

@@ -4,7 +4,8 @@
 #   tests/bench/kafka/run_bench.sh [--records 2000000] [--repeats 3]
 #       [--cases a,b,c,c0,d,e,m,ct,et] [--size 150] [--dup-ratio 0.006] [--partitions 4]
 #       [--commit-interval-ms 1000] [--commit-max-records 1000000]
-#       [--prefetch 1000000] [--streams-threads 1] [--streams-caching false]
+#       [--prefetch 1000000] [--source-rdkafka 'key: value, ...'] [--streams-threads 1]
+#       [--streams-caching false]
 #       [--workdir DIR] [--keep]
 #   tests/bench/kafka/run_bench.sh --latency RATE [--seconds 60] [--warmup-s 10]
 #       [--cases c,d] [--commit-interval-ms 100] ...
@@ -44,11 +45,14 @@
 #      transforms on the pipeline thread); the plain cases run at the default, one task
 #      per core. c/c1 is what the tasks give.
 #   ct, et, c0t (any exactly case + "t"): the same with rdkafka: {queued.min.messages:
-#      PREFETCH}. The kafka source defaults to 1000000 since 2026-11-23, so with the
+#      PREFETCH} plus the --source-rdkafka properties (a sweep of other consumer
+#      settings: "t" against the plain case in one run). The kafka source defaults to
+#      queued.min.messages 1000000 since 2026-11-23, so with the
 #      default PREFETCH "t" equals the plain case; it remains for sweeping other values
 #      (docs/benchmarks.md: with librdkafka 2.0.2's own default, 100000 per partition, a
 #      partition whose queue filled up is fetched again only ~1 s later). The raw copy
-#      (a) always uses PREFETCH: it is the tuned limit.
+#      (a) always uses PREFETCH: it is the tuned limit; "at" is a with the
+#      --source-rdkafka properties as well.
 # Time: from process start until the group's committed offsets cover the input (b-e;
 # bench_run_until_committed), until every record was delivered (a), until the output
 # topic's end offsets reach the input's record count (m: MM2 commits no group offsets;
@@ -75,6 +79,7 @@ broker_sh="$root/tests/tools/kafka-broker.sh"
 
 records=2000000 repeats=3 cases="a,b,c,c0,d,e,m,ct,et" size=150 dup=0.006 partitions=4
 interval_ms=1000 max_records=1000000 streams_threads=1 streams_caching=false prefetch=1000000
+source_rdkafka=""
 work="" keep=0 seed=7 latency_rate=0 latency_s=60 warmup_s=10
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -88,6 +93,7 @@ while [[ $# -gt 0 ]]; do
     --commit-max-records) max_records="$2"; shift 2 ;;
     --streams-threads) streams_threads="$2"; shift 2 ;;
     --prefetch) prefetch="$2"; shift 2 ;;
+    --source-rdkafka) source_rdkafka="$2"; shift 2 ;;
     --streams-caching) streams_caching="$2"; shift 2 ;;
     --seed) seed="$2"; shift 2 ;;
     --workdir) work="$2"; shift 2 ;;
@@ -208,7 +214,7 @@ metrics_port=$((19500 + RANDOM % 400))
 write_yaml() {  # case delivery with_dedupe dir group out tuned changelog_off changelog_topic
   local c="$1" delivery="$2" dedupe="$3" d="$4" group="$5" out="$6" tuned="$7" nocl="$8" cl="$9" extra=""
   local changelog="changelog.topic: $cl"  # the default changelog: auto, a topic per run
-  [[ "$tuned" == 1 ]] && extra=", rdkafka: { queued.min.messages: $prefetch }"
+  [[ "$tuned" == 1 ]] && extra=", rdkafka: { queued.min.messages: $prefetch${source_rdkafka:+, $source_rdkafka} }"
   [[ "$nocl" == 1 ]] && changelog="changelog: off"
   {
     echo "metrics: { listen: 127.0.0.1:$metrics_port }"
@@ -304,9 +310,18 @@ run_case() {  # case rep
     a)
       local bc0=0
       [[ $broker_pid -gt 0 ]] && bc0=$(cpu_of "$broker_pid")
+      # at: the raw copy with the --source-rdkafka properties too ("k: v, k2: v2").
+      local props=() kv
+      if [[ $tuned == 1 && -n "$source_rdkafka" ]]; then
+        IFS=',' read -ra kvs <<<"$source_rdkafka"
+        for kv in "${kvs[@]}"; do
+          kv="${kv// /}"
+          props+=(--consumer-prop "${kv%%:*}=${kv#*:}")
+        done
+      fi
       json=$("$build/bench_raw_copy" --bootstrap "$B" --input "$in" --output "$out" \
                --count "$records" --group "$group" \
-               --consumer-prop queued.min.messages="$prefetch" 2>"$d/log.txt") || rc=$?
+               --consumer-prop queued.min.messages="$prefetch" "${props[@]}" 2>"$d/log.txt") || rc=$?
       local bc=-1
       [[ $broker_pid -gt 0 ]] && bc=$(awk -v a="$bc0" -v b="$(cpu_of "$broker_pid")" 'BEGIN { printf "%.2f", b - a }')
       json=$(jq -c --argjson bc "$bc" '. + {broker_cpu_s: $bc, first_commit_s: .first_record_s,
@@ -512,7 +527,7 @@ summary="$work/summary.md"
     esac
     [[ ${c:1} == 0* ]] && what="${what/changelog on/changelog off}"
     if [[ $c == mt ]]; then what="$what, clients tuned as d's"
-    elif [[ ${c:1} == *t ]]; then what="$what, source prefetch $prefetch"; fi
+    elif [[ ${c:1} == *t ]]; then what="$what, source prefetch $prefetch${source_rdkafka:+, $source_rdkafka}"; fi
     [[ ${c:1} == 1 ]] && what="$what, threads: 1"
     awk -F'\t' -v c="$c" -v what="$what" '
       function median(arr, n,   i, j, t) {
@@ -540,6 +555,8 @@ summary="$work/summary.md"
       if (("b" in med) && ("a" in med)) printf "b/a = %.2f\n", med["b"] / med["a"]
       if (("ct" in med) && ("d" in med)) printf "ct/d = %.2f (target >= 3)\n", med["ct"] / med["d"]
       if (("ct" in med) && ("a" in med)) printf "ct/a = %.2f (target >= 0.6)\n", med["ct"] / med["a"]
+      if (("ct" in med) && ("at" in med)) printf "ct/at = %.2f (both with the --source-rdkafka properties)\n", med["ct"] / med["at"]
+      if (("at" in med) && ("a" in med)) printf "at/a = %.2f\n", med["at"] / med["a"]
       if (("et" in med) && ("a" in med)) printf "et/a = %.2f\n", med["et"] / med["a"]
       if (("c0" in med) && ("c" in med)) printf "c0/c = %.2f (changelog off vs on)\n", med["c0"] / med["c"]
       if (("c1" in med) && ("c" in med)) printf "c/c1 = %.2f (default threads vs threads: 1)\n", med["c"] / med["c1"]
