@@ -160,8 +160,9 @@ void apply_consumer_defaults(ConfBuilder& b, const std::map<std::string, std::st
   // of each partition: with its 1 MiB default a source that is behind reads about 1 MiB
   // per partition per broker round trip, and that round trip grows when the broker is
   // busy. 8 MiB gave 1.09x the records/s end to end (exactly_once + dedupe, and the raw
-  // copy alike) with less broker CPU (docs/benchmarks.md, "Fetch size"). Memory stays
-  // bounded by queued.max.messages.kbytes per partition and fetch.max.bytes per response.
+  // copy alike) with less broker CPU (docs/benchmarks.md, "Fetch size"). A partition is
+  // fetched while its queue is under queued.max.messages.kbytes, so it can hold that plus
+  // one fetch of this size.
   b.set("max.partition.fetch.bytes", "8388608", "rdkafka.max.partition.fetch.bytes");
   // What the cluster needs (the embedded demo's short session) over the defaults above;
   // the user's own settings over both.
