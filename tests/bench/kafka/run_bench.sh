@@ -476,6 +476,9 @@ run_latency_case() {  # case rep
   # Where the tail came from: a backlog built early and worked off, or spikes later on.
   timeline=$(grep -m1 'worst ms per second' "$d/latency.err" 2>/dev/null | sed 's/^kafka-tool latency: //')
   [[ -n $timeline ]] && log "  $timeline"
+  # The input side of it: how long the producer waited for its acks, per second.
+  timeline=$(grep -m1 'worst send-to-ack' "$d/produce.err" 2>/dev/null | sed 's/^kafka-tool produce: //')
+  [[ -n $timeline ]] && log "  input $timeline"
   jq -r --arg c "$c" --arg r "$rep" --arg v "$verdict" --argjson ps "$rate_seen" \
     '[$c, $r, $ps, .measured, .p50_ms, .p90_ms, .p99_ms, .p999_ms, .max_ms, $v] | @tsv' \
     "$d/latency.json" >>"$work/latency.tsv"

@@ -41,6 +41,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.atomic.AtomicReference;
 
 import org.apache.kafka.clients.CommonClientConfigs;
@@ -408,6 +409,9 @@ public final class KafkaTool {
         AtomicLong acked = new AtomicLong();
         AtomicReference<Exception> firstError = new AtomicReference<>();
         long t0 = System.nanoTime();
+        // Worst send-to-ack time per second of sending (paced runs): the part of an
+        // end-to-end latency spent before the input reached the broker.
+        AtomicLongArray worstAck = new AtomicLongArray(rate > 0 ? 4096 : 0);
         KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p);
         try {
             int actual = producer.partitionsFor(topic).size();
@@ -418,6 +422,9 @@ public final class KafkaTool {
             Callback cb = (md, ex) -> {
                 if (ex != null) firstError.compareAndSet(null, ex); else acked.incrementAndGet();
             };
+            // The pace starts at the first send, not before the producer's metadata round
+            // trips: otherwise a paced run opens with a burst that makes up for them.
+            t0 = System.nanoTime();
             long nextProgress = System.nanoTime() + progressNs;
             for (long i = 0; i < count; i++) {
                 if (rate > 0) {
@@ -452,7 +459,17 @@ public final class KafkaTool {
                     byte[] key = Long.toString(i).getBytes(StandardCharsets.UTF_8);
                     rec = new ProducerRecord<>(topic, (int) (i % partitions), key, value);
                 }
-                producer.send(rec, cb);
+                if (worstAck.length() > 0) {
+                    long at = System.nanoTime();
+                    int sec = (int) Math.min(worstAck.length() - 1, (at - t0) / 1_000_000_000L);
+                    producer.send(rec, (md, ex) -> {
+                        cb.onCompletion(md, ex);
+                        long ms = (System.nanoTime() - at) / 1_000_000L;
+                        worstAck.accumulateAndGet(sec, ms, Math::max);
+                    });
+                } else {
+                    producer.send(rec, cb);
+                }
                 sent++;
                 if (firstError.get() != null) break;
             }
@@ -474,6 +491,11 @@ public final class KafkaTool {
             return 2;
         }
         double secs = (System.nanoTime() - t0) / 1e9;
+        if (worstAck.length() > 0) {
+            StringBuilder tl = new StringBuilder("kafka-tool produce: worst send-to-ack ms per second:");
+            for (int i = 0; i < worstAck.length() && i < secs; i++) tl.append(' ').append(i).append(':').append(worstAck.get(i));
+            System.err.println(tl);
+        }
         System.out.println("{\"topic\":" + jsonStr(topic) + ",\"produced\":" + acked.get() + ",\"distinct_ids\":" + nOriginals
                 + ",\"duplicates\":" + (acked.get() - nOriginals)
                 + (txnId != null ? ",\"transaction\":\"" + (abort ? "aborted" : "committed") + "\"" : "")
