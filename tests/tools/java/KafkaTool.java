@@ -10,7 +10,7 @@
 //   delete-topic         --topic T
 //   produce              --topic T --count N [--partitions P] [--dup-ratio F] [--seed S]
 //                        [--size BYTES] [--keyed] [--dup-window W] [--omit-dups] [--dup-variant]
-//                        [--rate RECORDS_PER_S] [--progress-s 5]
+//                        [--rate RECORDS_PER_S [--warmup-topic W --warmup-s S]] [--progress-s 5]
 //                        [--transactional-id X [--abort | --leave-open] [--txn-timeout-ms MS]]
 //   verify               --input-topic IN --output-topic OUT [--mode copy|dedupe]
 //                        [--id-field messageId] [--stall-timeout-s 60] [--expect-input N]
@@ -422,6 +422,23 @@ public final class KafkaTool {
             Callback cb = (md, ex) -> {
                 if (ex != null) firstError.compareAndSet(null, ex); else acked.incrementAndGet();
             };
+            // A paced run measures what is downstream of this producer: give its JVM (and
+            // the broker's produce path) the same traffic first, on a topic nobody reads,
+            // so that compiling them does not take the CPU in the run's first seconds.
+            String warmTopic = a.opts.get("warmup-topic");
+            double warmS = a.getDouble("warmup-s", 0.0);
+            if (warmTopic != null && warmS > 0 && rate > 0) {
+                long w0 = System.nanoTime(), wEnd = w0 + (long) (warmS * 1e9);
+                for (long w = 0; System.nanoTime() < wEnd && firstError.get() == null; w++) {
+                    long aheadNs = w0 + (long) (w * 1e9 / rate) - System.nanoTime();
+                    if (aheadNs >= 5_000_000L) sleep(aheadNs / 1_000_000L);
+                    byte[] value = originalValue(seed ^ 0x5DEECE66DL, w, size);
+                    producer.send(new ProducerRecord<>(warmTopic, Arrays.copyOfRange(value, 14, 50), value),
+                            (md, ex) -> { if (ex != null) firstError.compareAndSet(null, ex); });
+                }
+                producer.flush();
+                if (firstError.get() != null) throw firstError.get();
+            }
             // The pace starts at the first send, not before the producer's metadata round
             // trips: otherwise a paced run opens with a burst that makes up for them.
             t0 = System.nanoTime();
@@ -912,9 +929,13 @@ public final class KafkaTool {
         p.put(ConsumerConfig.FETCH_MAX_WAIT_MS_CONFIG, 10);
         p.put(ConsumerConfig.CLIENT_ID_CONFIG, "exactly-kafka-tool-latency");
         p.put(ConsumerConfig.ALLOW_AUTO_CREATE_TOPICS_CONFIG, "false");
-        long[] lat = new long[1 << 20];
+        // Counts per millisecond of latency, not a list of samples: a list that grows is
+        // copied (8M samples: 64 MB) and collected while the run goes on, and this reader's
+        // pause is then counted as the pipeline's latency (it showed as a spike at the
+        // same second of every run). Latencies of 10 minutes or more share the last bucket.
+        long[] hist = new long[600_001];
         long[] worstPerSecond = new long[16];  // by second of the record's timestamp since the first
-        int n = 0;
+        long n = 0;
         long received = 0, expect = -1, first = -1, maxMs = 0;
         long lastRecord = System.currentTimeMillis();
         try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p)) {
@@ -930,8 +951,8 @@ public final class KafkaTool {
                     if (first < 0) first = ts;
                     if (ts < first + warmupMs) continue;
                     long l = Math.max(0, now - ts);
-                    if (n == lat.length) lat = Arrays.copyOf(lat, lat.length * 2);
-                    lat[n++] = l;
+                    hist[(int) Math.min(l, hist.length - 1)]++;
+                    n++;
                     maxMs = Math.max(maxMs, l);
                     int sec = (int) ((ts - first) / 1000);
                     if (sec >= worstPerSecond.length) worstPerSecond = Arrays.copyOf(worstPerSecond, Math.max(sec + 1, worstPerSecond.length * 2));
@@ -956,14 +977,22 @@ public final class KafkaTool {
             }
         }
         // Where in the run the tail came from: the worst latency of each second's records.
-        StringBuilder tl = new StringBuilder("kafka-tool latency: worst ms per second of input:");
+        StringBuilder tl = new StringBuilder("kafka-tool latency: worst ms per second of input (second 0 = "
+                + first + " ms since the epoch):");
         for (int i = (int) (warmupMs / 1000); i < worstPerSecond.length; i++)
             if (worstPerSecond[i] > 0) tl.append(' ').append(i).append(':').append(worstPerSecond[i]);
         System.err.println(tl);
-        final int m = n;
-        final long[] s = Arrays.copyOf(lat, m);
-        Arrays.sort(s);
-        java.util.function.DoubleFunction<Long> pct = q -> m == 0 ? -1L : s[Math.min(m - 1, (int) Math.floor(q * m))];
+        final long m = n;
+        // The value at rank floor(q * m) of the sorted latencies (0-based), as before.
+        java.util.function.DoubleFunction<Long> pct = q -> {
+            if (m == 0) return -1L;
+            long rank = Math.min(m - 1, (long) Math.floor(q * m)), seen = 0;
+            for (int ms = 0; ms < hist.length; ms++) {
+                seen += hist[ms];
+                if (seen > rank) return (long) ms;
+            }
+            return (long) (hist.length - 1);
+        };
         System.out.println("{\"topic\":" + jsonStr(topic) + ",\"received\":" + received + ",\"expected\":" + expect
                 + ",\"measured\":" + n + ",\"p50_ms\":" + pct.apply(0.50) + ",\"p90_ms\":" + pct.apply(0.90)
                 + ",\"p99_ms\":" + pct.apply(0.99) + ",\"p999_ms\":" + pct.apply(0.999)
