@@ -28,6 +28,13 @@ class KeyOrder {
     return order_;
   }
 
+  // Makes (and touches) room for sorting up to n ids, so that a first sort of that size
+  // does not fault in fresh pages (sort_entries only ever grows its arrays).
+  void prepare(size_t n) {
+    if (entries_.size() < n) entries_.resize(n);
+    if (scratch_.size() < n) scratch_.resize(n);
+  }
+
   struct Entry {
     uint64_t prefix;
     uint32_t index;

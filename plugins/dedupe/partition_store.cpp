@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <chrono>
 #include <cstdio>
 #include <ctime>
 
@@ -166,8 +167,8 @@ sdk::Status PartitionStore::index_claims() {
 // fresh pages on the pipeline thread; at ~1M claims that took 100-150 ms per partition,
 // all partitions in the same round (a 325-490 ms latency spike at 200k records/s). Once
 // the first fill of a partition has 1/16 of the threshold, the table is sized for the
-// whole fill: its arrays grow in place (VA only), and a thread at nice 10 faults in
-// their pages and makes the full-size slot array, which a later round adopts.
+// whole fill: its arrays grow in place (VA only), and a thread at nice 10 makes the
+// full-size slot array, which a later round adopts; then make_spare faults the rest in.
 void PartitionStore::size_ahead() {
   if (sizing_) return finish_sizing(false);
   // Once sized, the table's capacity is the threshold: the check below is then false.
@@ -175,14 +176,14 @@ void PartitionStore::size_ahead() {
       unindexed_.size() < index_threshold_ / 16)
     return;
   unindexed_.reserve_entries(index_threshold_, unindexed_.key_bytes() / unindexed_.size() + 1);
-  auto ranges = unindexed_.ranges();
-  ranges.erase(ranges.begin());  // the current slots: replaced, not grown
   const size_t slots = RoundClaims::slots_for(index_threshold_);
   sized_ready_.store(false, std::memory_order_relaxed);
-  sizer_ = std::thread([this, ranges = std::move(ranges), slots] {
+  // Only the slot array, which a round's rehash walks at random, is faulted in before it
+  // is adopted; the append arrays fill in order and are faulted in ahead of the fill
+  // afterwards (make_spare), not in a burst at 1/16 of the first fill.
+  sizer_ = std::thread([this, slots] {
     pthread_setname_np(pthread_self(), "dedupe-size");
     background_priority();
-    for (const auto& r : ranges) populate_range(r);
     try {
       MappedArray<uint64_t> s;
       s.assign_zeros(slots);
@@ -203,6 +204,77 @@ void PartitionStore::finish_sizing(bool wait) {
   sizing_ = false;
   unindexed_.adopt_slots(std::move(sized_slots_));
   sized_slots_.release();
+  make_spare();
+}
+
+void PartitionStore::make_spare() {
+  if (spare_started_ || closing_ || !background_fold_ || folding_active_ || unindexed_.empty())
+    return;
+  spare_started_ = true;
+  // The table being filled: its claim and key arrays (sized for the whole fill above).
+  auto current = unindexed_.ranges();
+  current.erase(current.begin());  // the slots: adopted already faulted in
+  // The next table, only before a first fold: later fills swap in the folded table,
+  // which keeps its pages. Room for a fill that overshoots the threshold by a few rounds.
+  const bool spare = folding_.empty() && folding_.capacity() < index_threshold_;
+  const size_t n = index_threshold_ + index_threshold_ / 8;
+  const size_t key_bytes = unindexed_.key_bytes() / unindexed_.size() + 1;
+  spare_maker_ = std::thread([this, current = std::move(current), spare, n, key_bytes] {
+    pthread_setname_np(pthread_self(), "dedupe-spare");
+    background_priority();
+    RoundClaims t;
+    // Pages are faulted in 2 MiB at a time, each array paced by the fill: the current
+    // table's a step ahead of it, the next table's done by 3/4 of it. A steady trickle
+    // of the kernel's page zeroing instead of bursts: fresh pages fault in at ~25x the
+    // cost of reused ones in this VM class, and every partition reaches 1/16 and the
+    // threshold at about the same time (at 200k records/s the first fold cycle's worst
+    // second was 500-750 ms with the burst; docs/benchmarks.md).
+    struct Job {
+      std::pair<void*, size_t> range;
+      bool next;  // the next table's (else the current one's)
+      size_t done = 0;
+    };
+    std::vector<Job> jobs;
+    for (const auto& r : current) jobs.push_back({r, false});
+    if (spare) {
+      try {
+        t.reserve(n, key_bytes);
+        for (const auto& r : t.ranges()) jobs.push_back({r, true});
+      } catch (const std::bad_alloc&) {
+        // No room: the first fold sizes the next table itself.
+      }
+    }
+    constexpr size_t kStep = size_t{2} << 20;
+    for (;;) {
+      if (spare_stop_.load(std::memory_order_relaxed)) break;
+      const double fill = static_cast<double>(unindexed_count_.load(std::memory_order_relaxed)) /
+                          static_cast<double>(index_threshold_);
+      bool left = false, stepped = false;
+      for (auto& j : jobs) {
+        if (j.range.first == nullptr || j.done >= j.range.second) continue;
+        left = true;
+        const double due = std::min(1.0, j.next ? fill / 0.75 : fill + 0.125);
+        if (static_cast<double>(j.done) > due * static_cast<double>(j.range.second)) continue;
+        const size_t len = std::min(kStep, j.range.second - j.done);
+        populate_range({static_cast<char*>(j.range.first) + j.done, len});
+        j.done += len;
+        stepped = true;
+      }
+      if (!left) break;
+      if (!stepped) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    // The first fold's sort arrays too (no fold runs before take_spare joins this).
+    if (spare && !spare_stop_.load(std::memory_order_relaxed)) fold_order_.prepare(n);
+    spare_ = std::move(t);  // read by the pipeline thread after the join
+  });
+}
+
+void PartitionStore::take_spare() {
+  if (!spare_maker_.joinable()) return;
+  spare_stop_.store(true, std::memory_order_relaxed);  // what is not faulted in yet faults on use
+  spare_maker_.join();
+  if (spare_.capacity() > unindexed_.capacity() && unindexed_.empty()) std::swap(unindexed_, spare_);
+  spare_ = RoundClaims();
 }
 
 void PartitionStore::start_fold() {
@@ -211,6 +283,7 @@ void PartitionStore::start_fold() {
   finish_sizing(true);  // its slots belong to this table
   std::swap(unindexed_, folding_);
   unindexed_.clear();
+  take_spare();
   // The next fill grows to about this one's size: sized once, not doubled up to it, and
   // its pages faulted in by the fold thread (fresh pages are slow to fault in this VM
   // class: a round that first touched a fresh table stalled for 400 ms).
@@ -224,18 +297,10 @@ void PartitionStore::start_fold() {
   fold_fp_bytes_ = unindexed_fp_bytes_;
   fold_target_ = meta_.next_seq;
   fold_live_.clear();
-  const auto& claims = folding_.claims();
-  fold_live_.reserve(claims.size());
-  for (uint32_t i = 0; i < claims.size(); ++i)
-    if (claims[i].seq >= meta_.floor) fold_live_.push_back(i);
   folding_active_ = true;
   fold_hurry_.store(false, std::memory_order_relaxed);
   unindexed_count_.store(0, std::memory_order_relaxed);
   fold_status_ = rocksdb::Status::OK();
-  if (fold_live_.empty()) {
-    fold_done_.store(true, std::memory_order_release);
-    return;
-  }
   fold_done_.store(false, std::memory_order_release);
   fold_path_ = dir_ + "/claims-" + std::to_string(fold_target_) + ".sst";
   fold_options_ = sst_options_;
@@ -247,10 +312,20 @@ void PartitionStore::start_fold() {
   fold_options_.bottommost_compression = rocksdb::kDisableCompressionOption;
   fold_options_.compression = compacting_ ? rocksdb::kNoCompression : fold_compression_;
   fold_options_.compression_opts.level = 1;
-  folder_ = std::thread([this, prefault = std::move(prefault)] {
+  folder_ = std::thread([this, prefault = std::move(prefault), floor = meta_.floor] {
     pthread_setname_np(pthread_self(), "dedupe-fold");
     background_priority();
     for (const auto& r : prefault) populate_range(r);
+    // Which claims are still live: here rather than on the pipeline thread (a pass over
+    // ~1.4M claims into a fresh array held a round up by 10-35 ms).
+    const auto& claims = folding_.claims();
+    fold_live_.reserve(claims.size());
+    for (uint32_t i = 0; i < claims.size(); ++i)
+      if (claims[i].seq >= floor) fold_live_.push_back(i);
+    if (fold_live_.empty()) {
+      fold_done_.store(true, std::memory_order_release);
+      return;
+    }
     // A large fold is paced to end by the time the next table is 3/4 full (or within
     // kFoldPaceSeconds): its CPU is then a steady share of a core, not a burst that every
     // partition's fold makes together and that the pipeline's records wait behind (at
@@ -414,6 +489,8 @@ PartitionStore::~PartitionStore() {
   closing_ = true;      // the fold below must not start another build
   fold_hurry_.store(true, std::memory_order_relaxed);
   finish_sizing(true);
+  spare_stop_.store(true, std::memory_order_relaxed);
+  if (spare_maker_.joinable()) spare_maker_.join();
   stop_filter_build();  // it reads db_ (an open iterator must not outlive it)
   if (db_ == nullptr) return;
   // A clean close folds the gathered claims, so the next open has nothing to read back.

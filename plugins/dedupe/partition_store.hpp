@@ -206,6 +206,15 @@ class PartitionStore {
   std::atomic<bool> sized_ready_{false};
   MappedArray<uint64_t> sized_slots_;
   bool sizing_ = false;
+  // During a store's first fill, a thread of its own (dedupe-spare) faults in the table
+  // being filled ahead of the fill and makes the next table, which the first fold swaps
+  // in (see make_spare); later fills reuse the folded table's pages.
+  void make_spare();
+  void take_spare();
+  std::thread spare_maker_;
+  RoundClaims spare_;
+  bool spare_started_ = false;
+  std::atomic<bool> spare_stop_{false};
   std::atomic<bool> build_done_{false}, build_stop_{false};
   std::unique_ptr<PresenceFilter> built_;  // the builder's result, adopted by this thread
   std::vector<uint64_t> folded_while_building_;
