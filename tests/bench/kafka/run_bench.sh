@@ -15,9 +15,10 @@
 # read_committed reader (kafka-tool latency) records, per output record, the time from
 # the input record's CreateTime to its receipt. Records of the first --warmup-s are not
 # measured (startup, first assignment). Before it writes the input, the producer sends
-# --producer-warmup-s of the same traffic to a topic nobody reads, so that its JVM's
-# compilation is done before the measured input starts (on 2 vCPUs it took the CPU the
-# broker and the contender needed). Prints p50/p90/p99/p99.9/max per case.
+# --producer-warmup-s of the same traffic to a topic nobody reads, and the reader first
+# reads a million records of that topic, so that their JVMs' compilation is done before
+# the measured input starts (on 2 vCPUs it took the CPU the broker and the contender
+# needed). Prints p50/p90/p99/p99.9/max per case.
 #
 # Loads one input topic (UUID-text ids in JSON, keyed by id so duplicates share a
 # partition), then each contender reads ALL of it from the beginning into its own
@@ -452,6 +453,7 @@ run_latency_case() {  # case rep
     *) die "latency mode: case $c is not one of b, c, d, e" ;;
   esac
   "$tool" latency --bootstrap "$B" --topic "$out" --warmup-s "$warmup_s" \
+    --warmup-topic "bench-warmup-$tag" --warmup-records 1000000 \
     --expect-file "$d/expect" --idle-timeout-s 60 >"$d/latency.json" 2>"$d/latency.err" &
   local reader=$!
   log "latency: case $c -> $out, $latency_rate records/s for $latency_s s (load $(cut -d' ' -f1 /proc/loadavg))"
