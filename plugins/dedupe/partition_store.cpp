@@ -15,7 +15,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <chrono>
 #include <cstdio>
 #include <ctime>
 
@@ -273,7 +272,7 @@ void PartitionStore::take_spare() {
   if (!spare_maker_.joinable()) return;
   spare_stop_.store(true, std::memory_order_relaxed);  // what is not faulted in yet faults on use
   spare_maker_.join();
-  if (spare_.capacity() > unindexed_.capacity() && unindexed_.empty()) std::swap(unindexed_, spare_);
+  if (spare_.capacity() > unindexed_.capacity()) std::swap(unindexed_, spare_);  // both empty
   spare_ = RoundClaims();
 }
 
@@ -286,7 +285,9 @@ void PartitionStore::start_fold() {
   take_spare();
   // The next fill grows to about this one's size: sized once, not doubled up to it, and
   // its pages faulted in by the fold thread (fresh pages are slow to fault in this VM
-  // class: a round that first touched a fresh table stalled for 400 ms).
+  // class: a round that first touched a fresh table stalled for 400 ms). Usually that
+  // table already has them: the first fold's was made ahead (take_spare), later folds
+  // swap in the table folded before; what is left is a fill that outgrew it.
   // Not when closing (the table is freed right after) nor for an inline fold (its
   // thread is waited for at once).
   std::vector<std::pair<void*, size_t>> prefault;
