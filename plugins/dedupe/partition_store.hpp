@@ -237,6 +237,7 @@ class PartitionStore {
   static constexpr size_t kPacedFoldClaims = size_t{1} << 18;
   static constexpr double kFoldPaceSeconds = 8.0;
   bool folding_active_ = false;
+  bool fold_adds_filter_ = false;  // the fold thread adds its keys to presence_
   bool fold_failed_ = false;
   std::atomic<double> fold_cpu_{0.0}, build_cpu_{0.0};
 };

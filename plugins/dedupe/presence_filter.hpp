@@ -13,6 +13,8 @@
 // layer when there are more than five (PartitionStore::finish_fold).
 #pragma once
 
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -34,8 +36,7 @@ class PresenceFilter {
       add_layer(l->capacity * 2);
       l = &layers_.back();
     }
-    uint64_t* block = l->block(hash);
-    for_each_bit(hash, [&](unsigned bit) { block[bit >> 6] |= uint64_t{1} << (bit & 63); });
+    set_bits(l->block(hash), hash);
     ++l->count;
     ++count_;
   }
@@ -44,10 +45,42 @@ class PresenceFilter {
     for (const Layer& l : layers_) {
       const uint64_t* block = l.block(hash);
       bool all = true;
-      for_each_bit(hash, [&](unsigned bit) { all = all && (block[bit >> 6] >> (bit & 63) & 1); });
+      for_each_bit(hash, [&](unsigned bit) { all = all && (load(block[bit >> 6]) >> (bit & 63) & 1); });
       if (all) return true;
     }
     return false;
+  }
+
+  // Adds made on another thread (a fold's) while this one reads, so that a fold's
+  // hundreds of thousands of cache-missing adds do not hold up a round. begin_adds(n), on
+  // the reading thread while nothing else adds: the n keys go into the last layer if it
+  // has room, else into a new layer that add_background fills unseen. After the adding
+  // thread is joined, end_adds() (reading thread) appends that layer and the counts.
+  // Until then a key may still read as absent: the caller keeps those keys findable
+  // elsewhere (the folding table). Words of a visible layer change by whole-word relaxed
+  // atomic stores from a single writer, so a reader sees each word before or after.
+  void begin_adds(uint64_t n) {
+    const Layer& last = layers_.back();
+    pending_count_ = 0;
+    pending_new_ = last.count + n > last.capacity;
+    pending_capacity_ = std::max(last.capacity * 2, n);
+  }
+  void add_background(uint64_t hash) {
+    if (pending_new_ && pending_.capacity == 0) pending_ = make_layer(pending_capacity_);  // its pages fault in here
+    set_bits((pending_new_ ? pending_ : layers_.back()).block(hash), hash);
+    ++pending_count_;
+  }
+  void prefetch_background(uint64_t hash) const {
+    __builtin_prefetch(pending_new_ ? (pending_.capacity ? pending_.block(hash) : nullptr)
+                                    : layers_.back().block(hash));
+  }
+  void end_adds() {
+    if (pending_new_ && pending_.capacity != 0) layers_.push_back(std::move(pending_));
+    layers_.back().count += pending_count_;
+    count_ += pending_count_;
+    pending_ = Layer();
+    pending_new_ = false;
+    pending_count_ = 0;
   }
 
   // Starts loading the blocks may_contain(hash) reads (one cache line per layer).
@@ -83,6 +116,16 @@ class PresenceFilter {
     }
   };
 
+  static uint64_t load(const uint64_t& w) {
+    return std::atomic_ref<const uint64_t>(w).load(std::memory_order_relaxed);
+  }
+  static void set_bits(uint64_t* block, uint64_t hash) {
+    for_each_bit(hash, [&](unsigned bit) {
+      std::atomic_ref<uint64_t> w(block[bit >> 6]);
+      w.store(w.load(std::memory_order_relaxed) | uint64_t{1} << (bit & 63), std::memory_order_relaxed);
+    });
+  }
+
   template <typename F>
   static void for_each_bit(uint64_t hash, F&& f) {
     // Bits from the other half of the hash than the block (double hashing).
@@ -91,16 +134,22 @@ class PresenceFilter {
     for (unsigned i = 0; i < kProbes; ++i) f((a + i * b) & 511u);
   }
 
-  void add_layer(uint64_t capacity) {
+  static Layer make_layer(uint64_t capacity) {
     Layer l;
     l.capacity = capacity;
     l.blocks = std::max<uint64_t>(1, (capacity * kBitsPerKey + 511) / 512);
     l.words.assign(l.blocks * 8, 0);
-    layers_.push_back(std::move(l));
+    return l;
   }
+  void add_layer(uint64_t capacity) { layers_.push_back(make_layer(capacity)); }
 
   std::vector<Layer> layers_;
   uint64_t count_ = 0;
+  // Between begin_adds and end_adds: the adding thread's own.
+  Layer pending_;
+  bool pending_new_ = false;
+  uint64_t pending_capacity_ = 0;
+  uint64_t pending_count_ = 0;
 };
 
 }  // namespace exactly::dedupe
