@@ -8,7 +8,8 @@
 #       [--streams-caching false]
 #       [--workdir DIR] [--keep]
 #   tests/bench/kafka/run_bench.sh --latency RATE [--seconds 60] [--warmup-s 10]
-#       [--producer-warmup-s 5] [--cases c,d] [--commit-interval-ms 100] ...
+#       [--producer-warmup-s 5] [--producer native|java] [--contender-warmup-s 20] [--cases c,d]
+#       [--commit-interval-ms 100] ...
 #
 # Latency mode (--latency RATE): each contender (b, c, d, e) is started on an empty input
 # topic of its own; then the input is produced at RATE records/s for --seconds while a
@@ -18,7 +19,11 @@
 # --producer-warmup-s of the same traffic to a topic nobody reads, and the reader first
 # reads a million records of that topic, so that their JVMs' compilation is done before
 # the measured input starts (on 2 vCPUs it took the CPU the broker and the contender
-# needed). Prints p50/p90/p99/p99.9/max per case.
+# needed). Prints p50/p90/p99/p99.9/max per case. The input is written by
+# bench_paced_produce (librdkafka; the records kafka-tool produce writes, at half its
+# CPU: the Java producer took ~0.85 of a core at 245k/s); --producer java uses kafka-tool.
+# Before the measured runs, the first case runs --contender-warmup-s at the same rate,
+# unreported, so that the broker has compiled a contender's paths (0 = skip).
 #
 # Loads one input topic (UUID-text ids in JSON, keyed by id so duplicates share a
 # partition), then each contender reads ALL of it from the beginning into its own
@@ -84,7 +89,8 @@ broker_sh="$root/tests/tools/kafka-broker.sh"
 records=2000000 repeats=3 cases="a,b,c,c0,d,e,m,ct,et" size=150 dup=0.006 partitions=4
 interval_ms=1000 max_records=1000000 streams_threads=1 streams_caching=false prefetch=1000000
 source_rdkafka=""
-work="" keep=0 seed=7 latency_rate=0 latency_s=60 warmup_s=10 producer_warmup_s=5
+work="" keep=0 seed=7 latency_rate=0 latency_s=60 warmup_s=10 producer_warmup_s=5 producer=native
+contender_warmup_s=20
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --records) records="$2"; shift 2 ;;
@@ -106,11 +112,15 @@ while [[ $# -gt 0 ]]; do
     --seconds) latency_s="$2"; shift 2 ;;
     --warmup-s) warmup_s="$2"; shift 2 ;;
     --producer-warmup-s) producer_warmup_s="$2"; shift 2 ;;
+    --producer) producer="$2"; shift 2 ;;
+    --contender-warmup-s) contender_warmup_s="$2"; shift 2 ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "run_bench.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
 IFS=',' read -r -a case_list <<<"$cases"
+[[ $producer == native || $producer == java ]] ||
+  { echo "run_bench.sh: --producer is native or java, not $producer" >&2; exit 2; }
 
 log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -119,7 +129,7 @@ die() { log "ERROR: $*"; exit 1; }
 log "building in $build"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build" --target exactly exactly_plugin_kafka exactly_plugin_dedupe \
-  bench_raw_copy bench_run_until_committed >/dev/null
+  bench_raw_copy bench_run_until_committed bench_paced_produce >/dev/null
 streams_target="$cache/streams-dedupe"
 mkdir -p "$streams_target"
 mvn_build() {
@@ -426,8 +436,8 @@ latency_histograms() {
 
 # Latency mode: a contender on an empty topic, then input at a fixed rate while a
 # read_committed reader measures each output record's age.
-run_latency_case() {  # case rep
-  local c="$1" rep="$2"
+run_latency_case() {  # case rep seconds (rep "w": the broker's warm-up run, not reported)
+  local c="$1" rep="$2" latency_s="$3"
   local d="$work/lat-$c-$rep" out="bench-lout-$c-$rep-$tag" group="bench-l$c-$rep-$tag"
   local cl="bench-changelog-l$c-$rep-$tag" count=$(( latency_rate * latency_s ))
   in="bench-lin-$c-$rep-$tag"
@@ -452,15 +462,24 @@ run_latency_case() {  # case rep
       pid=$! ;;
     *) die "latency mode: case $c is not one of b, c, d, e" ;;
   esac
-  "$tool" latency --bootstrap "$B" --topic "$out" --warmup-s "$warmup_s" \
+  # Every process's CPU seconds over the case (bash's `time` for the reader and the
+  # producer, /proc for the broker and the contender): on 2 vCPUs they share, the sum
+  # says whether the machine itself was full.
+  local TIMEFORMAT='%U %S' case_t0 broker_cpu0=0
+  case_t0=$(date +%s.%N)
+  [[ $broker_pid != 0 ]] && broker_cpu0=$(cpu_of "$broker_pid")
+  { time "$tool" latency --bootstrap "$B" --topic "$out" --warmup-s "$warmup_s" \
     --warmup-topic "bench-warmup-$tag" --warmup-records 1000000 \
-    --expect-file "$d/expect" --idle-timeout-s 60 >"$d/latency.json" 2>"$d/latency.err" &
+    --expect-file "$d/expect" --idle-timeout-s 60 >"$d/latency.json" 2>"$d/latency.err"; } 2>"$d/reader.cpu" &
   local reader=$!
   log "latency: case $c -> $out, $latency_rate records/s for $latency_s s (load $(cut -d' ' -f1 /proc/loadavg))"
-  "$tool" produce --bootstrap "$B" --topic "$in" --count "$count" --partitions "$partitions" \
-    --dup-ratio "$dup" --size "$size" --seed "$seed" --keyed --rate "$latency_rate" \
+  local produce=("$tool" produce --partitions "$partitions" --keyed)
+  [[ $producer == native ]] && produce=("$build/bench_paced_produce")
+  { time "${produce[@]}" --bootstrap "$B" --topic "$in" --count "$count" \
+    --dup-ratio "$dup" --size "$size" --seed "$seed" --rate "$latency_rate" \
     --linger-ms 5 --warmup-topic "bench-warmup-$tag" --warmup-s "$producer_warmup_s" \
-    >"$d/produce.json" 2>"$d/produce.err" || die "case $c: producing failed: $(tail -n 3 "$d/produce.err")"
+    >"$d/produce.json" 2>"$d/produce.err"; } 2>"$d/produce.cpu" ||
+    die "case $c: producing failed: $(tail -n 3 "$d/produce.err")"
   local rate_seen
   rate_seen=$(jq '.produced / .seconds | floor' "$d/produce.json")
   # The reader expects every record of a copy and every distinct id of a dedupe.
@@ -475,8 +494,16 @@ run_latency_case() {  # case rep
     curl -s "http://127.0.0.1:$metrics_port/metrics" >"$d/metrics.txt" 2>/dev/null || true
     [[ -s "$d/metrics.txt" ]] && log "  $(latency_histograms "$d/metrics.txt")"
   fi
+  local contender_cpu broker_cpu=- case_s sum_cpu
+  contender_cpu=$(cpu_of "$pid" 2>/dev/null || echo 0)
+  [[ $broker_pid != 0 ]] && broker_cpu=$(awk -v a="$broker_cpu0" -v b="$(cpu_of "$broker_pid")" 'BEGIN { printf "%.1f", b - a }')
+  case_s=$(awk -v a="$case_t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
   kill -TERM "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
+  sum_cpu() { awk '{ printf "%.1f", $1 + $2 }' "$1" 2>/dev/null || echo -; }
+  log "  CPU seconds over the case's $case_s s (2 vCPUs: at most $(awk -v s="$case_s" 'BEGIN { printf "%.0f", 2 * s }')):" \
+    "broker $broker_cpu, contender $contender_cpu, producer $(sum_cpu "$d/produce.cpu")," \
+    "reader $(sum_cpu "$d/reader.cpu") (producer and reader with their warm-ups)"
   local verdict=ok
   [[ $rrc -eq 0 ]] || verdict="incomplete($(jq -c '{received, expected}' "$d/latency.json" 2>/dev/null))"
   log "  $(cat "$d/latency.json") produced at $rate_seen/s verify=$verdict"
@@ -484,9 +511,9 @@ run_latency_case() {  # case rep
   timeline=$(grep -m1 'worst ms per second' "$d/latency.err" 2>/dev/null | sed 's/^kafka-tool latency: //')
   [[ -n $timeline ]] && log "  $timeline"
   # The input side of it: how long the producer waited for its acks, per second.
-  timeline=$(grep -m1 'worst send-to-ack' "$d/produce.err" 2>/dev/null | sed 's/^kafka-tool produce: //')
+  timeline=$(grep -m1 'worst send-to-ack' "$d/produce.err" 2>/dev/null | sed 's/^[a-z_-]* produce: //')
   [[ -n $timeline ]] && log "  input $timeline"
-  jq -r --arg c "$c" --arg r "$rep" --arg v "$verdict" --argjson ps "$rate_seen" \
+  [[ $rep != w ]] && jq -r --arg c "$c" --arg r "$rep" --arg v "$verdict" --argjson ps "$rate_seen" \
     '[$c, $r, $ps, .measured, .p50_ms, .p90_ms, .p99_ms, .p999_ms, .max_ms, $v] | @tsv' \
     "$d/latency.json" >>"$work/latency.tsv"
   if [[ $keep -eq 0 ]]; then
@@ -500,8 +527,18 @@ run_latency_case() {  # case rep
 
 if [[ "$latency_rate" != 0 ]]; then
   log "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+  # The broker's warm-up above is one producer's transaction; a contender's traffic (a
+  # group, a transaction every round, offsets in each, a changelog, read_committed fetches
+  # of short transactions) runs other broker paths, which its JVM compiled during the
+  # first measured run's first seconds: they took the CPU the contender needed, and the
+  # backlog that built then set that run's p99. So the first case runs once first, at the
+  # same rate, unreported (a broker in service has long compiled these paths).
+  if [[ $contender_warmup_s -gt 0 ]]; then
+    log "warming up the broker with case ${case_list[0]} for $contender_warmup_s s (not reported)"
+    run_latency_case "${case_list[0]}" w "$contender_warmup_s"
+  fi
   for rep in $(seq 1 "$repeats"); do
-    for c in "${case_list[@]}"; do run_latency_case "$c" "$rep"; done
+    for c in "${case_list[@]}"; do run_latency_case "$c" "$rep" "$latency_s"; done
   done
   {
     echo "latency at $latency_rate records/s for $latency_s s ($warmup_s s warm-up not measured), $size B, dup ratio $dup, $partitions partitions, commit ${interval_ms} ms, Streams threads $streams_threads"
