@@ -43,6 +43,7 @@ class PresenceFilter {
 
   bool may_contain(uint64_t hash) const {
     for (const Layer& l : layers_) {
+      if (l.count == 0) continue;  // a first layer a fold's adds passed over (begin_adds)
       const uint64_t* block = l.block(hash);
       bool all = true;
       for_each_bit(hash, [&](unsigned bit) { all = all && (load(block[bit >> 6]) >> (bit & 63) & 1); });
@@ -85,7 +86,8 @@ class PresenceFilter {
 
   // Starts loading the blocks may_contain(hash) reads (one cache line per layer).
   void prefetch(uint64_t hash) const {
-    for (const Layer& l : layers_) __builtin_prefetch(l.block(hash));
+    for (const Layer& l : layers_)
+      if (l.count != 0) __builtin_prefetch(l.block(hash));
   }
 
   // Starts loading the block add(hash) writes.
