@@ -164,6 +164,16 @@ void apply_consumer_defaults(ConfBuilder& b, const std::map<std::string, std::st
   // fetched while its queue is under queued.max.messages.kbytes, so it can hold that plus
   // one fetch of this size.
   b.set("max.partition.fetch.bytes", "8388608", "rdkafka.max.partition.fetch.bytes");
+  // librdkafka answers a fetch as soon as one byte is there (fetch.min.bytes 1), so a
+  // source that keeps up sends a fetch per producer batch that lands: hundreds a second,
+  // each a request the broker handles and a response this host parses. Waiting for 256
+  // KiB or 20 ms took 29% of the broker's CPU and 11% of the pipeline's away at 150k
+  // records/s (and a third off each commit's time), and adds at most 20 ms to a record
+  // that arrives alone, against a commit interval of 100 ms or more (docs/benchmarks.md,
+  // "End-to-end latency", 2026-11-26 evening). An idle source then asks each broker 50
+  // times a second instead of twice.
+  b.set("fetch.min.bytes", "262144", "rdkafka.fetch.min.bytes");
+  b.set("fetch.wait.max.ms", "20", "rdkafka.fetch.wait.max.ms");
   // What the cluster needs (the embedded demo's short session) over the defaults above;
   // the user's own settings over both.
   for (const auto& [k, v] : cluster) b.set(k, v, "rdkafka." + k);

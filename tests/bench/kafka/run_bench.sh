@@ -11,7 +11,7 @@
 #       [--producer-warmup-s 5] [--producer native|java] [--contender-warmup-s 20] [--cases c,d]
 #       [--commit-interval-ms 100] ...
 #
-# Latency mode (--latency RATE): each contender (b, c, d, e) is started on an empty input
+# Latency mode (--latency RATE): each contender (b, c, d, e, and their 1 and t forms) is started on an empty input
 # topic of its own; then the input is produced at RATE records/s for --seconds while a
 # read_committed reader (kafka-tool latency) records, per output record, the time from
 # the input record's CreateTime to its receipt. Records of the first --warmup-s are not
@@ -446,11 +446,14 @@ run_latency_case() {  # case rep seconds (rep "w": the broker's warm-up run, not
   "$tool" create-topic --bootstrap "$B" --topic "$out" --partitions "$partitions" >/dev/null
   local pid
   case "$c" in
-    b|c|e)
-      local delivery=exactly_once dedupe=1
-      [[ $c == b ]] && delivery=at_least_once
-      [[ $c == e ]] && dedupe=0
-      write_yaml "$c" "$delivery" "$dedupe" "$d" "$group" "$out" 0 0 "$cl"
+    b|c|e|b1|c1|e1|bt|ct|et|b1t|c1t|e1t)
+      local delivery=exactly_once dedupe=1 tuned=0
+      [[ $c == b* ]] && delivery=at_least_once
+      [[ $c == e* ]] && dedupe=0
+      [[ $c == *t ]] && tuned=1
+      yaml_threads=""
+      [[ $c == ?1* ]] && yaml_threads=1
+      write_yaml "$c" "$delivery" "$dedupe" "$d" "$group" "$out" "$tuned" 0 "$cl"
       "$build/exactly" run --no-watch "$d/pipeline.yaml" >"$d/log.txt" 2>&1 &
       pid=$! ;;
     d)
@@ -460,7 +463,7 @@ run_latency_case() {  # case rep seconds (rep "w": the broker's warm-up run, not
         --commit-interval-ms "$interval_ms" --threads "$streams_threads" \
         --caching "$streams_caching" >"$d/log.txt" 2>&1 &
       pid=$! ;;
-    *) die "latency mode: case $c is not one of b, c, d, e" ;;
+    *) die "latency mode: case $c is not one of b, c, d, e (+ 1 for threads: 1, + t for --source-rdkafka)" ;;
   esac
   # Every process's CPU seconds over the case (bash's `time` for the reader and the
   # producer, /proc for the broker and the contender): on 2 vCPUs they share, the sum
@@ -483,7 +486,7 @@ run_latency_case() {  # case rep seconds (rep "w": the broker's warm-up run, not
   local rate_seen
   rate_seen=$(jq '.produced / .seconds | floor' "$d/produce.json")
   # The reader expects every record of a copy and every distinct id of a dedupe.
-  if [[ $c == e ]]; then jq .produced "$d/produce.json" >"$d/expect.tmp"
+  if [[ $c == e* ]]; then jq .produced "$d/produce.json" >"$d/expect.tmp"
   else jq .distinct_ids "$d/produce.json" >"$d/expect.tmp"; fi
   mv "$d/expect.tmp" "$d/expect"
   local rrc=0
