@@ -276,6 +276,19 @@ void PartitionStore::take_spare() {
   spare_ = RoundClaims();
 }
 
+// Adds a fold's live keys to a presence filter: `prefetch(h)` then `add(h)` for each,
+// the filter being larger than the caches, so a few blocks are loaded ahead. One loop for
+// both places that add them (the fold thread, or finish_fold while a filter is built).
+template <typename Prefetch, typename Add>
+void add_folded_keys(const MappedArray<RoundClaims::Claim>& claims, const std::vector<uint32_t>& live,
+                     Prefetch&& prefetch, Add&& add) {
+  constexpr size_t kAhead = 8;
+  for (size_t j = 0; j < live.size(); ++j) {
+    if (j + kAhead < live.size()) prefetch(claims[live[j + kAhead]].hash);
+    add(claims[live[j]].hash);
+  }
+}
+
 void PartitionStore::start_fold() {
   if (folding_active_ || fold_failed_) return;
   if (meta_.indexed >= meta_.next_seq && unindexed_.empty()) return;
@@ -353,14 +366,9 @@ void PartitionStore::start_fold() {
     fold_status_ = fold_claims(db_, claims_, fold_options_, fold_path_, folding_, fold_live_,
                                fold_fp_bytes_, fold_order_,
                                paced ? std::function<void(double)>(pace) : std::function<void(double)>());
-    if (fold_adds_filter_) {
-      // The filter is larger than the caches: load a few blocks ahead.
-      constexpr size_t kAhead = 8;
-      for (size_t j = 0; j < fold_live_.size(); ++j) {
-        if (j + kAhead < fold_live_.size()) presence_->prefetch_background(claims[fold_live_[j + kAhead]].hash);
-        presence_->add_background(claims[fold_live_[j]].hash);
-      }
-    }
+    if (fold_adds_filter_)
+      add_folded_keys(claims, fold_live_, [&](uint64_t h) { presence_->prefetch_background(h); },
+                      [&](uint64_t h) { presence_->add_background(h); });
     add_thread_cpu(fold_cpu_);
     fold_done_.store(true, std::memory_order_release);
   });
@@ -381,14 +389,9 @@ sdk::Status PartitionStore::finish_fold(bool wait) {
                               fold_status_.ToString());
   }
   const auto& claims = folding_.claims();
-  if (presence_ && !fold_adds_filter_) {
-    // The filter is larger than the caches: load a few blocks ahead.
-    constexpr size_t kAhead = 8;
-    for (size_t j = 0; j < fold_live_.size(); ++j) {
-      if (j + kAhead < fold_live_.size()) presence_->prefetch_add(claims[fold_live_[j + kAhead]].hash);
-      presence_->add(claims[fold_live_[j]].hash);
-    }
-  }
+  if (presence_ && !fold_adds_filter_)
+    add_folded_keys(claims, fold_live_, [&](uint64_t h) { presence_->prefetch_add(h); },
+                    [&](uint64_t h) { presence_->add(h); });
   if (building_)
     for (uint32_t i : fold_live_) folded_while_building_.push_back(claims[i].hash);
   // Evicted keys stay in the filter: once they outnumber the live ones, rebuild it; and

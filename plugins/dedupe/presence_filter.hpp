@@ -118,8 +118,9 @@ class PresenceFilter {
     }
   };
 
+  // atomic_ref of a const object is C++26; the load does not write.
   static uint64_t load(const uint64_t& w) {
-    return std::atomic_ref<const uint64_t>(w).load(std::memory_order_relaxed);
+    return std::atomic_ref<uint64_t>(const_cast<uint64_t&>(w)).load(std::memory_order_relaxed);
   }
   static void set_bits(uint64_t* block, uint64_t hash) {
     for_each_bit(hash, [&](unsigned bit) {
