@@ -8,20 +8,24 @@
 #       [--streams-caching false]
 #       [--workdir DIR] [--keep]
 #   tests/bench/kafka/run_bench.sh --latency RATE [--seconds 60] [--warmup-s 10]
-#       [--producer-warmup-s 5] [--producer native|java] [--contender-warmup-s 20] [--cases c,d]
+#       [--producer-warmup-s 5] [--producer native|java] [--reader native|java]
+#       [--contender-warmup-s 150] [--cases c,d]
 #       [--commit-interval-ms 100] ...
 #
 # Latency mode (--latency RATE): each contender (b, c, d, e, and their 1 and t forms) is started on an empty input
 # topic of its own; then the input is produced at RATE records/s for --seconds while a
-# read_committed reader (kafka-tool latency) records, per output record, the time from
+# read_committed reader (bench_latency_reader) records, per output record, the time from
 # the input record's CreateTime to its receipt. Records of the first --warmup-s are not
 # measured (startup, first assignment). Before it writes the input, the producer sends
-# --producer-warmup-s of the same traffic to a topic nobody reads, and the reader first
-# reads a million records of that topic, so that their JVMs' compilation is done before
-# the measured input starts (on 2 vCPUs it took the CPU the broker and the contender
-# needed). Prints p50/p90/p99/p99.9/max per case. The input is written by
-# bench_paced_produce (librdkafka; the records kafka-tool produce writes, at half its
-# CPU: the Java producer took ~0.85 of a core at 245k/s); --producer java uses kafka-tool.
+# --producer-warmup-s of the same traffic to a topic nobody reads (and the Java reader,
+# --reader java, first reads a million records of that topic), so that the broker's and
+# the JVMs' compilation is done before the measured input starts (on 2 vCPUs it took the
+# CPU the broker and the contender needed). Prints p50/p90/p99/p99.9/max per case. The
+# input is written by bench_paced_produce (librdkafka; the records kafka-tool produce
+# writes, at half its CPU: the Java producer took ~0.85 of a core at 245k/s); --producer
+# java uses kafka-tool. The output is read by bench_latency_reader (librdkafka,
+# read_committed, the same measure and output as `kafka-tool latency`, which --reader
+# java uses: the Java reader took 15-17 CPU-seconds of a 68 s case at 245k/s).
 # Before the measured runs, the first case runs --contender-warmup-s at the same rate,
 # unreported, so that the broker has compiled a contender's paths (0 = skip).
 #
@@ -89,8 +93,8 @@ broker_sh="$root/tests/tools/kafka-broker.sh"
 records=2000000 repeats=3 cases="a,b,c,c0,d,e,m,ct,et" size=150 dup=0.006 partitions=4
 interval_ms=1000 max_records=1000000 streams_threads=1 streams_caching=false prefetch=1000000
 source_rdkafka=""
-work="" keep=0 seed=7 latency_rate=0 latency_s=60 warmup_s=10 producer_warmup_s=5 producer=native
-contender_warmup_s=20
+work="" keep=0 seed=7 latency_rate=0 latency_s=60 warmup_s=10 producer_warmup_s=5 producer=native reader=native
+contender_warmup_s=150
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --records) records="$2"; shift 2 ;;
@@ -113,6 +117,7 @@ while [[ $# -gt 0 ]]; do
     --warmup-s) warmup_s="$2"; shift 2 ;;
     --producer-warmup-s) producer_warmup_s="$2"; shift 2 ;;
     --producer) producer="$2"; shift 2 ;;
+    --reader) reader="$2"; shift 2 ;;
     --contender-warmup-s) contender_warmup_s="$2"; shift 2 ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "run_bench.sh: unknown option $1" >&2; exit 2 ;;
@@ -121,6 +126,8 @@ done
 IFS=',' read -r -a case_list <<<"$cases"
 [[ $producer == native || $producer == java ]] ||
   { echo "run_bench.sh: --producer is native or java, not $producer" >&2; exit 2; }
+[[ $reader == native || $reader == java ]] ||
+  { echo "run_bench.sh: --reader is native or java, not $reader" >&2; exit 2; }
 
 log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -190,6 +197,16 @@ fi
 
 cpu_of() {  # utime+stime of a pid in seconds
   awk -v t="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); split($0, f, " "); printf "%.2f", (f[12] + f[13]) / t }' "/proc/$1/stat"
+}
+
+jit_cpu_of() {  # utime+stime of a JVM's JIT compiler threads (C1, C2) in seconds
+  local t files=()
+  for t in /proc/"$1"/task/*; do
+    [[ $(cat "$t/comm" 2>/dev/null) == C[12]\ Compiler* ]] && files+=("$t/stat")
+  done
+  [[ ${#files[@]} -gt 0 ]] || { echo 0; return; }
+  awk -v t="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); split($0, f, " "); s += f[12] + f[13] }
+    END { printf "%.2f", s / t }' "${files[@]}" 2>/dev/null || echo 0
 }
 
 # ---------------------------------------------------------------- input
@@ -468,13 +485,14 @@ run_latency_case() {  # case rep seconds (rep "w": the broker's warm-up run, not
   # Every process's CPU seconds over the case (bash's `time` for the reader and the
   # producer, /proc for the broker and the contender): on 2 vCPUs they share, the sum
   # says whether the machine itself was full.
-  local TIMEFORMAT='%U %S' case_t0 broker_cpu0=0
+  local TIMEFORMAT='%U %S' case_t0 broker_cpu0=0 broker_jit0=0
   case_t0=$(date +%s.%N)
-  [[ $broker_pid != 0 ]] && broker_cpu0=$(cpu_of "$broker_pid")
-  { time "$tool" latency --bootstrap "$B" --topic "$out" --warmup-s "$warmup_s" \
-    --warmup-topic "bench-warmup-$tag" --warmup-records 1000000 \
+  [[ $broker_pid != 0 ]] && broker_cpu0=$(cpu_of "$broker_pid") && broker_jit0=$(jit_cpu_of "$broker_pid")
+  local read=("$build/bench_latency_reader")
+  [[ $reader == java ]] && read=("$tool" latency --warmup-topic "bench-warmup-$tag" --warmup-records 1000000)
+  { time "${read[@]}" --bootstrap "$B" --topic "$out" --warmup-s "$warmup_s" \
     --expect-file "$d/expect" --idle-timeout-s 60 >"$d/latency.json" 2>"$d/latency.err"; } 2>"$d/reader.cpu" &
-  local reader=$!
+  local reader_pid=$!
   log "latency: case $c -> $out, $latency_rate records/s for $latency_s s (load $(cut -d' ' -f1 /proc/loadavg))"
   local produce=("$tool" produce --partitions "$partitions" --keyed)
   [[ $producer == native ]] && produce=("$build/bench_paced_produce")
@@ -490,28 +508,29 @@ run_latency_case() {  # case rep seconds (rep "w": the broker's warm-up run, not
   else jq .distinct_ids "$d/produce.json" >"$d/expect.tmp"; fi
   mv "$d/expect.tmp" "$d/expect"
   local rrc=0
-  wait "$reader" || rrc=$?
+  wait "$reader_pid" || rrc=$?
   # exactly's own view of the run (b, c, e): how its batches and commits were spread, to
   # tell a slow commit from a slow batch when the tail is long.
   if [[ $c != d ]]; then
     curl -s "http://127.0.0.1:$metrics_port/metrics" >"$d/metrics.txt" 2>/dev/null || true
     [[ -s "$d/metrics.txt" ]] && log "  $(latency_histograms "$d/metrics.txt")"
   fi
-  local contender_cpu broker_cpu=- case_s sum_cpu
+  local contender_cpu broker_cpu=- broker_jit=- case_s sum_cpu
   contender_cpu=$(cpu_of "$pid" 2>/dev/null || echo 0)
   [[ $broker_pid != 0 ]] && broker_cpu=$(awk -v a="$broker_cpu0" -v b="$(cpu_of "$broker_pid")" 'BEGIN { printf "%.1f", b - a }')
+  [[ $broker_pid != 0 ]] && broker_jit=$(awk -v a="$broker_jit0" -v b="$(jit_cpu_of "$broker_pid")" 'BEGIN { printf "%.1f", b - a }')
   case_s=$(awk -v a="$case_t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
   kill -TERM "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
   sum_cpu() { awk '{ printf "%.1f", $1 + $2 }' "$1" 2>/dev/null || echo -; }
   log "  CPU seconds over the case's $case_s s (2 vCPUs: at most $(awk -v s="$case_s" 'BEGIN { printf "%.0f", 2 * s }')):" \
-    "broker $broker_cpu, contender $contender_cpu, producer $(sum_cpu "$d/produce.cpu")," \
+    "broker $broker_cpu (its JIT compilers $broker_jit), contender $contender_cpu, producer $(sum_cpu "$d/produce.cpu")," \
     "reader $(sum_cpu "$d/reader.cpu") (producer and reader with their warm-ups)"
   local verdict=ok
   [[ $rrc -eq 0 ]] || verdict="incomplete($(jq -c '{received, expected}' "$d/latency.json" 2>/dev/null))"
   log "  $(cat "$d/latency.json") produced at $rate_seen/s verify=$verdict"
   # Where the tail came from: a backlog built early and worked off, or spikes later on.
-  timeline=$(grep -m1 'worst ms per second' "$d/latency.err" 2>/dev/null | sed 's/^kafka-tool latency: //')
+  timeline=$(grep -m1 'worst ms per second' "$d/latency.err" 2>/dev/null | sed 's/^[a-z_-]*\( latency\)\?: //')
   [[ -n $timeline ]] && log "  $timeline"
   # The input side of it: how long the producer waited for its acks, per second.
   timeline=$(grep -m1 'worst send-to-ack' "$d/produce.err" 2>/dev/null | sed 's/^[a-z_-]* produce: //')
@@ -535,7 +554,10 @@ if [[ "$latency_rate" != 0 ]]; then
   # of short transactions) runs other broker paths, which its JVM compiled during the
   # first measured run's first seconds: they took the CPU the contender needed, and the
   # backlog that built then set that run's p99. So the first case runs once first, at the
-  # same rate, unreported (a broker in service has long compiled these paths).
+  # same rate, unreported (a broker in service has long compiled these paths). For long
+  # enough: sampled every 10 s at 245k records/s, the broker's C2 compiler thread used
+  # 12-44% of a core through the first ~100 s of this traffic and 2-6% from ~150 s on;
+  # each case prints its compilers' CPU seconds.
   if [[ $contender_warmup_s -gt 0 ]]; then
     log "warming up the broker with case ${case_list[0]} for $contender_warmup_s s (not reported)"
     run_latency_case "${case_list[0]}" w "$contender_warmup_s"
