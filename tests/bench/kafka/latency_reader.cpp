@@ -5,9 +5,10 @@
 // `kafka-tool latency` does, and prints the same JSON line and per-second timeline.
 //
 // Why not the Java reader: on this 2-vCPU machine class the four processes of a latency
-// case (broker, pipeline, producer, reader) fill both cores at 245k records/s, and the
-// Java consumer took 15-17 CPU-seconds of a 68 s case (with its JIT warm-up read);
-// whatever the load generator and the reader take, the pipeline under test does not get.
+// case (broker, pipeline, producer, reader) nearly fill both cores at 245k records/s, and
+// whatever the load generator and the reader take, the pipeline under test does not get:
+// the Java consumer took 15.7-18.0 CPU-seconds of a 68 s case (with its JIT warm-up
+// read), this one 6.8-7.4.
 // `--reader java` keeps kafka-tool's.
 //
 //   bench_latency_reader --bootstrap B --topic T [--warmup-s 10] [--expect-file F]

@@ -25,7 +25,8 @@
 # writes, at half its CPU: the Java producer took ~0.85 of a core at 245k/s); --producer
 # java uses kafka-tool. The output is read by bench_latency_reader (librdkafka,
 # read_committed, the same measure and output as `kafka-tool latency`, which --reader
-# java uses: the Java reader took 15-17 CPU-seconds of a 68 s case at 245k/s).
+# java uses: at 245k/s the Java reader took 15.7-18.0 CPU-seconds of a 68 s case with
+# its warm-up read, this one 6.8-7.4).
 # Before the measured runs, the first case runs --contender-warmup-s at the same rate,
 # unreported, so that the broker has compiled a contender's paths (0 = skip).
 #
