@@ -26,6 +26,8 @@
 //          epoch): 10:.. 11:.."
 #include <librdkafka/rdkafka.h>
 
+#include "bench_cli.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -40,10 +42,9 @@
 
 namespace {
 
-[[noreturn]] void die(const std::string& msg) {
-  std::fprintf(stderr, "bench_latency_reader: %s\n", msg.c_str());
-  std::exit(2);
-}
+constexpr const char* kTool = "bench_latency_reader";
+
+[[noreturn]] void die(const std::string& msg) { exactly_bench::die(kTool, msg); }
 
 int64_t wall_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -58,25 +59,21 @@ struct Args {
 
 Args parse(int argc, char** argv) {
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    std::string_view k = argv[i];
-    if (i + 1 >= argc) die("option " + std::string(k) + " needs a value");
-    const char* v = argv[++i];
+  exactly_bench::each_option(kTool, argc, argv, [&](std::string_view k, const char* v) {
     if (k == "--bootstrap") a.bootstrap = v;
     else if (k == "--topic") a.topic = v;
     else if (k == "--warmup-s") a.warmup_s = std::atof(v);
     else if (k == "--expect-file") a.expect_file = v;
     else if (k == "--idle-timeout-s") a.idle_timeout_s = std::atof(v);
-    else die("unknown option " + std::string(k));
-  }
+    else return false;
+    return true;
+  });
   if (a.bootstrap.empty() || a.topic.empty()) die("needs --bootstrap and --topic");
   return a;
 }
 
 rd_kafka_t* make_consumer(const Args& a) {
-  char err[512];
-  rd_kafka_conf_t* conf = rd_kafka_conf_new();
-  const std::pair<const char*, std::string> props[] = {
+  const exactly_bench::Property props[] = {
       {"bootstrap.servers", a.bootstrap},
       {"client.id", "exactly-bench-latency-reader"},
       // Partitions are assigned by hand; the group is never joined nor committed to.
@@ -91,12 +88,7 @@ rd_kafka_t* make_consumer(const Args& a) {
       {"fetch.min.bytes", "1"},
       {"allow.auto.create.topics", "false"},
   };
-  for (const auto& [k, v] : props)
-    if (rd_kafka_conf_set(conf, k, v.c_str(), err, sizeof err) != RD_KAFKA_CONF_OK)
-      die(std::string(k) + ": " + err);
-  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
-  if (!rk) die(std::string("rd_kafka_new: ") + err);
-  return rk;
+  return exactly_bench::make_client(kTool, RD_KAFKA_CONSUMER, props, [](rd_kafka_conf_t*) {});
 }
 
 int partition_count(rd_kafka_t* rk, const std::string& topic) {

@@ -18,6 +18,8 @@
 // an end-to-end latency spent before the input reached the broker).
 #include <librdkafka/rdkafka.h>
 
+#include "bench_cli.hpp"
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -34,10 +36,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-[[noreturn]] void die(const std::string& msg) {
-  std::fprintf(stderr, "bench_paced_produce: %s\n", msg.c_str());
-  std::exit(2);
-}
+constexpr const char* kTool = "bench_paced_produce";
+
+[[noreturn]] void die(const std::string& msg) { exactly_bench::die(kTool, msg); }
 
 // Java's kafka-tool mix64 (SplitMix64's finalizer), in unsigned arithmetic like Java's
 // wrapping long and >>>.
@@ -124,10 +125,7 @@ struct Args {
 
 Args parse(int argc, char** argv) {
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    std::string_view k = argv[i];
-    if (i + 1 >= argc) die("option " + std::string(k) + " needs a value");
-    const char* v = argv[++i];
+  exactly_bench::each_option(kTool, argc, argv, [&](std::string_view k, const char* v) {
     if (k == "--bootstrap") a.bootstrap = v;
     else if (k == "--topic") a.topic = v;
     else if (k == "--count") a.count = std::atoll(v);
@@ -139,8 +137,9 @@ Args parse(int argc, char** argv) {
     else if (k == "--warmup-topic") a.warmup_topic = v;
     else if (k == "--warmup-s") a.warmup_s = std::atof(v);
     else if (k == "--progress-s") a.progress_s = std::atof(v);
-    else die("unknown option " + std::string(k));
-  }
+    else return false;
+    return true;
+  });
   if (a.bootstrap.empty() || a.topic.empty() || a.count < 0 || a.rate <= 0)
     die("needs --bootstrap, --topic, --count and --rate > 0");
   if (a.dup_ratio < 0 || a.dup_ratio >= 1) die("--dup-ratio must be in [0,1)");
@@ -148,11 +147,9 @@ Args parse(int argc, char** argv) {
 }
 
 rd_kafka_t* make_producer(const Args& a, Acks* acks) {
-  char err[512];
-  rd_kafka_conf_t* conf = rd_kafka_conf_new();
   // As kafka-tool produce: idempotent, acks=all, 256 KiB batches, a deep queue; the
   // Java default partitioner (murmur2 of the key), so duplicates share a partition.
-  const std::pair<const char*, std::string> props[] = {
+  const exactly_bench::Property props[] = {
       {"bootstrap.servers", a.bootstrap},
       {"client.id", "exactly-bench-paced-produce"},
       {"enable.idempotence", "true"},
@@ -164,14 +161,10 @@ rd_kafka_t* make_producer(const Args& a, Acks* acks) {
       {"message.timeout.ms", "300000"},
       {"partitioner", "murmur2_random"},
   };
-  for (const auto& [k, v] : props)
-    if (rd_kafka_conf_set(conf, k, v.c_str(), err, sizeof err) != RD_KAFKA_CONF_OK)
-      die(std::string(k) + ": " + err);
-  rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
-  rd_kafka_conf_set_opaque(conf, acks);
-  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
-  if (!rk) die(std::string("rd_kafka_new: ") + err);
-  return rk;
+  return exactly_bench::make_client(kTool, RD_KAFKA_PRODUCER, props, [&](rd_kafka_conf_t* conf) {
+    rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
+    rd_kafka_conf_set_opaque(conf, acks);
+  });
 }
 
 void send(rd_kafka_t* rk, const std::string& topic, const std::string& value, int64_t sent_ns) {
@@ -267,7 +260,8 @@ int main(int argc, char** argv) {
   if (acks.failed) die("send failed: " + acks.first_error);
 
   std::string tl = "bench_paced_produce: worst send-to-ack ms per second:";
-  for (int s = 0; s < 4096 && s < secs; ++s) tl += " " + std::to_string(s) + ":" + std::to_string(acks.worst_ms[s]);
+  for (int s = 0; s < 4096 && s < secs; ++s)
+    tl.append(" ").append(std::to_string(s)).append(":").append(std::to_string(acks.worst_ms[s]));
   std::fprintf(stderr, "%s\n", tl.c_str());
   const auto acked = static_cast<long long>(acks.acked.load());
   const auto distinct = static_cast<long long>(originals.size());
