@@ -1,6 +1,6 @@
-// Command line and librdkafka client set-up shared by the latency benchmark's tools
-// (bench_paced_produce, bench_latency_reader): "--key value" options, and a client
-// whose every property is checked, each failure ending the tool with its name.
+// Command line and librdkafka client set-up shared by the Kafka benchmark's tools:
+// "--key value" options, a client whose every property is checked (each failure ending
+// the tool with its name), and a topic's partition count.
 #pragma once
 
 #include <librdkafka/rdkafka.h>
@@ -44,6 +44,20 @@ rd_kafka_t* make_client(const char* tool, rd_kafka_type_t type, const Property (
   rd_kafka_t* rk = rd_kafka_new(type, conf, err, sizeof err);
   if (!rk) die(tool, std::string("rd_kafka_new: ") + err);
   return rk;
+}
+
+// The topic's partition count from the broker's metadata, -1 if it has none (yet).
+inline int partition_count(rd_kafka_t* rk, const std::string& topic) {
+  rd_kafka_topic_t* t = rd_kafka_topic_new(rk, topic.c_str(), nullptr);
+  const rd_kafka_metadata_t* md = nullptr;
+  int n = -1;
+  if (rd_kafka_metadata(rk, 0, t, &md, 10000) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+    if (md->topic_cnt == 1 && md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR)
+      n = md->topics[0].partition_cnt;
+    rd_kafka_metadata_destroy(md);
+  }
+  rd_kafka_topic_destroy(t);
+  return n;
 }
 
 }  // namespace exactly_bench

@@ -91,20 +91,14 @@ rd_kafka_t* make_consumer(const Args& a) {
   return exactly_bench::make_client(kTool, RD_KAFKA_CONSUMER, props, [](rd_kafka_conf_t*) {});
 }
 
-int partition_count(rd_kafka_t* rk, const std::string& topic) {
+// The topic is created just before the reader starts: its metadata may lag.
+int wait_for_partitions(rd_kafka_t* rk, const std::string& topic) {
   for (int attempt = 0; attempt < 30; ++attempt) {
-    rd_kafka_topic_t* t = rd_kafka_topic_new(rk, topic.c_str(), nullptr);
-    const rd_kafka_metadata_t* md = nullptr;
-    const rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, t, &md, 10000);
-    rd_kafka_topic_destroy(t);
-    int n = -1;
-    if (e == RD_KAFKA_RESP_ERR_NO_ERROR && md->topic_cnt == 1 && md->topics[0].err == 0)
-      n = md->topics[0].partition_cnt;
-    if (md) rd_kafka_metadata_destroy(md);
+    const int n = exactly_bench::partition_count(rk, topic);
     if (n > 0) return n;
     rd_kafka_poll(rk, 1000);
   }
-  die("topic " + topic + " has no partitions after 30 s");
+  die("topic " + topic + " has no partitions after 30 attempts");
 }
 
 // -1 while the file is missing or empty: the input is still being produced.
@@ -120,7 +114,7 @@ int64_t read_expect(const std::string& path) {
 int main(int argc, char** argv) {
   const Args a = parse(argc, argv);
   rd_kafka_t* rk = make_consumer(a);
-  const int parts = partition_count(rk, a.topic);
+  const int parts = wait_for_partitions(rk, a.topic);
   rd_kafka_topic_partition_list_t* tps = rd_kafka_topic_partition_list_new(parts);
   for (int p = 0; p < parts; ++p)
     rd_kafka_topic_partition_list_add(tps, a.topic.c_str(), p)->offset = RD_KAFKA_OFFSET_BEGINNING;
@@ -147,8 +141,7 @@ int main(int argc, char** argv) {
     bool got = false;
     for (ssize_t i = 0; i < n; ++i) {
       rd_kafka_message_t* m = msgs[i];
-      if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-      } else if (m->err) {
+      if (m->err) {
         // Transient fetch errors are retried by librdkafka; anything that reaches here
         // ends the reading with the error named.
         failure = rd_kafka_message_errstr(m);

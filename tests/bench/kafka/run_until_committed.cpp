@@ -21,6 +21,7 @@
 // store): the finish line is then the sum of --topic's end offsets (high watermarks, one
 // ListOffsets per partition per interval) reaching --target, i.e. the output is all there;
 // --group is not needed. first_commit_s is then the time to the first output record.
+#include "bench_cli.hpp"
 #include "proc_stats.hpp"
 
 #include <librdkafka/rdkafka.h>
@@ -42,6 +43,7 @@
 namespace {
 
 using exactly_bench::cpu_seconds;
+using exactly_bench::partition_count;
 using exactly_bench::peak_rss_kb;
 using exactly_bench::threads_json;
 
@@ -105,19 +107,6 @@ void set(rd_kafka_conf_t* c, const char* k, const std::string& v) {
     std::fprintf(stderr, "bench_run_until_committed: %s: %s\n", k, err);
     std::exit(2);
   }
-}
-
-int partition_count(rd_kafka_t* rk, const std::string& topic) {
-  rd_kafka_topic_t* t = rd_kafka_topic_new(rk, topic.c_str(), nullptr);
-  const rd_kafka_metadata_t* md = nullptr;
-  int n = -1;
-  if (rd_kafka_metadata(rk, 0, t, &md, 10000) == RD_KAFKA_RESP_ERR_NO_ERROR) {
-    if (md->topic_cnt == 1 && md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR)
-      n = md->topics[0].partition_cnt;
-    rd_kafka_metadata_destroy(md);
-  }
-  rd_kafka_topic_destroy(t);
-  return n;
 }
 
 double since(Clock::time_point t0) {
