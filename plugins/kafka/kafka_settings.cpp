@@ -114,6 +114,10 @@ SourceSettings SourceSettings::parse(const sdk::Config& cfg) {
   s.stop_when_idle_ms = cfg.get_duration_ms("stop.when.idle", 0);
   if (s.stop_when_idle_ms < 0) throw sdk::ConfigError("stop.when.idle", "must not be negative");
   if (s.open_timeout_ms < 0) throw sdk::ConfigError("open.timeout", "must not be negative");
+  s.stall_timeout_ms = cfg.get_duration_ms("fetch.stall.timeout", 30000);
+  if (s.stall_timeout_ms < 0) throw sdk::ConfigError("fetch.stall.timeout", "must not be negative");
+  if (s.stall_timeout_ms > 0 && s.stall_timeout_ms < 1000)
+    throw sdk::ConfigError("fetch.stall.timeout", "must be 0 (off) or at least 1s");
   s.user = cfg.get_map("rdkafka");
   reject_forced_consumer(s.user);
   int64_t replicas = cfg.get_int("standby.replicas", 0);

@@ -26,6 +26,7 @@ struct SourceSettings {
   int64_t poll_timeout_ms = 100;
   int64_t open_timeout_ms = 30000;
   int64_t stop_when_idle_ms = 0;
+  int64_t stall_timeout_ms = 30000;  // fetch.stall.timeout; 0 = never checked
   std::map<std::string, std::string> user;  // rdkafka: {...}
   int standby_replicas = 0;
   bool static_membership = false;

@@ -11,7 +11,7 @@
 
 namespace exactly::kafka {
 
-const ex_config_field kSourceFields[15] = {
+const ex_config_field kSourceFields[16] = {
     sdk::required("bootstrap.servers", EX_CFG_STRING,
                   "Kafka brokers (host:port,...), or `embedded` for the in-process demo cluster"),
     sdk::required("group.id", EX_CFG_STRING, "Consumer group; committed offsets live here"),
@@ -41,6 +41,12 @@ const ex_config_field kSourceFields[15] = {
     sdk::field("stop.when.idle", EX_CFG_DURATION,
                "End of input once no record arrived for this long (batch jobs, demos); 0 = never",
                "0"),
+    sdk::field("fetch.stall.timeout", EX_CFG_DURATION,
+               "A fetchable (not paused) partition from which no record arrived for this long "
+               "although the broker holds records past its position is warned about and its "
+               "fetch restarted at that position (and the topic's metadata refreshed); counted "
+               "in kafka_source_fetch_restarts_total. 0 = never checked",
+               "30000"),
     sdk::field("static.membership", EX_CFG_BOOL,
                "Join with a group.instance.id kept in state.dir (one per host, the same YAML "
                "everywhere): a host that restarts within session.timeout.ms gets its partitions "
@@ -96,6 +102,7 @@ KafkaSource::KafkaSource(sdk::Host host, const sdk::Config& cfg) : ClientContext
   poll_timeout_ms_ = s.poll_timeout_ms;
   open_timeout_ms_ = s.open_timeout_ms;
   stop_when_idle_ms_ = s.stop_when_idle_ms;
+  stall_timeout_ms_ = s.stall_timeout_ms;
   standby_replicas_ = s.standby_replicas;
   not_before_header_ = s.not_before_header;
   const auto& user = s.user;
@@ -322,6 +329,7 @@ void KafkaSource::on_assign(rd_kafka_topic_partition_list_t* parts) {
     p.assigned_at = start;
     p.rd_paused = false;
     p.not_before_ms = 0;
+    p.progress_ms = now_ms();
     added_ids.push_back(id);
     host_parts.push_back(sdk::Partition{id, p.name, p.topic, p.number, start >= 0 ? start : -1});
   }
@@ -330,15 +338,20 @@ void KafkaSource::on_assign(rd_kafka_topic_partition_list_t* parts) {
   std::vector<PartState*> added;
   for (int32_t id : added_ids) added.push_back(&parts_[static_cast<size_t>(id)]);
   if (prioritized()) forward_to_levels(added);  // before the fetchers start
+  // librdkafka keeps a partition's application pause across unassign and assign: one that
+  // was paused when it was revoked (a not-before wait, a hold, a priority level) would
+  // come back paused while rd_paused says it is not. Every one is resumed, and BEFORE the
+  // assign: librdkafka 2.0.2 starts a partition's fetch on its main thread some time
+  // after rd_kafka_assign() returns, and any pause or resume issued in between (even a
+  // resume of a partition that is not paused; fixed upstream in 2.3.1) makes that start
+  // outdated: the partition is then never fetched, silently (about one fresh assignment
+  // in twenty in the latency benchmark). A resume before the assign is older than the
+  // start. A partition never assigned before has nothing to resume (no-op).
+  rd_kafka_resume_partitions(rk_, list.get());
   err = rd_kafka_assign(rk_, list.get());
   if (err != RD_KAFKA_RESP_ERR_NO_ERROR && pending_)
     pending_ = sdk::Status::fatal(std::string("kafka source: assign failed: ") +
                                   rd_kafka_err2str(err));
-  // librdkafka keeps a partition's application pause across unassign and assign: one that
-  // was paused when it was revoked (a not-before wait, a hold, a priority level) would
-  // come back paused while rd_paused says it is not. Start every one fetching; the pauses
-  // it should have are applied below.
-  if (err == RD_KAFKA_RESP_ERR_NO_ERROR) rd_kafka_resume_partitions(rk_, list.get());
   // Whole-source pause, and the priority levels below the one with backlog.
   sdk::Status paused_st = sdk::Status::ok();
   if (prioritized()) {
@@ -516,6 +529,7 @@ sdk::Status KafkaSource::poll(int timeout_ms, std::vector<ex_record>& out, bool&
   headers_.clear();
   headers_.reserve(nh);
   out.reserve(out.size() + msgs_.size());
+  const int64_t polled_ms = msgs_.empty() ? 0 : now_ms();
   for (size_t i = 0; i < msgs_.size(); ++i) {
     rd_kafka_message_t* m = msgs_[i];
     PartState* p = state_of(m);
@@ -547,12 +561,14 @@ sdk::Status KafkaSource::poll(int timeout_ms, std::vector<ex_record>& out, bool&
     rd_kafka_timestamp_type_t tstype;
     r.timestamp_ms = rd_kafka_message_timestamp(m, &tstype);
     p->next = m->offset + 1;
+    p->progress_ms = polled_ms;
     out.push_back(r);
   }
   if (!msgs_.empty()) host_.counter("kafka_source_records_total", static_cast<double>(msgs_.size()));
   if (prioritized()) priority_handed(plan);
   // A bounded run: the topic has been quiet long enough to call it drained.
   report_lag();
+  check_stalls();
   // The clock runs only while partitions are assigned and none is held back by a stage
   // (joining the group or waiting for a restore is not idling).
   if (stop_when_idle_ms_ > 0) {
@@ -775,7 +791,10 @@ sdk::Status KafkaSource::apply_pauses(const std::vector<PartState*>& parts) {
 
 // After a pause librdkafka fetches on from the last message it returned to this source,
 // which is where the source's view goes on (next, or after what it buffered) unless
-// records were dropped meanwhile (a rewind, a hold): there it seeks first.
+// records were dropped meanwhile (a rewind, a hold): there it seeks first. A partition
+// that has handed out nothing yet is sought to where it starts (its committed offset, or
+// the earliest): a pause that came soon after its assignment may have cancelled the
+// start of its fetch (see on_assign), and a plain resume would not start it again.
 sdk::Status KafkaSource::resume_checked(std::vector<PartState*> parts) {
   TplPtr list(rd_kafka_topic_partition_list_new(static_cast<int>(parts.size())));
   for (PartState* p : parts) rd_kafka_topic_partition_list_add(list.get(), p->topic.c_str(), p->number);
@@ -784,7 +803,12 @@ sdk::Status KafkaSource::resume_checked(std::vector<PartState*> parts) {
     for (size_t i = 0; i < parts.size(); ++i) {
       PartState* p = parts[i];
       int64_t expected = !p->buffered.empty() ? p->buffered.back()->offset + 1 : p->next;
-      if (expected >= 0 && list->elems[i].offset != expected)
+      if (expected < 0) {
+        const int64_t at = resume_point(*p);
+        if (at != RD_KAFKA_OFFSET_INVALID && list->elems[i].offset != at) seeks.emplace_back(p, at);
+        continue;
+      }
+      if (list->elems[i].offset != expected)
         seeks.emplace_back(p, p->next >= 0 ? p->next : p->buffered.front()->offset);
     }
   }

@@ -23,7 +23,7 @@
 
 namespace exactly::kafka {
 
-extern const ex_config_field kSourceFields[15];
+extern const ex_config_field kSourceFields[16];
 
 class KafkaSource final : public sdk::Source, public ClientContext {
  public:
@@ -74,6 +74,9 @@ class KafkaSource final : public sdk::Source, public ClientContext {
     // librdkafka and positioned at that record (`next`) until this wall-clock time
     // (epoch ms); 0 while not waiting.
     int64_t not_before_ms = 0;
+    // When a record of it last arrived, or it last was (re)started or paused: the fetch
+    // stall check (kafka_source_stall.cpp) measures from here.
+    int64_t progress_ms = 0;
   };
 
   static void rebalance_cb(rd_kafka_t* rk, rd_kafka_resp_err_t err,
@@ -156,6 +159,16 @@ class KafkaSource final : public sdk::Source, public ClientContext {
   int64_t stop_when_idle_ms_ = 0;
   int64_t last_lag_report_ms_ = 0;
   void report_lag();
+  // Fetch stall check (kafka_source_stall.cpp), at most once a second: a fetchable
+  // partition without records for stall_timeout_ms_ while the broker holds records past
+  // its position gets its fetch restarted there.
+  int64_t stall_timeout_ms_ = 30000;
+  int64_t last_stall_check_ms_ = 0;
+  void check_stalls();
+  // The offset a partition's next record comes from (RD_KAFKA_OFFSET_BEGINNING when it
+  // has none yet and starts at the earliest), or RD_KAFKA_OFFSET_INVALID when unknown.
+  int64_t resume_point(const PartState& p) const;
+  void restart_fetch(PartState& p, int64_t at, int64_t waiting);
   int64_t last_record_ms_ = 0;  // 0 until the first poll
   int64_t open_timeout_ms_;
   bool reset_latest_ = false;

@@ -6,7 +6,7 @@
 #       [--commit-interval-ms 1000] [--commit-max-records 1000000]
 #       [--prefetch 1000000] [--source-rdkafka 'key: value, ...'] [--streams-threads 1]
 #       [--streams-caching false]
-#       [--workdir DIR] [--keep]
+#       [--workdir DIR] [--keep] [--broker-prop KEY=VALUE ...]
 #   tests/bench/kafka/run_bench.sh --latency RATE [--seconds 60] [--warmup-s 10]
 #       [--producer-warmup-s 5] [--producer native|java] [--reader native|java]
 #       [--contender-warmup-s 150] [--cases c,d]
@@ -78,7 +78,10 @@
 # YAML, JSON, metrics scrapes) stays in the work dir, which is printed. Results and
 # analysis: docs/benchmarks.md.
 #
-# Broker: $EXACTLY_KAFKA_BOOTSTRAP if set, else one started (and stopped) here.
+# Broker: $EXACTLY_KAFKA_BOOTSTRAP if set, else one started (and stopped) here with
+# tests/tools/kafka-broker.sh's settings, each --broker-prop KEY=VALUE appended (the last
+# value of a key wins; e.g. log.segment.bytes=1073741824, Kafka's own default, instead
+# of the test broker's 256 MiB).
 # BUILD_DIR (default build-bench): a Release build of its own, never build/.
 # Streams app: built with Maven into ${EXACTLY_CACHE:-~/.cache/exactly}/streams-dedupe.
 # Connect + MM2: jars copied with Maven into ${EXACTLY_CACHE:-~/.cache/exactly}/connect-mm2/libs.
@@ -96,6 +99,7 @@ interval_ms=1000 max_records=1000000 streams_threads=1 streams_caching=false pre
 source_rdkafka=""
 work="" keep=0 seed=7 latency_rate=0 latency_s=60 warmup_s=10 producer_warmup_s=5 producer=native reader=native
 contender_warmup_s=150
+broker_props=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --records) records="$2"; shift 2 ;;
@@ -120,6 +124,7 @@ while [[ $# -gt 0 ]]; do
     --producer) producer="$2"; shift 2 ;;
     --reader) reader="$2"; shift 2 ;;
     --contender-warmup-s) contender_warmup_s="$2"; shift 2 ;;
+    --broker-prop) broker_props+=(--prop "$2"); shift 2 ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "run_bench.sh: unknown option $1" >&2; exit 2 ;;
   esac
@@ -191,7 +196,7 @@ if [[ -n "${EXACTLY_KAFKA_BOOTSTRAP:-}" ]]; then
   log "using the broker at $B (pid: $broker_pid; 0 = not measured)"
 else
   broker_dir="$work/kafka"
-  B="$(KAFKA_HEAP="${KAFKA_HEAP:-1g}" "$broker_sh" start --dir "$broker_dir" | tail -n1)"
+  B="$(KAFKA_HEAP="${KAFKA_HEAP:-1g}" "$broker_sh" start --dir "$broker_dir" "${broker_props[@]}" | tail -n1)"
   broker_pid="$(cat "$broker_dir/node-1/pid")"
   log "broker $B (pid $broker_pid, dir $broker_dir)"
 fi

@@ -1,0 +1,85 @@
+// The kafka source's fetch stall check (`fetch.stall.timeout`). A partition that librdkafka
+// should be fetching (assigned, not paused for any reason) but from which no record has
+// arrived for that long, while the broker holds records past its position, is stalled:
+// in a latency benchmark (docs/benchmarks.md) librdkafka 2.0.2 once never fetched one
+// partition of a freshly created topic, with no error and no log line, and the pipeline
+// went on with the other three. Nothing else notices: the lag gauge needs a position, and
+// a partition that never delivered a record has none.
+//
+// The remedy is what restarting the host would do, for that partition only: refresh the
+// topic's metadata (a partition without a known leader is not fetched) and seek it to its
+// position, which restarts librdkafka's fetch state for it. "Records waiting" counts what
+// a read_committed source may read (librdkafka's watermarks are then the last stable
+// offset): records behind an open transaction are not a stall.
+#include "kafka_source.hpp"
+
+#include <memory>
+#include <string>
+
+namespace exactly::kafka {
+
+int64_t KafkaSource::resume_point(const PartState& p) const {
+  if (p.next >= 0) return p.next;
+  if (p.start >= 0) return p.start;
+  // Nothing read and nothing committed: auto.offset.reset decides. At the latest end the
+  // position is wherever the end was when fetching began, which is not known here.
+  return reset_latest_ ? RD_KAFKA_OFFSET_INVALID : RD_KAFKA_OFFSET_BEGINNING;
+}
+
+void KafkaSource::check_stalls() {
+  if (stall_timeout_ms_ <= 0) return;
+  const int64_t now = now_ms();
+  if (now - last_stall_check_ms_ < 1000) return;
+  last_stall_check_ms_ = now;
+  for (auto& p : parts_) {
+    if (!p.assigned) continue;
+    // Paused (for any reason) or holding records back for a priority level: not fetching
+    // by design, so the clock starts again once it fetches.
+    if (p.rd_paused || wants_pause(p, paused_) || !p.buffered.empty()) {
+      p.progress_ms = now;
+      continue;
+    }
+    if (now - p.progress_ms < stall_timeout_ms_) continue;
+    p.progress_ms = now;  // checked at most once per timeout
+    const int64_t at = resume_point(p);
+    if (at == RD_KAFKA_OFFSET_INVALID) continue;
+    int64_t lo = -1, hi = -1;
+    // The cached watermarks first (no request): a partition that is caught up has them
+    // from its last (empty) fetch answer.
+    if (rd_kafka_get_watermark_offsets(rk_, p.topic.c_str(), p.number, &lo, &hi) ==
+            RD_KAFKA_RESP_ERR_NO_ERROR &&
+        hi >= 0 && at >= 0 && hi <= at)
+      continue;
+    // None cached (never fetched) or records past the position: ask the broker.
+    if (rd_kafka_query_watermark_offsets(rk_, p.topic.c_str(), p.number, &lo, &hi, 2000) !=
+        RD_KAFKA_RESP_ERR_NO_ERROR)
+      continue;  // the broker did not answer: asked again after another timeout
+    const int64_t from = at >= 0 ? at : lo;
+    if (hi <= from) continue;  // nothing waiting: a quiet partition
+    std::string labels = "partition=" + p.name;
+    host_.gauge("kafka_source_consumer_lag", static_cast<double>(hi - from), labels.c_str());
+    restart_fetch(p, at, hi - from);
+  }
+}
+
+void KafkaSource::restart_fetch(PartState& p, int64_t at, int64_t waiting) {
+  host_.warn("kafka source: no record of " + p.name + " arrived for " +
+             std::to_string(stall_timeout_ms_ / 1000) + " s although " + std::to_string(waiting) +
+             " are waiting at the broker; restarting its fetch at " +
+             (at >= 0 ? "offset " + std::to_string(at) : std::string("the earliest offset")));
+  std::string labels = "partition=" + p.name;
+  host_.counter("kafka_source_fetch_restarts_total", 1, labels.c_str());
+  // A partition whose leader librdkafka lost track of is not fetched from anywhere; a
+  // metadata answer for the topic updates its leaders.
+  rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk_, p.topic.c_str(), nullptr);
+  if (rkt != nullptr) {
+    const rd_kafka_metadata_t* md = nullptr;
+    if (rd_kafka_metadata(rk_, 0, rkt, &md, 2000) == RD_KAFKA_RESP_ERR_NO_ERROR && md != nullptr)
+      rd_kafka_metadata_destroy(md);
+    rd_kafka_topic_destroy(rkt);
+  }
+  sdk::Status st = seek_all({{&p, at}});
+  if (!st) host_.warn(st.message());
+}
+
+}  // namespace exactly::kafka
