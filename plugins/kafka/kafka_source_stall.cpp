@@ -31,6 +31,9 @@ void KafkaSource::check_stalls() {
   const int64_t now = now_ms();
   if (now - last_stall_check_ms_ < 1000) return;
   last_stall_check_ms_ = now;
+  // At most one broker request per check: with the broker unreachable each waits its 2 s,
+  // and a poll must not wait that for every quiet partition in turn.
+  bool asked = false;
   for (auto& p : parts_) {
     if (!p.assigned) continue;
     // Paused (for any reason) or holding records back for a priority level: not fetching
@@ -40,16 +43,23 @@ void KafkaSource::check_stalls() {
       continue;
     }
     if (now - p.progress_ms < stall_timeout_ms_) continue;
-    p.progress_ms = now;  // checked at most once per timeout
     const int64_t at = resume_point(p);
-    if (at == RD_KAFKA_OFFSET_INVALID) continue;
+    if (at == RD_KAFKA_OFFSET_INVALID) {
+      p.progress_ms = now;
+      continue;
+    }
     int64_t lo = -1, hi = -1;
     // The cached watermarks first (no request): a partition that is caught up has them
     // from its last (empty) fetch answer.
     if (rd_kafka_get_watermark_offsets(rk_, p.topic.c_str(), p.number, &lo, &hi) ==
             RD_KAFKA_RESP_ERR_NO_ERROR &&
-        hi >= 0 && at >= 0 && hi <= at)
+        hi >= 0 && at >= 0 && hi <= at) {
+      p.progress_ms = now;
       continue;
+    }
+    if (asked) continue;  // its turn comes at the next check
+    asked = true;
+    p.progress_ms = now;  // asked about at most once per timeout
     // None cached (never fetched) or records past the position: ask the broker.
     if (rd_kafka_query_watermark_offsets(rk_, p.topic.c_str(), p.number, &lo, &hi, 2000) !=
         RD_KAFKA_RESP_ERR_NO_ERROR)
