@@ -13,7 +13,8 @@
 // way, and the later resume did not restart it.
 //
 // The race itself is narrow: these loops did not hit it in 145 rounds against the old
-// code (the exactly host did, 1 round in 19, tests/tools/fetch-start-loop.sh); they guard
+// code (the exactly host did once, in round 10 of a loop like tests/tools/
+// fetch-start-loop.sh, whose 40-round runs then saw it neither before nor after); they guard
 // that every partition of a fresh assignment, with and without pauses at assignment,
 // is fetched.
 #include "kafka_test_util.hpp"
