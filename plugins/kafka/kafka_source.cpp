@@ -345,8 +345,9 @@ void KafkaSource::on_assign(rd_kafka_topic_partition_list_t* parts) {
   // after rd_kafka_assign() returns, and any pause or resume issued in between (even a
   // resume of a partition that is not paused; fixed upstream in 2.3.1) makes that start
   // outdated: the partition is then never fetched, silently (seen in a latency benchmark
-  // run and in one of 19 fresh starts of a loop; docs/benchmarks.md, "Fetch starts"). A resume before the assign is older than the
-  // start. A partition never assigned before has nothing to resume (no-op).
+  // run and in one of 19 fresh starts of a loop; docs/benchmarks.md, "Fetch starts"). A
+  // resume before the assign is older than the start. A partition never assigned before
+  // has nothing to resume (no-op).
   rd_kafka_resume_partitions(rk_, list.get());
   err = rd_kafka_assign(rk_, list.get());
   if (err != RD_KAFKA_RESP_ERR_NO_ERROR && pending_)

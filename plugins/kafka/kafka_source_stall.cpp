@@ -23,7 +23,7 @@ int64_t KafkaSource::resume_point(const PartState& p) const {
   if (p.start >= 0) return p.start;
   // Nothing read and nothing committed: auto.offset.reset decides. At the latest end the
   // position is wherever the end was when fetching began, which is not known here.
-  return reset_latest_ ? RD_KAFKA_OFFSET_INVALID : RD_KAFKA_OFFSET_BEGINNING;
+  return reset_latest_ ? RD_KAFKA_OFFSET_INVALID : reset_offset();
 }
 
 void KafkaSource::check_stalls() {
@@ -66,8 +66,6 @@ void KafkaSource::check_stalls() {
       continue;  // the broker did not answer: asked again after another timeout
     const int64_t from = at >= 0 ? at : lo;
     if (hi <= from) continue;  // nothing waiting: a quiet partition
-    std::string labels = "partition=" + p.name;
-    host_.gauge("kafka_source_consumer_lag", static_cast<double>(hi - from), labels.c_str());
     restart_fetch(p, at, hi - from);
   }
 }

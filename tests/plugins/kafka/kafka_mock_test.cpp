@@ -144,6 +144,20 @@ TEST(KafkaConfig, SourceRejectsCooperativeAssignorAndUnknownProperties) {
                             {{"bootstrap.servers", mc.servers()}, {"group.id", "g"},
                              {"topics", "t"}, {"rdkafka.fetch.min.bytes", "1"}});
   EXPECT_TRUE(passthrough.ok()) << passthrough.create_status().message();
+
+  // The stall check is off (0) or checks at most once a second: anything else is refused
+  // by its key.
+  for (const char* bad : {"-1", "500"}) {
+    SourceHarness stall(lib(), "kafka",
+                        {{"bootstrap.servers", mc.servers()}, {"group.id", "g"}, {"topics", "t"},
+                         {"fetch.stall.timeout", bad}});
+    EXPECT_EQ(stall.create_status().code(), EX_ERR_CONFIG) << bad;
+    EXPECT_EQ(stall.create_status().key(), "fetch.stall.timeout") << bad;
+  }
+  SourceHarness off(lib(), "kafka",
+                    {{"bootstrap.servers", mc.servers()}, {"group.id", "g"}, {"topics", "t"},
+                     {"fetch.stall.timeout", "0"}});
+  EXPECT_TRUE(off.ok()) << off.create_status().message();
 }
 
 TEST(KafkaConfig, InvisibleCharactersInGroupIdsAndTopicsAreRefusedByName) {
