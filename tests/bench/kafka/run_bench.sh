@@ -29,6 +29,8 @@
 # its warm-up read, this one 6.8-7.4).
 # Before the measured runs, the first case runs --contender-warmup-s at the same rate,
 # unreported, so that the broker has compiled a contender's paths (0 = skip).
+# Each case also logs its CPU seconds per process and its busiest threads as CPU s / s
+# runnable but waiting for a core: on 2 vCPUs a tail can be a machine with no core left.
 #
 # Loads one input topic (UUID-text ids in JSON, keyed by id so duplicates share a
 # partition), then each contender reads ALL of it from the beginning into its own
@@ -203,6 +205,25 @@ fi
 
 cpu_of() {  # utime+stime of a pid in seconds
   awk -v t="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); split($0, f, " "); printf "%.2f", (f[12] + f[13]) / t }' "/proc/$1/stat"
+}
+
+thread_table() {  # pid: per thread name (digits folded), CPU s and s waiting for a core
+  # Waiting for a core (schedstat's run-queue time) tells a machine with no CPU left from
+  # a thread that is slow by itself.
+  local t
+  for t in /proc/"$1"/task/*; do
+    printf '%s\t%s\t%s\n' "$(sed 's/[0-9]\+/N/g' "$t/comm" 2>/dev/null)" \
+      "$(awk '{ sub(/^.*\) /, ""); split($0, f, " "); print f[12] + f[13] }' "$t/stat" 2>/dev/null)" \
+      "$(awk '{ print $2 }' "$t/schedstat" 2>/dev/null)"
+  done | awk -F'\t' -v hz="$(getconf CLK_TCK)" '$2 != "" { c[$1] += $2 / hz; w[$1] += $3 / 1e9 }
+    END { for (k in c) printf "%s\t%.2f\t%.2f\n", k, c[k], w[k] }'
+}
+
+threads_since() {  # table-before pid [n]: the n busiest names since the table, "CPU/waiting"
+  thread_table "$2" | awk -F'\t' -v before="$1" '
+    BEGIN { while ((getline l < before) > 0) { split(l, f, "\t"); c0[f[1]] = f[2]; w0[f[1]] = f[3] } }
+    { printf "%.2f\t%s %.1f/%.1f\n", $2 - c0[$1], $1, $2 - c0[$1], $3 - w0[$1] }' |
+    sort -rn | head -n "${3:-4}" | cut -f2 | paste -sd, - | sed 's/,/, /g'
 }
 
 jit_cpu_of() {  # utime+stime of a JVM's JIT compiler threads (C1, C2) in seconds
@@ -494,6 +515,7 @@ run_latency_case() {  # case rep seconds (rep "w": the broker's warm-up run, not
   local TIMEFORMAT='%U %S' case_t0 broker_cpu0=0 broker_jit0=0
   case_t0=$(date +%s.%N)
   [[ $broker_pid != 0 ]] && broker_cpu0=$(cpu_of "$broker_pid") && broker_jit0=$(jit_cpu_of "$broker_pid")
+  [[ $broker_pid != 0 ]] && thread_table "$broker_pid" >"$d/broker-threads.tsv"
   local read=("$build/bench_latency_reader")
   [[ $reader == java ]] && read=("$tool" latency --warmup-topic "bench-warmup-$tag" --warmup-records 1000000)
   { time "${read[@]}" --bootstrap "$B" --topic "$out" --warmup-s "$warmup_s" \
@@ -526,12 +548,16 @@ run_latency_case() {  # case rep seconds (rep "w": the broker's warm-up run, not
   [[ $broker_pid != 0 ]] && broker_cpu=$(awk -v a="$broker_cpu0" -v b="$(cpu_of "$broker_pid")" 'BEGIN { printf "%.1f", b - a }')
   [[ $broker_pid != 0 ]] && broker_jit=$(awk -v a="$broker_jit0" -v b="$(jit_cpu_of "$broker_pid")" 'BEGIN { printf "%.1f", b - a }')
   case_s=$(awk -v a="$case_t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+  local contender_threads broker_threads=-
+  contender_threads=$(threads_since /dev/null "$pid" 5)
+  [[ $broker_pid != 0 ]] && broker_threads=$(threads_since "$d/broker-threads.tsv" "$broker_pid" 3)
   kill -TERM "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
   sum_cpu() { awk '{ printf "%.1f", $1 + $2 }' "$1" 2>/dev/null || echo -; }
   log "  CPU seconds over the case's $case_s s (2 vCPUs: at most $(awk -v s="$case_s" 'BEGIN { printf "%.0f", 2 * s }')):" \
     "broker $broker_cpu (its JIT compilers $broker_jit), contender $contender_cpu, producer $(sum_cpu "$d/produce.cpu")," \
     "reader $(sum_cpu "$d/reader.cpu") (producer and reader with their warm-ups)"
+  log "  busiest threads, CPU s/s waiting for a core: contender (since it started) $contender_threads; broker (over the case) $broker_threads"
   local verdict=ok
   [[ $rrc -eq 0 ]] || verdict="incomplete($(jq -c '{received, expected}' "$d/latency.json" 2>/dev/null))"
   log "  $(cat "$d/latency.json") produced at $rate_seen/s verify=$verdict"
