@@ -209,14 +209,23 @@ cpu_of() {  # utime+stime of a pid in seconds
 
 thread_table() {  # pid: per thread name (digits folded), CPU s and s waiting for a core
   # Waiting for a core (schedstat's run-queue time) tells a machine with no CPU left from
-  # a thread that is slow by itself.
-  local t
-  for t in /proc/"$1"/task/*; do
-    printf '%s\t%s\t%s\n' "$(sed 's/[0-9]\+/N/g' "$t/comm" 2>/dev/null)" \
-      "$(awk '{ sub(/^.*\) /, ""); split($0, f, " "); print f[12] + f[13] }' "$t/stat" 2>/dev/null)" \
-      "$(awk '{ print $2 }' "$t/schedstat" 2>/dev/null)"
-  done | awk -F'\t' -v hz="$(getconf CLK_TCK)" '$2 != "" { c[$1] += $2 / hz; w[$1] += $3 / 1e9 }
-    END { for (k in c) printf "%s\t%.2f\t%.2f\n", k, c[k], w[k] }'
+  # a thread that is slow by itself. The shell twin of proc_stats.hpp's threads_json (the
+  # C++ tools' per-thread report). One awk for every thread: a broker has ~100, and a
+  # process per file would cost the 2-vCPU box CPU at each case's start and end.
+  awk -v hz="$(getconf CLK_TCK)" '
+    BEGIN {
+      for (i = 1; i < ARGC; i++) {
+        t = ARGV[i]; name = ""; st = ""; rq = ""
+        if ((getline name < (t "/comm")) <= 0) continue
+        if ((getline st < (t "/stat")) <= 0) continue
+        getline rq < (t "/schedstat")
+        close(t "/comm"); close(t "/stat"); close(t "/schedstat")
+        gsub(/[0-9]+/, "N", name)
+        sub(/^.*\) /, "", st); split(st, f, " "); split(rq, q, " ")
+        c[name] += (f[12] + f[13]) / hz; w[name] += q[2] / 1e9
+      }
+      for (k in c) printf "%s\t%.2f\t%.2f\n", k, c[k], w[k]
+    }' /proc/"$1"/task/* 2>/dev/null
 }
 
 threads_since() {  # table-before pid [n]: the n busiest names since the table, "CPU/waiting"
