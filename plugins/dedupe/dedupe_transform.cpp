@@ -6,6 +6,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <filesystem>
@@ -448,6 +449,7 @@ Status DedupeTransform::process(const sdk::Batch& in, const sdk::Emitter& out) {
     it.part = last;
     it.lookup = -1;
     it.reject = -1;
+    it.in_round = false;
     size_t pos = keys_.size();
     std::string reason;
     if (!ids_.extract(r, keys_, reason)) {
@@ -478,7 +480,10 @@ Status DedupeTransform::process(const sdk::Batch& in, const sdk::Emitter& out) {
     if (it.reject >= 0) continue;
     std::string_view key(keys_.data() + it.key_pos, it.key_len);
     PartitionStore& store = *it.part->store;
-    if (store.round().find(key, it.hash) != nullptr) continue;
+    if (store.round().find(key, it.hash) != nullptr) {
+      it.in_round = true;
+      continue;
+    }
     const auto* u = it.unindexed = store.find_unindexed(key, it.hash);
     if (u != nullptr && store.live(u->seq)) continue;
     if (!store.may_be_stored(it.hash)) {  // a new id: no RocksDB read at all
@@ -508,6 +513,7 @@ Status DedupeTransform::process(const sdk::Batch& in, const sdk::Emitter& out) {
   }
 
   // 3. Decisions, in input order.
+  std::fill(claimed_bits_.begin(), claimed_bits_.end(), 0);
   for (size_t i = 0; i < n; ++i) {
     const ex_record& r = in[i];
     Item& it = items_[i];
@@ -524,7 +530,10 @@ Status DedupeTransform::process(const sdk::Batch& in, const sdk::Emitter& out) {
     int64_t owner = 0;
     uint64_t owner_fp = 0;
     uint32_t owner_fp_bytes = 0;
-    const RoundClaims::Claim* c = store.round().find(key, it.hash);
+    const size_t bit = claimed_bit(it.hash);
+    const bool claimed_before = (claimed_bits_[bit / 64] >> (bit % 64)) & 1;
+    const RoundClaims::Claim* c =
+        it.in_round || claimed_before ? store.round().find(key, it.hash) : nullptr;
     const uint32_t c_fp_bytes = c ? fp_bytes : store.unindexed_fp_bytes();
     if (c == nullptr) c = it.unindexed;
     if (c != nullptr && store.live(c->seq)) {
@@ -551,6 +560,7 @@ Status DedupeTransform::process(const sdk::Batch& in, const sdk::Emitter& out) {
     }
     if (!found) {
       store.claim(key, it.hash, r.offset, it.fingerprint);
+      claimed_bits_[bit / 64] |= uint64_t{1} << (bit % 64);
       ++part.counts.claims;
       part.counts.claimed_key_bytes += key.size();
       out.keep(i);

@@ -81,6 +81,10 @@ class DedupeTransform final : public sdk::Transform {
     // Step 2's answer from the written-but-unfolded claims, which do not change within
     // a batch: step 3 reuses it instead of probing again.
     const RoundClaims::Claim* unindexed = nullptr;
+    // Step 2 found the id in the round's table. If not, step 3 probes that table again
+    // only when a record before it in the batch claimed an id of the same bit in
+    // claimed_bits_: most ids are new, and the probe is a cache miss.
+    bool in_round = false;
   };
 
   // A warm copy of a partition this instance does not own.
@@ -140,6 +144,10 @@ class DedupeTransform final : public sdk::Transform {
   int32_t warm_next_ = 0;  // where the next catch-up starts (round-robin under the budget)
 
   std::vector<Item> items_;
+  // The ids this batch has claimed so far, one bit per hash (see Item::in_round).
+  static constexpr size_t kClaimedBits = size_t{1} << 17;
+  std::vector<uint64_t> claimed_bits_ = std::vector<uint64_t>(kClaimedBits / 64);
+  static size_t claimed_bit(uint64_t hash) { return hash >> (64 - 17); }
   std::string keys_;
   std::vector<std::string> reasons_;
 };

@@ -214,18 +214,24 @@ int32_t KafkaSource::id_for(const std::string& topic, int32_t partition) {
 }
 
 KafkaSource::PartState* KafkaSource::state_of(const rd_kafka_message_t* m) {
+  if (m->rkt == last_rkt_ && m->partition == last_partition_ && m->rkt != nullptr)
+    return &parts_[static_cast<size_t>(last_id_)];
+  int32_t id = -1;
   auto it = rkt_ids_.find(m->rkt);
   if (it != rkt_ids_.end() && m->partition >= 0 &&
-      static_cast<size_t>(m->partition) < it->second.size()) {
-    int32_t id = it->second[static_cast<size_t>(m->partition)];
-    if (id >= 0) return &parts_[static_cast<size_t>(id)];
+      static_cast<size_t>(m->partition) < it->second.size())
+    id = it->second[static_cast<size_t>(m->partition)];
+  if (id < 0) {
+    auto f = ids_.find({rd_kafka_topic_name(m->rkt), m->partition});
+    if (f == ids_.end() || m->partition < 0) return nullptr;
+    auto& v = rkt_ids_[m->rkt];
+    if (v.size() <= static_cast<size_t>(m->partition)) v.resize(static_cast<size_t>(m->partition) + 1, -1);
+    v[static_cast<size_t>(m->partition)] = id = f->second;
   }
-  auto f = ids_.find({rd_kafka_topic_name(m->rkt), m->partition});
-  if (f == ids_.end() || m->partition < 0) return nullptr;
-  auto& v = rkt_ids_[m->rkt];
-  if (v.size() <= static_cast<size_t>(m->partition)) v.resize(static_cast<size_t>(m->partition) + 1, -1);
-  v[static_cast<size_t>(m->partition)] = f->second;
-  return &parts_[static_cast<size_t>(f->second)];
+  last_rkt_ = m->rkt;
+  last_partition_ = m->partition;
+  last_id_ = id;
+  return &parts_[static_cast<size_t>(id)];
 }
 
 void KafkaSource::release_batch() {

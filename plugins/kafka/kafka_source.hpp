@@ -188,6 +188,11 @@ class KafkaSource final : public sdk::Source, public ClientContext {
   std::map<std::pair<std::string, int32_t>, int32_t> ids_;
   // Fast path from a message's topic handle to partition ids (index = partition).
   std::unordered_map<const rd_kafka_topic_t*, std::vector<int32_t>> rkt_ids_;
+  // The last message's partition: a fetch hands out a partition's records in a run, so
+  // most lookups end here (the map lookup was 1.6% of a profile at 245k records/s).
+  const rd_kafka_topic_t* last_rkt_ = nullptr;
+  int32_t last_partition_ = -1;
+  int32_t last_id_ = -1;
   // Positions a sink stored with its output: a partition starts at the later of these and
   // the group's offsets (see on_assign).
   std::map<std::pair<std::string, int32_t>, int64_t> resume_;
