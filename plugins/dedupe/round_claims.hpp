@@ -49,22 +49,32 @@ class RoundClaims {
 
   void add(std::string_view key, uint64_t hash, uint64_t seq, int64_t offset, uint64_t fp) {
     if ((claims_.size() + 1) * 2 > slots_.size()) grow();
-    Claim c{hash, seq, offset, fp, static_cast<uint32_t>(arena_.size()),
-            static_cast<uint32_t>(key.size())};
-    arena_.append(key.data(), key.size());
-    claims_.push_back(c);
+    append(key, hash, seq, offset, fp);
     place(static_cast<uint32_t>(claims_.size()));
   }
 
-  // Replaces the claim of `key` if there is one (an evicted id claimed again).
+  // Replaces the claim of `key` if there is one (an evicted id claimed again). One probe:
+  // with no deletions, a missing key's first empty slot is where add() would place it.
   void upsert(std::string_view key, uint64_t hash, uint64_t seq, int64_t offset, uint64_t fp) {
-    if (Claim* c = find(key, hash)) {
-      c->seq = seq;
-      c->offset = offset;
-      c->fingerprint = fp;
-      return;
+    if ((claims_.size() + 1) * 2 > slots_.size()) grow();
+    const size_t mask = slots_.size() - 1;
+    const uint64_t tag = tag_of(hash);
+    for (size_t i = hash & mask;; i = (i + 1) & mask) {
+      const uint64_t s = slots_[i];
+      if (s == 0) {
+        append(key, hash, seq, offset, fp);
+        slots_[i] = tag | static_cast<uint32_t>(claims_.size());
+        return;
+      }
+      if ((s & kTagMask) != tag) continue;
+      Claim& c = claims_[static_cast<uint32_t>(s) - 1];
+      if (c.hash == hash && key_of(c) == key) {
+        c.seq = seq;
+        c.offset = offset;
+        c.fingerprint = fp;
+        return;
+      }
     }
-    add(key, hash, seq, offset, fp);
   }
 
   // Keeps the memory for the next fill: the tables refill to about the same size round
@@ -139,6 +149,12 @@ class RoundClaims {
         slots_[i] = tag_of(hash) | index1;
         return;
       }
+  }
+  void append(std::string_view key, uint64_t hash, uint64_t seq, int64_t offset, uint64_t fp) {
+    Claim c{hash, seq, offset, fp, static_cast<uint32_t>(arena_.size()),
+            static_cast<uint32_t>(key.size())};
+    arena_.append(key.data(), key.size());
+    claims_.push_back(c);
   }
   void grow() { rehash(slots_.size() * 2); }
   void rehash(size_t slots) {

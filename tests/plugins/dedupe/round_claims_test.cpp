@@ -77,6 +77,31 @@ TEST(RoundClaims, ReserveThenFillAndUpsert) {
   EXPECT_EQ(t.find(k, hash(k))->seq, 18u);
 }
 
+// upsert probes once: a new key goes to the first empty slot, through growths, and a
+// key already there is updated in place, never added twice.
+TEST(RoundClaims, UpsertAddsNewKeysAndUpdatesOldOnesThroughGrowths) {
+  RoundClaims t;
+  for (size_t i = 0; i < 200'000; ++i) {  // from 1,024 slots up: several growths
+    std::string k = key(i, 5);
+    t.upsert(k, hash(k), i, static_cast<int64_t>(i) * 3, 5);
+  }
+  expect_all(t, 200'000, 5);
+  for (size_t i = 0; i < 200'000; i += 2) {
+    std::string k = key(i, 5);
+    t.upsert(k, hash(k), i + 7, -2, 6);
+  }
+  ASSERT_EQ(t.size(), 200'000u);
+  for (size_t i = 0; i < 200'000; ++i) {
+    std::string k = key(i, 5);
+    const auto* c = t.find(k, hash(k));
+    ASSERT_NE(c, nullptr) << k;
+    EXPECT_EQ(c->seq, i % 2 == 0 ? i + 7 : i);
+    EXPECT_EQ(c->fingerprint, i % 2 == 0 ? 6u : 5u);
+  }
+  std::string absent = key(3, 9);
+  EXPECT_EQ(t.find(absent, hash(absent)), nullptr);
+}
+
 TEST(RoundClaims, AdoptsASlotArrayMadeElsewhere) {
   RoundClaims t;
   fill(t, 5000, 7);
