@@ -8,7 +8,11 @@
 //   bench_raw_copy --bootstrap B --input IN --output OUT --count N
 //                  [--group G] [--batch 10000] [--linger-ms 5] [--timeout-s 900]
 //                  [--poll batch|single] [--consumer-prop k=v]... [--producer-prop k=v]...
+//                  [--keep-timestamps 1]
 //
+// --keep-timestamps 1 gives each output record its input record's timestamp (as exactly's
+// kafka sink does): the latency benchmark's case a, which times each record from the
+// moment it was produced to the input, and so measures the copy's share of a latency.
 // Tuned the way one would tune a copier by hand: batch consume from the consumer queue,
 // an idempotent producer (acks=all, like every other contender) with large batches and
 // a deep queue, Nagle off, and a deep consumer prefetch: librdkafka 2.0.2 drops a
@@ -47,6 +51,7 @@ struct Options {
   // batch: rd_kafka_consume_batch_queue; single: one rd_kafka_consumer_poll per record,
   // the way exactly's kafka source reads (to tell the two costs apart).
   bool single = false;
+  bool keep_timestamps = false;
   std::vector<std::pair<std::string, std::string>> consumer_props, producer_props;
 };
 
@@ -54,7 +59,8 @@ struct Options {
   std::fprintf(stderr,
                "bench_raw_copy: %s\nusage: bench_raw_copy --bootstrap B --input IN --output OUT "
                "--count N [--group G] [--batch 10000] [--linger-ms 5] [--timeout-s 900] "
-               "[--poll batch|single] [--consumer-prop k=v]... [--producer-prop k=v]...\n",
+               "[--poll batch|single] [--consumer-prop k=v]... [--producer-prop k=v]... "
+               "[--keep-timestamps 1]\n",
                why);
   std::exit(2);
 }
@@ -73,6 +79,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--batch") o.batch = std::atoi(v);
     else if (a == "--linger-ms") o.linger_ms = std::atoi(v);
     else if (a == "--timeout-s") o.timeout_s = std::atoi(v);
+    else if (a == "--keep-timestamps") o.keep_timestamps = std::string_view(v) == "1";
     else if (a == "--consumer-prop" || a == "--producer-prop") {
       std::string kv = v;
       auto eq = kv.find('=');
@@ -210,9 +217,19 @@ int main(int argc, char** argv) {
       }
       if (copied < o.count) {
         if (first_record_s < 0) first_record_s = seconds_since(t0);
-        while (rd_kafka_produce(out, m->partition, RD_KAFKA_MSG_F_COPY, m->payload, m->len, m->key,
-                                m->key_len, nullptr) != 0) {
-          rd_kafka_resp_err_t e = rd_kafka_last_error();
+        for (;;) {
+          rd_kafka_resp_err_t e = RD_KAFKA_RESP_ERR_NO_ERROR;
+          if (o.keep_timestamps)
+            e = rd_kafka_producev(producer, RD_KAFKA_V_RKT(out), RD_KAFKA_V_PARTITION(m->partition),
+                                  RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                  RD_KAFKA_V_VALUE(m->payload, m->len),
+                                  RD_KAFKA_V_KEY(m->key, m->key_len),
+                                  RD_KAFKA_V_TIMESTAMP(rd_kafka_message_timestamp(m, nullptr)),
+                                  RD_KAFKA_V_END);
+          else if (rd_kafka_produce(out, m->partition, RD_KAFKA_MSG_F_COPY, m->payload, m->len,
+                                    m->key, m->key_len, nullptr) != 0)
+            e = rd_kafka_last_error();
+          if (e == RD_KAFKA_RESP_ERR_NO_ERROR) break;
           if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL) {
             std::fprintf(stderr, "bench_raw_copy: produce: %s\n", rd_kafka_err2str(e));
             return 2;

@@ -12,7 +12,7 @@
 #       [--contender-warmup-s 150] [--cases c,d]
 #       [--commit-interval-ms 100] ...
 #
-# Latency mode (--latency RATE): each contender (b, c, d, e, and their 1 and t forms) is started on an empty input
+# Latency mode (--latency RATE): each contender (a, b, c, d, e, and the 1 and t forms of b, c and e) is started on an empty input
 # topic of its own; then the input is produced at RATE records/s for --seconds while a
 # read_committed reader (bench_latency_reader) records, per output record, the time from
 # the input record's CreateTime to its receipt. Records of the first --warmup-s are not
@@ -27,6 +27,9 @@
 # read_committed, the same measure and output as `kafka-tool latency`, which --reader
 # java uses: at 245k/s the Java reader took 15.7-18.0 CPU-seconds of a 68 s case with
 # its warm-up read, this one 6.8-7.4).
+# Case a is the floor: the raw copy with the input's timestamps kept and no transactions,
+# so nothing waits for a commit; what it measures is the broker, the producer, the reader
+# and the machine at that rate. List another case first (the warm-up runs the first).
 # Before the measured runs, the first case runs --contender-warmup-s at the same rate,
 # unreported, so that the broker has compiled a contender's paths (0 = skip).
 # Each case also logs its CPU seconds per process and its busiest threads as CPU s / s
@@ -509,6 +512,12 @@ run_latency_case() {  # case rep seconds (rep "w": the broker's warm-up run, not
       write_yaml "$c" "$delivery" "$dedupe" "$d" "$group" "$out" "$tuned" 0 "$cl"
       "$build/exactly" run --no-watch "$d/pipeline.yaml" >"$d/log.txt" 2>&1 &
       pid=$! ;;
+    a)
+      # The floor: a plain librdkafka copy, no transactions (each record visible once
+      # acked), timestamps kept; it exits once it has copied the whole input.
+      "$build/bench_raw_copy" --bootstrap "$B" --input "$in" --output "$out" --count "$count" \
+        --group "$group" --keep-timestamps 1 --timeout-s $(( latency_s + 900 )) >"$d/log.txt" 2>&1 &
+      pid=$! ;;
     d)
       java -Xmx1g -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -cp "$streams_cp" \
         exactly.bench.StreamsDedupe --bootstrap "$B" --input "$in" --output "$out" \
@@ -516,7 +525,7 @@ run_latency_case() {  # case rep seconds (rep "w": the broker's warm-up run, not
         --commit-interval-ms "$interval_ms" --threads "$streams_threads" \
         --caching "$streams_caching" >"$d/log.txt" 2>&1 &
       pid=$! ;;
-    *) die "latency mode: case $c is not one of b, c, d, e (+ 1 for threads: 1, + t for --source-rdkafka)" ;;
+    *) die "latency mode: case $c is not one of a, b, c, d, e (+ 1 for threads: 1, + t for --source-rdkafka)" ;;
   esac
   # Every process's CPU seconds over the case (bash's `time` for the reader and the
   # producer, /proc for the broker and the contender): on 2 vCPUs they share, the sum
@@ -541,19 +550,21 @@ run_latency_case() {  # case rep seconds (rep "w": the broker's warm-up run, not
   local rate_seen
   rate_seen=$(jq '.produced / .seconds | floor' "$d/produce.json")
   # The reader expects every record of a copy and every distinct id of a dedupe.
-  if [[ $c == e* ]]; then jq .produced "$d/produce.json" >"$d/expect.tmp"
+  if [[ $c == e* || $c == a ]]; then jq .produced "$d/produce.json" >"$d/expect.tmp"
   else jq .distinct_ids "$d/produce.json" >"$d/expect.tmp"; fi
   mv "$d/expect.tmp" "$d/expect"
   local rrc=0
   wait "$reader_pid" || rrc=$?
   # exactly's own view of the run (b, c, e): how its batches and commits were spread, to
   # tell a slow commit from a slow batch when the tail is long.
-  if [[ $c != d ]]; then
+  if [[ $c != d && $c != a ]]; then
     curl -s "http://127.0.0.1:$metrics_port/metrics" >"$d/metrics.txt" 2>/dev/null || true
     [[ -s "$d/metrics.txt" ]] && log "  $(latency_histograms "$d/metrics.txt")"
   fi
   local contender_cpu broker_cpu=- broker_jit=- case_s sum_cpu
   contender_cpu=$(cpu_of "$pid" 2>/dev/null || echo 0)
+  # The raw copy has exited by now: its own report of its CPU.
+  [[ $c == a ]] && contender_cpu=$(tail -n1 "$d/log.txt" | jq -r '.cpu_s // 0' 2>/dev/null || echo 0)
   [[ $broker_pid != 0 ]] && broker_cpu=$(awk -v a="$broker_cpu0" -v b="$(cpu_of "$broker_pid")" 'BEGIN { printf "%.1f", b - a }')
   [[ $broker_pid != 0 ]] && broker_jit=$(awk -v a="$broker_jit0" -v b="$(jit_cpu_of "$broker_pid")" 'BEGIN { printf "%.1f", b - a }')
   case_s=$(awk -v a="$case_t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
