@@ -12,7 +12,7 @@
 #       [--contender-warmup-s 150] [--cases c,d]
 #       [--commit-interval-ms 100] ...
 #
-# Latency mode (--latency RATE): each contender (a, b, c, d, e, and the 1 and t forms of b, c and e) is started on an empty input
+# Latency mode (--latency RATE): each contender (a, b, c, c0, d, e, and the 1 and t forms of b, c and e) is started on an empty input
 # topic of its own; then the input is produced at RATE records/s for --seconds while a
 # read_committed reader (bench_latency_reader) records, per output record, the time from
 # the input record's CreateTime to its receipt. Records of the first --warmup-s are not
@@ -502,14 +502,15 @@ run_latency_case() {  # case rep seconds (rep "w": the broker's warm-up run, not
   "$tool" create-topic --bootstrap "$B" --topic "$out" --partitions "$partitions" >/dev/null
   local pid
   case "$c" in
-    b|c|e|b1|c1|e1|bt|ct|et|b1t|c1t|e1t)
-      local delivery=exactly_once dedupe=1 tuned=0
+    b|c|e|b1|c1|e1|bt|ct|et|b1t|c1t|e1t|c0)
+      local delivery=exactly_once dedupe=1 tuned=0 nocl=0
       [[ $c == b* ]] && delivery=at_least_once
       [[ $c == e* ]] && dedupe=0
       [[ $c == *t ]] && tuned=1
+      [[ $c == c0 ]] && nocl=1
       yaml_threads=""
       [[ $c == ?1* ]] && yaml_threads=1
-      write_yaml "$c" "$delivery" "$dedupe" "$d" "$group" "$out" "$tuned" 0 "$cl"
+      write_yaml "$c" "$delivery" "$dedupe" "$d" "$group" "$out" "$tuned" "$nocl" "$cl"
       "$build/exactly" run --no-watch "$d/pipeline.yaml" >"$d/log.txt" 2>&1 &
       pid=$! ;;
     a)
@@ -525,7 +526,7 @@ run_latency_case() {  # case rep seconds (rep "w": the broker's warm-up run, not
         --commit-interval-ms "$interval_ms" --threads "$streams_threads" \
         --caching "$streams_caching" >"$d/log.txt" 2>&1 &
       pid=$! ;;
-    *) die "latency mode: case $c is not one of a, b, c, d, e (+ 1 for threads: 1, + t for --source-rdkafka)" ;;
+    *) die "latency mode: case $c is not one of a, b, c, c0, d, e (+ 1 for threads: 1, + t for --source-rdkafka)" ;;
   esac
   # Every process's CPU seconds over the case (bash's `time` for the reader and the
   # producer, /proc for the broker and the contender): on 2 vCPUs they share, the sum
