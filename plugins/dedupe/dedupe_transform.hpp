@@ -145,9 +145,9 @@ class DedupeTransform final : public sdk::Transform {
 
   std::vector<Item> items_;
   // The ids this batch has claimed so far, one bit per hash (see Item::in_round).
-  static constexpr size_t kClaimedBits = size_t{1} << 17;
-  std::vector<uint64_t> claimed_bits_ = std::vector<uint64_t>(kClaimedBits / 64);
-  static size_t claimed_bit(uint64_t hash) { return hash >> (64 - 17); }
+  static constexpr int kClaimedBitsLog2 = 17;  // 16 KiB: ~7% false hits at 10,000 claims
+  std::vector<uint64_t> claimed_bits_ = std::vector<uint64_t>((size_t{1} << kClaimedBitsLog2) / 64);
+  static size_t claimed_bit(uint64_t hash) { return hash >> (64 - kClaimedBitsLog2); }
   std::string keys_;
   std::vector<std::string> reasons_;
 };

@@ -30,17 +30,8 @@ class RoundClaims {
     return const_cast<Claim*>(static_cast<const RoundClaims*>(this)->find(key, hash));
   }
   const Claim* find(std::string_view key, uint64_t hash) const {
-    size_t mask = slots_.size() - 1;
-    const uint64_t tag = tag_of(hash);
-    for (size_t i = hash & mask;; i = (i + 1) & mask) {
-      uint64_t s = slots_[i];
-      if (s == 0) return nullptr;
-      // Most lookups are of new ids: the tag turns a probe of an occupied slot away
-      // without a cache miss in claims_.
-      if ((s & kTagMask) != tag) continue;
-      const Claim& c = claims_[static_cast<uint32_t>(s) - 1];
-      if (c.hash == hash && key_of(c) == key) return &c;
-    }
+    const uint64_t s = slots_[probe(key, hash)];
+    return s == 0 ? nullptr : &claims_[static_cast<uint32_t>(s) - 1];
   }
 
   // Starts loading the slot a find(…, hash) probes first: callers run a few records ahead
@@ -57,24 +48,16 @@ class RoundClaims {
   // with no deletions, a missing key's first empty slot is where add() would place it.
   void upsert(std::string_view key, uint64_t hash, uint64_t seq, int64_t offset, uint64_t fp) {
     if ((claims_.size() + 1) * 2 > slots_.size()) grow();
-    const size_t mask = slots_.size() - 1;
-    const uint64_t tag = tag_of(hash);
-    for (size_t i = hash & mask;; i = (i + 1) & mask) {
-      const uint64_t s = slots_[i];
-      if (s == 0) {
-        append(key, hash, seq, offset, fp);
-        slots_[i] = tag | static_cast<uint32_t>(claims_.size());
-        return;
-      }
-      if ((s & kTagMask) != tag) continue;
-      Claim& c = claims_[static_cast<uint32_t>(s) - 1];
-      if (c.hash == hash && key_of(c) == key) {
-        c.seq = seq;
-        c.offset = offset;
-        c.fingerprint = fp;
-        return;
-      }
+    const size_t i = probe(key, hash);
+    if (slots_[i] == 0) {
+      append(key, hash, seq, offset, fp);
+      slots_[i] = tag_of(hash) | static_cast<uint32_t>(claims_.size());
+      return;
     }
+    Claim& c = claims_[static_cast<uint32_t>(slots_[i]) - 1];
+    c.seq = seq;
+    c.offset = offset;
+    c.fingerprint = fp;
   }
 
   // Keeps the memory for the next fill: the tables refill to about the same size round
@@ -141,6 +124,20 @@ class RoundClaims {
   static constexpr uint64_t kTagMask = ~uint64_t{0xffffffff};
   static uint64_t tag_of(uint64_t hash) { return hash & kTagMask; }
 
+  // The slot holding `key`, or the first empty one where its probe ends.
+  size_t probe(std::string_view key, uint64_t hash) const {
+    const size_t mask = slots_.size() - 1;
+    const uint64_t tag = tag_of(hash);
+    for (size_t i = hash & mask;; i = (i + 1) & mask) {
+      const uint64_t s = slots_[i];
+      if (s == 0) return i;
+      // Most lookups are of new ids: the tag turns a probe of an occupied slot away
+      // without a cache miss in claims_.
+      if ((s & kTagMask) != tag) continue;
+      const Claim& c = claims_[static_cast<uint32_t>(s) - 1];
+      if (c.hash == hash && key_of(c) == key) return i;
+    }
+  }
   void place(uint32_t index1) {
     size_t mask = slots_.size() - 1;
     const uint64_t hash = claims_[index1 - 1].hash;

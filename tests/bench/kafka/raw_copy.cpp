@@ -79,7 +79,11 @@ Options parse(int argc, char** argv) {
     else if (a == "--batch") o.batch = std::atoi(v);
     else if (a == "--linger-ms") o.linger_ms = std::atoi(v);
     else if (a == "--timeout-s") o.timeout_s = std::atoi(v);
-    else if (a == "--keep-timestamps") o.keep_timestamps = std::string_view(v) == "1";
+    else if (a == "--keep-timestamps") {
+      if (std::string_view(v) != "0" && std::string_view(v) != "1")
+        usage("--keep-timestamps must be 0 or 1");
+      o.keep_timestamps = std::string_view(v) == "1";
+    }
     else if (a == "--consumer-prop" || a == "--producer-prop") {
       std::string kv = v;
       auto eq = kv.find('=');

@@ -563,9 +563,15 @@ run_latency_case() {  # case rep seconds (rep "w": the broker's warm-up run, not
     [[ -s "$d/metrics.txt" ]] && log "  $(latency_histograms "$d/metrics.txt")"
   fi
   local contender_cpu broker_cpu=- broker_jit=- case_s sum_cpu
+  # The raw copy ends by itself once its last records are acked: up to 30 s for it, so
+  # that its own report of its CPU is there (a process that has exited has no /proc).
+  if [[ $c == a ]]; then
+    for _ in $(seq 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+  fi
   contender_cpu=$(cpu_of "$pid" 2>/dev/null || echo 0)
-  # The raw copy has exited by now: its own report of its CPU.
-  [[ $c == a ]] && contender_cpu=$(tail -n1 "$d/log.txt" | jq -r '.cpu_s // 0' 2>/dev/null || echo 0)
+  if [[ $c == a ]] && jq -e .cpu_s <(tail -n1 "$d/log.txt") >/dev/null 2>&1; then
+    contender_cpu=$(tail -n1 "$d/log.txt" | jq -r .cpu_s)
+  fi
   [[ $broker_pid != 0 ]] && broker_cpu=$(awk -v a="$broker_cpu0" -v b="$(cpu_of "$broker_pid")" 'BEGIN { printf "%.1f", b - a }')
   [[ $broker_pid != 0 ]] && broker_jit=$(awk -v a="$broker_jit0" -v b="$(jit_cpu_of "$broker_pid")" 'BEGIN { printf "%.1f", b - a }')
   case_s=$(awk -v a="$case_t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
