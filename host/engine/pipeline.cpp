@@ -3,6 +3,7 @@
 #include "engine/pipeline_instance.hpp"
 
 #include "engine/fatal_signal.hpp"
+#include "engine/round_cadence.hpp"
 #include "util/log.hpp"
 
 #include <fmt/format.h>
@@ -211,12 +212,13 @@ Pipeline::RunResult Pipeline::run_instance() {
   for (;;) {
     apply_reconfigure(in);
     in.round_start = Clock::now();
+    const Clock::duration round_len = round_length<Clock::duration>(interval, in.last_commit);
     bool eoi = false;
     Outcome err;
     while (!stop_ && in.round_records < static_cast<uint64_t>(spec_.commit_max_records)) {
       auto elapsed = Clock::now() - in.round_start;
-      if (elapsed >= interval) break;
-      auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(interval - elapsed);
+      if (elapsed >= round_len) break;
+      auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(round_len - elapsed);
       int32_t timeout = static_cast<int32_t>(std::clamp<int64_t>(remaining.count(), 1, kIdlePollMs));
       ex_batch b{};
       const auto polled_at = Clock::now();
@@ -262,8 +264,12 @@ Pipeline::RunResult Pipeline::run_instance() {
     }
     // A sink's completion window (ABI 1.4) also commits rounds without new records, so
     // that the committed positions follow requests that finish later.
-    if (err.ok() && (in.round_records > 0 || eoi || !in.window.empty()))
+    in.last_commit = Clock::duration::zero();
+    if (err.ok() && (in.round_records > 0 || eoi || !in.window.empty())) {
+      const auto commit_start = Clock::now();
       err = commit_round(in, eoi);
+      in.last_commit = Clock::now() - commit_start;
+    }
     if (!err.ok()) {
       abort_round(in, err.message);
       if (err.code == EX_ERR_CONFIG) {

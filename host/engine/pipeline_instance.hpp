@@ -78,6 +78,7 @@ struct Pipeline::Instance {
   std::map<int32_t, int64_t> window;
   int64_t consecutive_aborts = 0;
   Clock::time_point round_start = Clock::now();
+  Clock::duration last_commit{};  // how long the last round's commit took (round_cadence.hpp)
   // For commit.after.takeover after partitions are assigned (not the instance's first
   // assignment) or resumed, a round ends after each batch: a takeover's first output is
   // visible without waiting out commit.interval.
