@@ -7,11 +7,15 @@
 #       [--prefetch 1000000] [--source-rdkafka 'key: value, ...'] [--streams-threads 1]
 #       [--streams-caching false]
 #       [--workdir DIR] [--keep] [--broker-prop KEY=VALUE ...]
-#   tests/bench/kafka/run_bench.sh --latency RATE [--seconds 60] [--warmup-s 10]
+#   tests/bench/kafka/run_bench.sh --latency RATE|half [--seconds 60] [--warmup-s 10]
 #       [--producer-warmup-s 5] [--producer native|java] [--reader native|java]
 #       [--contender-warmup-s 150] [--cases c,d]
 #       [--commit-interval-ms 100] ...
 #
+# --latency half: first measures the maximum in the same run, case c catching up on
+# --records records with the same --commit-interval-ms (the input loaded as in the
+# throughput mode), then runs every latency case at half of that rate: "half of the
+# maximum" from this machine's speed in this hour, not from another day's figure.
 # Latency mode (--latency RATE): each contender (a, b, c, c0, d, e, and the 1 and t forms of b, c and e) is started on an empty input
 # topic of its own; then the input is produced at RATE records/s for --seconds while a
 # read_committed reader (bench_latency_reader) records, per output record, the time from
@@ -251,7 +255,7 @@ jit_cpu_of() {  # utime+stime of a JVM's JIT compiler threads (C1, C2) in second
 # ---------------------------------------------------------------- input
 tag="$(date +%s)"
 in="bench-in-$tag"
-if [[ "$latency_rate" == 0 ]]; then
+if [[ "$latency_rate" == 0 || "$latency_rate" == half ]]; then
 "$tool" create-topic --bootstrap "$B" --topic "$in" --partitions "$partitions" >/dev/null
 log "producing $records records ($size bytes, dup ratio $dup, keyed by id) into $in"
 t0=$(date +%s.%N)
@@ -608,6 +612,17 @@ run_latency_case() {  # case rep seconds (rep "w": the broker's warm-up run, not
 
 if [[ "$latency_rate" != 0 ]]; then
   log "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+  max_note=""
+  if [[ "$latency_rate" == half ]]; then
+    log "the maximum: case c catching up on $records records with ${interval_ms} ms commits"
+    run_case c max
+    max_rate=$(awk -F'\t' '$1 == "c" && $2 == "max" { printf "%d", $3 }' "$results")
+    [[ "${max_rate:-0}" -gt 0 ]] || die "no rate from the catch-up run (see $results)"
+    latency_rate=$(( max_rate / 2 ))
+    max_note=" (half of the maximum measured first in this run: case c caught up on $records records at $max_rate records/s)"
+    log "maximum $max_rate records/s: the latency cases run at $latency_rate records/s"
+    [[ $keep -eq 1 ]] || "$tool" delete-topic --bootstrap "$B" --topic "$in" >/dev/null 2>&1 || true
+  fi
   # The broker's warm-up above is one producer's transaction; a contender's traffic (a
   # group, a transaction every round, offsets in each, a changelog, read_committed fetches
   # of short transactions) runs other broker paths, which its JVM compiled during the
@@ -625,7 +640,7 @@ if [[ "$latency_rate" != 0 ]]; then
     for c in "${case_list[@]}"; do run_latency_case "$c" "$rep" "$latency_s"; done
   done
   {
-    echo "latency at $latency_rate records/s for $latency_s s ($warmup_s s warm-up not measured), $size B, dup ratio $dup, $partitions partitions, commit ${interval_ms} ms, Streams threads $streams_threads"
+    echo "latency at $latency_rate records/s$max_note for $latency_s s ($warmup_s s warm-up not measured), $size B, dup ratio $dup, $partitions partitions, commit ${interval_ms} ms, Streams threads $streams_threads"
     echo
     echo "| case | run | produced/s | measured | p50 ms | p90 ms | p99 ms | p99.9 ms | max ms | complete |"
     echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
