@@ -406,9 +406,9 @@ Status DedupeTransform::revoke(const std::vector<sdk::Partition>& parts) {
     auto it = parts_.find(p.id);
     if (it == parts_.end()) continue;
     stop_restore(*it->second);
-    if (!it->second->store->round().empty())
+    if (it->second->store->round_size() > 0)
       host_.warn("dedupe: partition " + describe(p) + " revoked with " +
-                 std::to_string(it->second->store->round().size()) +
+                 std::to_string(it->second->store->round_size()) +
                  " claims of an uncommitted round; they are dropped and will be claimed "
                  "again on replay");
     host_.info("dedupe: closed store " + it->second->store->dir());
@@ -449,7 +449,6 @@ Status DedupeTransform::process(const sdk::Batch& in, const sdk::Emitter& out) {
     it.part = last;
     it.lookup = -1;
     it.reject = -1;
-    it.in_round = false;
     size_t pos = keys_.size();
     std::string reason;
     if (!ids_.extract(r, keys_, reason)) {
@@ -461,6 +460,15 @@ Status DedupeTransform::process(const sdk::Batch& in, const sdk::Emitter& out) {
     it.key_len = static_cast<uint32_t>(keys_.size() - pos);
     it.hash = XXH3_64bits(keys_.data() + pos, it.key_len);
     it.fingerprint = fp_bytes ? XXH3_64bits(r.value.ptr, r.value.len) : 0;
+    ++last->batch_ids;
+    last->batch_key_bytes += it.key_len;
+  }
+  // The batch's claims go into the table that step 2 returns pointers into: room for all
+  // of them first, so that none moves it.
+  for (auto& [id, part] : parts_) {
+    if (part->batch_ids == 0) continue;
+    part->store->reserve_round(part->batch_ids, part->batch_key_bytes);
+    part->batch_ids = part->batch_key_bytes = 0;
   }
 
   // 2. One MultiGet per partition for the ids this round has not claimed yet.
@@ -480,10 +488,6 @@ Status DedupeTransform::process(const sdk::Batch& in, const sdk::Emitter& out) {
     if (it.reject >= 0) continue;
     std::string_view key(keys_.data() + it.key_pos, it.key_len);
     PartitionStore& store = *it.part->store;
-    if (store.round().find(key, it.hash) != nullptr) {
-      it.in_round = true;
-      continue;
-    }
     const auto* u = it.unindexed = store.find_unindexed(key, it.hash);
     if (u != nullptr && store.live(u->seq)) continue;
     if (!store.may_be_stored(it.hash)) {  // a new id: no RocksDB read at all
@@ -532,10 +536,10 @@ Status DedupeTransform::process(const sdk::Batch& in, const sdk::Emitter& out) {
     uint32_t owner_fp_bytes = 0;
     const size_t bit = claimed_bit(it.hash);
     const bool claimed_before = (claimed_bits_[bit / 64] >> (bit % 64)) & 1;
-    const RoundClaims::Claim* c =
-        it.in_round || claimed_before ? store.round().find(key, it.hash) : nullptr;
-    const uint32_t c_fp_bytes = c ? fp_bytes : store.unindexed_fp_bytes();
-    if (c == nullptr) c = it.unindexed;
+    // Only an id whose bit an earlier claim of this batch set can have been claimed
+    // since step 2 looked; the others keep that answer.
+    const RoundClaims::Claim* c = claimed_before ? store.find_unindexed(key, it.hash) : it.unindexed;
+    const uint32_t c_fp_bytes = store.unindexed_fp_bytes();
     if (c != nullptr && store.live(c->seq)) {
       found = true;
       owner = c->offset;
@@ -559,7 +563,7 @@ Status DedupeTransform::process(const sdk::Batch& in, const sdk::Emitter& out) {
       }
     }
     if (!found) {
-      store.claim(key, it.hash, r.offset, it.fingerprint);
+      store.claim(key, it.hash, r.offset, it.fingerprint, fp_bytes);
       claimed_bits_[bit / 64] |= uint64_t{1} << (bit % 64);
       ++part.counts.claims;
       part.counts.claimed_key_bytes += key.size();

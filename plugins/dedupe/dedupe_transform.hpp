@@ -64,6 +64,7 @@ class DedupeTransform final : public sdk::Transform {
     std::vector<rocksdb::Slice> keys;
     std::vector<rocksdb::PinnableSlice> values;
     std::vector<rocksdb::Status> statuses;
+    size_t batch_ids = 0, batch_key_bytes = 0;  // what the batch may claim (reserve_round)
     Counts counts;
     // A restore in its own thread while the host holds the partition back (ABI 1.2).
     bool restoring = false;  // pipeline thread's view, until settle_restores() joins
@@ -78,13 +79,10 @@ class DedupeTransform final : public sdk::Transform {
     uint64_t hash = 0, fingerprint = 0;
     int32_t lookup = -1;  // index into part->values, -1 = not looked up
     int32_t reject = -1;  // index into reasons_, -1 = has an id
-    // Step 2's answer from the written-but-unfolded claims, which do not change within
-    // a batch: step 3 reuses it instead of probing again.
-    const RoundClaims::Claim* unindexed = nullptr;
-    // Step 2 found the id in the round's table. If not, step 3 probes that table again
-    // only when a record before it in the batch claimed an id of the same bit in
+    // Step 2's answer from the unfolded claims (the round's included). Step 3 probes
+    // again only when a record before it in the batch claimed an id of the same bit in
     // claimed_bits_: most ids are new, and the probe is a cache miss.
-    bool in_round = false;
+    const RoundClaims::Claim* unindexed = nullptr;
   };
 
   // A warm copy of a partition this instance does not own.
@@ -144,7 +142,7 @@ class DedupeTransform final : public sdk::Transform {
   int32_t warm_next_ = 0;  // where the next catch-up starts (round-robin under the budget)
 
   std::vector<Item> items_;
-  // The ids this batch has claimed so far, one bit per hash (see Item::in_round).
+  // The ids this batch has claimed so far, one bit per hash (see Item::unindexed).
   static constexpr int kClaimedBitsLog2 = 17;  // 16 KiB: ~7% false hits at 10,000 claims
   std::vector<uint64_t> claimed_bits_ = std::vector<uint64_t>((size_t{1} << kClaimedBitsLog2) / 64);
   static size_t claimed_bit(uint64_t hash) { return hash >> (64 - kClaimedBitsLog2); }

@@ -133,6 +133,9 @@ class MappedArray {
     size_ = n;
   }
   void clear() { size_ = 0; }
+  void shrink_to(size_t n) {
+    if (n < size_) size_ = n;
+  }
   void release() {
     if (data_ != nullptr) munmap(data_, bytes_);
     data_ = nullptr;

@@ -505,6 +505,7 @@ void PartitionStore::stop_filter_build() {
 }
 
 PartitionStore::~PartitionStore() {
+  drop_round();         // an uncommitted round's claims must not be folded below
   closing_ = true;      // the fold below must not start another build
   fold_hurry_.store(true, std::memory_order_relaxed);
   finish_sizing(true);
@@ -529,20 +530,40 @@ void PartitionStore::lookup(size_t n, const rocksdb::Slice* keys, rocksdb::Pinna
   db_->MultiGet(read_, claims_, n, keys, values, statuses, /*sorted_input=*/true);
 }
 
-void PartitionStore::claim(std::string_view key, uint64_t hash, int64_t offset, uint64_t fp) {
+void PartitionStore::claim(std::string_view key, uint64_t hash, int64_t offset, uint64_t fp,
+                           uint32_t fp_bytes) {
   if (round_fresh_) {
     // The sequence starts at the first claimed offset so that offset - seq, which is
     // what a claim stores, stays as small as the count of non-claims before it.
     next_seq_ = offset > 0 ? static_cast<uint64_t>(offset) : 0;
     round_fresh_ = false;
   }
-  round_.add(key, hash, next_seq_++, offset, fp);
+  if (round_list_.empty()) {
+    round_begin_ = unindexed_.size();
+    round_key_bytes_ = unindexed_.key_bytes();
+    round_fp_before_ = unindexed_fp_bytes_;
+  }
+  // One width for the tables: a running fold's claims are compared with it too.
+  if (unindexed_.empty() && !folding_active_) unindexed_fp_bytes_ = fp_bytes;
+  unindexed_fp_bytes_ = std::min(unindexed_fp_bytes_, fp_bytes);
+  RoundClaims::Claim old{};
+  bool replaced = false;
+  const uint32_t index = unindexed_.claim(key, hash, next_seq_++, offset, fp, &old, &replaced);
+  if (replaced) round_replaced_.push_back({index, old});
+  round_list_.push_back(index);
   key_bytes_seen_ += key.size();
   ++keys_seen_;
 }
 
 void PartitionStore::drop_round() {
-  round_.clear();
+  if (!round_list_.empty()) {
+    unindexed_.truncate(round_begin_, round_key_bytes_);
+    for (auto r = round_replaced_.rbegin(); r != round_replaced_.rend(); ++r)
+      unindexed_.put_back(r->index, r->old);
+    unindexed_fp_bytes_ = round_fp_before_;
+    end_round();
+    unindexed_count_.store(unindexed_.size(), std::memory_order_relaxed);
+  }
   next_seq_ = meta_.next_seq;
   round_high_ = meta_.high_water;
   round_position_ = meta_.position;
@@ -574,34 +595,33 @@ PartitionStore::RoundPlan PartitionStore::plan_round(const Retention& limits, ui
   next.high_water = std::max(meta_.high_water, round_high_);
   next.position = std::max(meta_.position, round_position_);
   next.next_seq = next_seq_;
-  if (!round_.empty()) next.fresh = false;
+  if (!round_list_.empty()) next.fresh = false;
 
   // The round's claims cut into chunks below kMaxChunkBytes: [start index, end index).
   std::vector<std::pair<size_t, size_t>> cuts;
   std::vector<uint64_t> starts;
   {
-    const auto& claims = round_.claims();
     size_t begin = 0, bytes = 0;
-    for (size_t i = 0; i < claims.size(); ++i) {
-      size_t b = claim_bytes(claims[i].key_len, fp_bytes);
+    for (size_t i = 0; i < round_list_.size(); ++i) {
+      size_t b = claim_bytes(unindexed_.at(round_list_[i]).key_len, fp_bytes);
       if (i > begin && bytes + b > kMaxChunkBytes) {
         cuts.emplace_back(begin, i);
-        starts.push_back(claims[begin].seq);
+        starts.push_back(unindexed_.at(round_list_[begin]).seq);
         begin = i;
         bytes = 0;
       }
       bytes += b;
     }
-    if (begin < claims.size()) {
-      cuts.emplace_back(begin, claims.size());
-      starts.push_back(claims[begin].seq);
+    if (begin < round_list_.size()) {
+      cuts.emplace_back(begin, round_list_.size());
+      starts.push_back(unindexed_.at(round_list_[begin]).seq);
     }
   }
   const uint64_t new_chunk = starts.empty() ? 0 : starts.front();
 
   // Eviction: raise the floor, oldest first.
   uint64_t floor = meta_.floor;
-  if (!round_.empty() && meta_.fresh) floor = new_chunk;  // first claims set the base
+  if (!round_list_.empty() && meta_.fresh) floor = new_chunk;  // first claims set the base
   if (limits.max_keys && next_seq_ > floor + limits.max_keys) floor = next_seq_ - limits.max_keys;
   if (limits.max_bytes) {
     uint64_t allowed = static_cast<uint64_t>(static_cast<double>(limits.max_bytes) / bytes_per_key());
@@ -649,8 +669,8 @@ PartitionStore::RoundPlan PartitionStore::plan_round(const Retention& limits, ui
     chunk.reserve(16 + (cuts[c].second - cuts[c].first) * (20 + fp_bytes));
     begin_chunk(chunk, now_ms, fp_bytes);
     for (size_t i = cuts[c].first; i < cuts[c].second; ++i) {
-      const auto& cl = round_.claims()[i];
-      append_chunk_claim(chunk, round_.key_of(cl), cl.seq, cl.offset, cl.fingerprint, fp_bytes);
+      const auto& cl = unindexed_.at(round_list_[i]);
+      append_chunk_claim(chunk, unindexed_.key_of(cl), cl.seq, cl.offset, cl.fingerprint, fp_bytes);
     }
     plan.chunks.emplace_back(starts[c], std::move(chunk));
   }
@@ -666,7 +686,7 @@ sdk::Status PartitionStore::apply_round(const RoundPlan& plan, bool sync, int64_
   StoreMeta next = plan.next;
   if (changelog >= 0) next.changelog = changelog;
   if (!plan.changed && next.changelog == meta_.changelog) {
-    round_.clear();
+    end_round();
     return sdk::Status::ok();  // nothing happened in this partition this round
   }
   // One batch reused round after round: it holds the round's chunks (megabytes), and a
@@ -685,20 +705,9 @@ sdk::Status PartitionStore::apply_round(const RoundPlan& plan, bool sync, int64_
   meta_ = next;
   oldest_chunk_ms_ = meta_.floor < meta_.next_seq ? plan.oldest_ms : -1;
   filter_.publish_floor(meta_.floor);
-  const uint32_t fp_bytes = plan.fp_bytes;
-  // One width for both tables: a running fold's claims are compared with it too.
-  if (unindexed_.empty() && !folding_active_) unindexed_fp_bytes_ = fp_bytes;
-  unindexed_fp_bytes_ = std::min(unindexed_fp_bytes_, fp_bytes);
-  // Each upsert lands in a random slot of a table larger than the caches: load a few
-  // ahead.
-  const auto& claims = round_.claims();
-  constexpr size_t kAhead = 8;
-  for (size_t j = 0; j < claims.size(); ++j) {
-    if (j + kAhead < claims.size()) unindexed_.prefetch(claims[j + kAhead].hash);
-    const auto& c = claims[j];
-    if (c.seq >= meta_.floor) unindexed_.upsert(round_.key_of(c), c.hash, c.seq, c.offset, c.fingerprint);
-  }
-  round_.clear();
+  // The round's claims are in unindexed_ already (claim()); those evicted on arrival
+  // stay there, below the floor, until the fold passes them over.
+  end_round();
   unindexed_count_.store(unindexed_.size(), std::memory_order_relaxed);
   size_ahead();
   // The fold runs beside the pipeline; a round waits for it only when the next one has

@@ -3,8 +3,8 @@
 //
 // A round's claims are written as one value of the sequence index (the round's chunk),
 // in one synced WriteBatch with eviction and the meta: one memtable entry per round
-// instead of one skiplist insert per id. Written claims stay in an in-memory table
-// until enough have gathered; then they are folded into the claims column family as
+// instead of one skiplist insert per id. Claims stay in an in-memory table (the running
+// round's from the moment they are made) until enough have gathered; then they are folded into the claims column family as
 // one sorted SST file (IngestExternalFile) and the chunks shrink to their timestamps.
 // On open, chunks not folded yet are read back into the table.
 #pragma once
@@ -67,8 +67,9 @@ class PartitionStore {
     return presence_ == nullptr || presence_->may_contain(hash);
   }
   uint64_t presence_filter_bytes() const { return presence_ ? presence_->bytes() : 0; }
-  // Written claims not folded into the claims column family yet (check before lookup
-  // results: they are newer). Their fingerprints have unindexed_fp_bytes() bytes.
+  // Claims not folded into the claims column family yet, the running round's included
+  // (check before lookup results: they are newer). Their fingerprints have
+  // unindexed_fp_bytes() bytes.
   // A fold in progress keeps its table here until it is adopted: older than unindexed_,
   // newer than the column family.
   const RoundClaims::Claim* find_unindexed(std::string_view key, uint64_t hash) const {
@@ -76,10 +77,9 @@ class PartitionStore {
       if (const auto* c = unindexed_.find(key, hash)) return c;
     return folding_active_ && !folding_.empty() ? folding_.find(key, hash) : nullptr;
   }
-  // Starts loading what a record's checks (round, unindexed and folding tables, presence
+  // Starts loading what a record's checks (unindexed and folding tables, presence
   // filter) will read; see DedupeTransform::process.
   void prefetch(uint64_t hash) const {
-    round_.prefetch(hash);
     if (!unindexed_.empty()) unindexed_.prefetch(hash);
     if (folding_active_ && !folding_.empty()) folding_.prefetch(hash);
     if (presence_) presence_->prefetch(hash);
@@ -88,8 +88,15 @@ class PartitionStore {
   // A stored claim counts only at or above the floor (below it, it is evicted).
   bool live(uint64_t seq) const { return seq >= meta_.floor; }
 
-  RoundClaims& round() { return round_; }
-  void claim(std::string_view key, uint64_t hash, int64_t offset, uint64_t fp);
+  // Claims of the running round (not committed yet).
+  size_t round_size() const { return round_list_.size(); }
+  // Before a batch: room for `n` claims of `key_bytes` in all, so that the claims of the
+  // batch move nothing find_unindexed() returned for it.
+  void reserve_round(size_t n, size_t key_bytes) { unindexed_.reserve_more(n, key_bytes); }
+  // A claim goes straight into the table of unfolded claims (a round's claims used to
+  // gather in a table of their own and be copied over at commit, one random write each);
+  // abort takes them out again (drop_round).
+  void claim(std::string_view key, uint64_t hash, int64_t offset, uint64_t fp, uint32_t fp_bytes);
   void saw(int64_t offset) {
     if (offset > round_high_) round_high_ = offset;
   }
@@ -121,7 +128,8 @@ class PartitionStore {
                           int* fold_steps = nullptr) {
     return apply_round(plan_round(limits, fp_bytes, now_ms), true, -1, fold_steps);
   }
-  // abort: forget the round; replays claim again.
+  // abort: forget the round (its claims leave the table, replaced claims come back);
+  // replays claim again.
   void drop_round();
 
   // Restore from a changelog: apply records in changelog order, then finish with the
@@ -177,9 +185,23 @@ class PartitionStore {
   StoreMeta meta_;
   int64_t oldest_chunk_ms_ = -1;  // time of the chunk holding the floor, -1 = none
 
-  RoundClaims round_;
   rocksdb::WriteBatch round_batch_;  // apply_round's, kept for its buffer
   RoundClaims unindexed_;
+  // The running round: its claims' 1-based indexes in unindexed_, in claim order (the
+  // chunks' order); the claims it replaced; the table's size, key bytes and fingerprint
+  // width before its first claim (what drop_round goes back to).
+  std::vector<uint32_t> round_list_;
+  struct Replaced {
+    uint32_t index;
+    RoundClaims::Claim old;
+  };
+  std::vector<Replaced> round_replaced_;
+  size_t round_begin_ = 0, round_key_bytes_ = 0;
+  uint32_t round_fp_before_ = 8;
+  void end_round() {
+    round_list_.clear();
+    round_replaced_.clear();
+  }
   uint32_t unindexed_fp_bytes_ = 8;
   size_t index_threshold_ = 0;
   bool background_fold_ = true;

@@ -1,7 +1,7 @@
-// An in-memory table of claims: id -> (seq, owner offset, fingerprint). Used for the
-// round's claims that are not written yet (a duplicate later in the same batch or round
-// must see them) and for written claims not yet folded into the claims column family.
-// Open addressing over one key arena.
+// An in-memory table of claims: id -> (seq, owner offset, fingerprint). Holds the claims
+// not yet folded into the claims column family, the running round's included (a
+// duplicate later in the same batch or round must see them; an abort takes them out
+// again, see claim() and truncate()). Open addressing over one key arena.
 #pragma once
 
 #include <cstdint>
@@ -59,6 +59,54 @@ class RoundClaims {
     c.offset = offset;
     c.fingerprint = fp;
   }
+
+  // Claims `key` for a round: upsert, and when it replaced a claim (an evicted id claimed
+  // again) the old one is copied to `*replaced`, so that an abort can put it back.
+  // Returns the claim's 1-based index.
+  uint32_t claim(std::string_view key, uint64_t hash, uint64_t seq, int64_t offset, uint64_t fp,
+                 Claim* replaced, bool* was_replaced) {
+    if ((claims_.size() + 1) * 2 > slots_.size()) grow();
+    const size_t i = probe(key, hash);
+    if (slots_[i] == 0) {
+      append(key, hash, seq, offset, fp);
+      slots_[i] = tag_of(hash) | static_cast<uint32_t>(claims_.size());
+      *was_replaced = false;
+      return static_cast<uint32_t>(claims_.size());
+    }
+    const uint32_t index1 = static_cast<uint32_t>(slots_[i]);
+    Claim& c = claims_[index1 - 1];
+    *replaced = c;
+    *was_replaced = true;
+    c.seq = seq;
+    c.offset = offset;
+    c.fingerprint = fp;
+    return index1;
+  }
+  // Puts back a claim that claim() replaced.
+  void put_back(uint32_t index1, const Claim& old) { claims_[index1 - 1] = old; }
+  // Forgets every claim after the first `keep` and every key byte after `key_bytes`: an
+  // aborted round's. Without deletions, taking a linear-probing table's newest entries
+  // out newest first leaves it as it was before they came (no older entry's probe ever
+  // ran past a slot that was free when it was placed); a rehash places the claims in
+  // index order, which keeps that true.
+  void truncate(size_t keep, size_t key_bytes) {
+    for (size_t n = claims_.size(); n > keep; --n) {
+      const Claim& c = claims_[n - 1];
+      const size_t i = probe(key_of(c), c.hash);
+      if (static_cast<uint32_t>(slots_[i]) == n) slots_[i] = 0;
+    }
+    claims_.shrink_to(keep);
+    arena_.shrink_to(key_bytes);
+  }
+  // Room for n more claims with `key_bytes` more key bytes, so that claims made meanwhile
+  // move neither the claims nor the slots (callers hold Claim pointers across them).
+  void reserve_more(size_t n, size_t key_bytes) {
+    claims_.reserve(claims_.size() + n);
+    arena_.reserve(arena_.size() + key_bytes);
+    const size_t want = slots_for(claims_.size() + n);
+    if (want > slots_.size()) rehash(want);
+  }
+  const Claim& at(uint32_t index1) const { return claims_[index1 - 1]; }
 
   // Keeps the memory for the next fill: the tables refill to about the same size round
   // after round (or fold after fold), and memory given back came back as fresh pages the

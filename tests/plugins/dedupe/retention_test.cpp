@@ -117,3 +117,33 @@ TEST_F(DedupeTest, StoreBytesGaugeIsReported) {
 
 }  // namespace
 }  // namespace dedupe_test
+
+namespace dedupe_test {
+namespace {
+
+// A round's claims go straight into the table of earlier rounds' claims; an abort takes
+// them out again and puts back the evicted claims it replaced: what was committed still
+// decides, what the aborted round claimed does not, and an evicted id stays evicted.
+TEST_F(DedupeTest, AnAbortedRoundReclaimingEvictedIdsLeavesTheCommittedStateAlone) {
+  auto& t = start({{"retention.max.keys", "3"}});
+  int64_t off = 0;
+  EXPECT_THAT(t.process(events({"a", "b", "c", "d", "e"}, off)).kept, ElementsAre(0u, 1u, 2u, 3u, 4u));
+  commit_round();  // a and b are evicted; c, d, e are known
+  // The round claims a and b again (their evicted claims replaced in place) and many new
+  // ids (the table grows), then aborts.
+  std::vector<std::string> ids = {"b", "a"};
+  for (int i = 0; i < 5000; ++i) ids.push_back("n" + std::to_string(i));
+  const int64_t aborted_from = off;
+  auto out = t.process(events(ids, off));
+  EXPECT_EQ(out.kept.size(), ids.size());
+  ASSERT_TRUE(t.abort().is_ok());
+  // Replayed from where the aborted round began: the same records claim again.
+  off = aborted_from;
+  out = t.process(events({"e", "a", "n7", "d"}, off));
+  EXPECT_THAT(out.kept, ElementsAre(1u, 2u));  // e and d still known; a and n7 new again
+  commit_round();
+  EXPECT_THAT(t.process(events({"a", "n7", "b"}, off)).kept, ElementsAre(2u));  // b: still evicted
+}
+
+}  // namespace
+}  // namespace dedupe_test

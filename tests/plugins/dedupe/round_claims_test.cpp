@@ -7,6 +7,8 @@
 #include <xxhash.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "round_claims.hpp"
 
@@ -132,6 +134,66 @@ TEST(RoundClaims, GivesBackABurstAfterSmallFills) {
   }
   fill(t, 100'000, 30);  // and it grows again
   expect_all(t, 100'000, 30);
+}
+
+}  // namespace
+
+namespace {
+
+// A round claims into the table holding earlier rounds' claims; an abort takes its
+// claims out (truncate) and puts back what it replaced: the table must answer exactly
+// as before the round, through a growth of the slot array in the middle of the round.
+TEST(RoundClaims, AnAbortedRoundLeavesTheTableAsItWasThroughAGrowth) {
+  RoundClaims t;
+  fill(t, 20'000, 1);  // earlier rounds
+  const size_t keep = t.size(), key_bytes = t.key_bytes();
+  std::vector<std::pair<uint32_t, RoundClaims::Claim>> replaced;
+  for (size_t i = 0; i < 50'000; ++i) {  // 20k -> 70k claims: the slots grow twice
+    // Every tenth claim is an id of an earlier round claimed again (replaced in place).
+    std::string k = i % 10 == 0 ? key(i / 10, 1) : key(i, 2);
+    RoundClaims::Claim old{};
+    bool was = false;
+    const uint32_t index = t.claim(k, hash(k), 1'000'000 + i, 7, 9, &old, &was);
+    EXPECT_EQ(was, i % 10 == 0) << k;
+    if (was) replaced.emplace_back(index, old);
+    ASSERT_EQ(t.key_of(t.at(index)), k);
+  }
+  EXPECT_EQ(t.size(), keep + 45'000);
+  t.truncate(keep, key_bytes);
+  for (auto r = replaced.rbegin(); r != replaced.rend(); ++r) t.put_back(r->first, r->second);
+  expect_all(t, 20'000, 1);
+  EXPECT_EQ(t.key_bytes(), key_bytes);
+  for (size_t i = 1; i < 50'000; i += 10) {
+    std::string k = key(i, 2);
+    EXPECT_EQ(t.find(k, hash(k)), nullptr) << k;
+  }
+  // The table goes on taking claims after the abort.
+  std::string k = key(1, 3);
+  RoundClaims::Claim old{};
+  bool was = true;
+  t.claim(k, hash(k), 5, 5, 5, &old, &was);
+  EXPECT_FALSE(was);
+  ASSERT_NE(t.find(k, hash(k)), nullptr);
+  EXPECT_EQ(t.find(k, hash(k))->offset, 5);
+}
+
+// reserve_more: claims made after it move neither the claims nor the slots, so pointers
+// taken before them stay valid (DedupeTransform::process keeps step 2's answers).
+TEST(RoundClaims, ClaimsAfterReserveMoreMoveNothing) {
+  RoundClaims t;
+  fill(t, 1'000, 1);
+  std::string first = key(0, 1);
+  t.reserve_more(100'000, 100'000 * 12);
+  const RoundClaims::Claim* p = t.find(first, hash(first));
+  ASSERT_NE(p, nullptr);
+  for (size_t i = 0; i < 100'000; ++i) {
+    std::string k = key(i, 4);
+    RoundClaims::Claim old{};
+    bool was = false;
+    t.claim(k, hash(k), i, 1, 1, &old, &was);
+  }
+  EXPECT_EQ(t.find(first, hash(first)), p);
+  EXPECT_EQ(p->seq, 0u);
 }
 
 }  // namespace
