@@ -589,7 +589,6 @@ double PartitionStore::bytes_per_key() const {
 PartitionStore::RoundPlan PartitionStore::plan_round(const Retention& limits, uint32_t fp_bytes,
                                                      int64_t now_ms) const {
   RoundPlan plan;
-  plan.fp_bytes = fp_bytes;
   StoreMeta& next = plan.next;
   next = meta_;
   next.high_water = std::max(meta_.high_water, round_high_);

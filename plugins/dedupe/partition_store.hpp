@@ -114,7 +114,6 @@ class PartitionStore {
     std::vector<std::pair<uint64_t, std::string>> chunks;  // first seq, chunk value
     std::vector<uint64_t> evicted;                         // first seqs of dropped chunks
     int64_t oldest_ms = -1;
-    uint32_t fp_bytes = 0;
     bool changed = false;
   };
   RoundPlan plan_round(const Retention& limits, uint32_t fp_bytes, int64_t now_ms) const;

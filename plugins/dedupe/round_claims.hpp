@@ -38,31 +38,18 @@ class RoundClaims {
   // so that the probe finds it in cache (the tables outgrow the caches).
   void prefetch(uint64_t hash) const { __builtin_prefetch(&slots_[hash & (slots_.size() - 1)]); }
 
-  void add(std::string_view key, uint64_t hash, uint64_t seq, int64_t offset, uint64_t fp) {
-    if ((claims_.size() + 1) * 2 > slots_.size()) grow();
-    append(key, hash, seq, offset, fp);
-    place(static_cast<uint32_t>(claims_.size()));
-  }
-
-  // Replaces the claim of `key` if there is one (an evicted id claimed again). One probe:
-  // with no deletions, a missing key's first empty slot is where add() would place it.
+  // Adds the claim of `key`, or replaces it if there is one (an evicted id claimed again;
+  // restores and reloads, which never undo): claim() without keeping the old one.
   void upsert(std::string_view key, uint64_t hash, uint64_t seq, int64_t offset, uint64_t fp) {
-    if ((claims_.size() + 1) * 2 > slots_.size()) grow();
-    const size_t i = probe(key, hash);
-    if (slots_[i] == 0) {
-      append(key, hash, seq, offset, fp);
-      slots_[i] = tag_of(hash) | static_cast<uint32_t>(claims_.size());
-      return;
-    }
-    Claim& c = claims_[static_cast<uint32_t>(slots_[i]) - 1];
-    c.seq = seq;
-    c.offset = offset;
-    c.fingerprint = fp;
+    Claim old;
+    bool replaced;
+    claim(key, hash, seq, offset, fp, &old, &replaced);
   }
 
-  // Claims `key` for a round: upsert, and when it replaced a claim (an evicted id claimed
-  // again) the old one is copied to `*replaced`, so that an abort can put it back.
-  // Returns the claim's 1-based index.
+  // Claims `key` for a round in one probe (with no deletions, a missing key's first empty
+  // slot is where it belongs). When it replaces a claim (an evicted id claimed again) the
+  // old one is copied to `*replaced`, so that an abort can put it back. Returns the
+  // claim's 1-based index.
   uint32_t claim(std::string_view key, uint64_t hash, uint64_t seq, int64_t offset, uint64_t fp,
                  Claim* replaced, bool* was_replaced) {
     if ((claims_.size() + 1) * 2 > slots_.size()) grow();
@@ -212,14 +199,11 @@ class RoundClaims {
   void place_all() {
     constexpr uint32_t kAhead = 16;
     const uint32_t n = static_cast<uint32_t>(claims_.size());
-    for (uint32_t i = 0; i < kAhead && i < n; ++i) prefetch_slot(claims_[i].hash);
+    for (uint32_t i = 0; i < kAhead && i < n; ++i) prefetch(claims_[i].hash);
     for (uint32_t i = 1; i <= n; ++i) {
-      if (i - 1 + kAhead < n) prefetch_slot(claims_[i - 1 + kAhead].hash);
+      if (i - 1 + kAhead < n) prefetch(claims_[i - 1 + kAhead].hash);
       place(i);
     }
-  }
-  void prefetch_slot(uint64_t hash) const {
-    __builtin_prefetch(&slots_[hash & (slots_.size() - 1)], 1);
   }
 
   static constexpr int kSmallFillsBeforeShrink = 8;

@@ -23,7 +23,7 @@ uint64_t hash(const std::string& k) { return XXH3_64bits(k.data(), k.size()); }
 void fill(RoundClaims& t, size_t n, size_t round) {
   for (size_t i = 0; i < n; ++i) {
     std::string k = key(i, round);
-    t.add(k, hash(k), i, static_cast<int64_t>(i) * 3, round);
+    t.upsert(k, hash(k), i, static_cast<int64_t>(i) * 3, round);
   }
 }
 
@@ -114,7 +114,7 @@ TEST(RoundClaims, AdoptsASlotArrayMadeElsewhere) {
   expect_all(t, 5000, 7);
   for (size_t i = 5000; i < 100'000; ++i) {  // fills without growing
     std::string k = key(i, 7);
-    t.add(k, hash(k), i, static_cast<int64_t>(i) * 3, 7);
+    t.upsert(k, hash(k), i, static_cast<int64_t>(i) * 3, 7);
   }
   expect_all(t, 100'000, 7);
   MappedArray<uint64_t> small;
