@@ -212,19 +212,14 @@ Pipeline::RunResult Pipeline::run_instance() {
   for (;;) {
     apply_reconfigure(in);
     in.round_start = Clock::now();
-    const auto span = round_span<Clock::duration>(interval, in.last_commit);
+    const Clock::duration round_len = round_length<Clock::duration>(interval, in.last_commit);
     bool eoi = false;
     Outcome err;
     while (!stop_ && in.round_records < static_cast<uint64_t>(spec_.commit_max_records)) {
       auto elapsed = Clock::now() - in.round_start;
-      if (elapsed >= span.longest) break;
-      // Past the cadence a round that holds records only goes on while the source has
-      // more ready: its polls do not wait.
-      const bool draining = elapsed >= span.cadence && in.round_records > 0;
-      auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(
-          (elapsed < span.cadence ? span.cadence : span.longest) - elapsed);
-      int32_t timeout =
-          draining ? 1 : static_cast<int32_t>(std::clamp<int64_t>(remaining.count(), 1, kIdlePollMs));
+      if (elapsed >= round_len) break;
+      auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(round_len - elapsed);
+      int32_t timeout = static_cast<int32_t>(std::clamp<int64_t>(remaining.count(), 1, kIdlePollMs));
       ex_batch b{};
       const auto polled_at = Clock::now();
       o = in.source->poll(timeout, &b, &eoi);
@@ -262,7 +257,6 @@ Pipeline::RunResult Pipeline::run_instance() {
         if (Clock::now() < in.commit_fast_until) break;
       }
       if (eoi) break;
-      if (draining && b.count == 0) break;
       // The source has nothing more for now: what the round holds need not wait for the
       // interval (a burst's last records, a lull). Only after a whole wait, so a trickle
       // commits at most about every kIdlePollMs.
