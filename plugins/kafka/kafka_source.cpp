@@ -764,7 +764,7 @@ sdk::Status KafkaSource::pause_partitions(const std::vector<sdk::Partition>& par
   sdk::Status st = seek_all(targets);
   if (!st) return st;
   // Resumed unless the whole source or its priority level still waits.
-  return apply_pauses(touched);
+  return apply_pauses(touched, /*sought=*/true);
 }
 
 sdk::Status KafkaSource::pause(bool paused) {
@@ -776,7 +776,7 @@ sdk::Status KafkaSource::pause(bool paused) {
   return apply_pauses(all);
 }
 
-sdk::Status KafkaSource::apply_pauses(const std::vector<PartState*>& parts) {
+sdk::Status KafkaSource::apply_pauses(const std::vector<PartState*>& parts, bool sought) {
   std::vector<PartState*> to_pause, to_resume;
   for (PartState* p : parts) {
     if (!p->assigned) continue;
@@ -792,7 +792,7 @@ sdk::Status KafkaSource::apply_pauses(const std::vector<PartState*>& parts) {
       return sdk::Status::retriable(std::string("kafka source: pause: ") + rd_kafka_err2str(err));
     for (PartState* p : to_pause) p->rd_paused = true;
   }
-  if (!to_resume.empty()) return resume_checked(std::move(to_resume));
+  if (!to_resume.empty()) return resume_checked(std::move(to_resume), sought);
   return sdk::Status::ok();
 }
 
@@ -802,11 +802,11 @@ sdk::Status KafkaSource::apply_pauses(const std::vector<PartState*>& parts) {
 // that has handed out nothing yet is sought to where it starts (its committed offset, or
 // the earliest): a pause that came soon after its assignment may have cancelled the
 // start of its fetch (see on_assign), and a plain resume would not start it again.
-sdk::Status KafkaSource::resume_checked(std::vector<PartState*> parts) {
+sdk::Status KafkaSource::resume_checked(std::vector<PartState*> parts, bool sought) {
   TplPtr list(rd_kafka_topic_partition_list_new(static_cast<int>(parts.size())));
   for (PartState* p : parts) rd_kafka_topic_partition_list_add(list.get(), p->topic.c_str(), p->number);
   std::vector<std::pair<PartState*, int64_t>> seeks;
-  if (rd_kafka_position(rk_, list.get()) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+  if (!sought && rd_kafka_position(rk_, list.get()) == RD_KAFKA_RESP_ERR_NO_ERROR) {
     for (size_t i = 0; i < parts.size(); ++i) {
       PartState* p = parts[i];
       int64_t expected = !p->buffered.empty() ? p->buffered.back()->offset + 1 : p->next;

@@ -97,8 +97,10 @@ class KafkaSource final : public sdk::Source, public ClientContext {
   void close_consumer();
   // The librdkafka pause state each assigned partition should have: paused while the
   // whole source is, while held for a stage, or while its priority level waits.
-  sdk::Status apply_pauses(const std::vector<PartState*>& parts);
-  sdk::Status resume_checked(std::vector<PartState*> parts);
+  // `sought`: the parts were just sought to where they go on, so resuming them needs no
+  // position check (which, for a partition with no known start, would seek it again).
+  sdk::Status apply_pauses(const std::vector<PartState*>& parts, bool sought = false);
+  sdk::Status resume_checked(std::vector<PartState*> parts, bool sought);
   static bool wants_pause(const PartState& p, bool source_paused) {
     return source_paused || p.held || p.prio_paused || p.not_before_ms > 0;
   }
