@@ -624,6 +624,8 @@ void DedupeTransform::report(Part& p, int64_t now) {
   if (cpu.fold > 0) host_.counter("dedupe_fold_cpu_seconds_total", cpu.fold, l);
   if (cpu.filter_build > 0)
     host_.counter("dedupe_filter_build_cpu_seconds_total", cpu.filter_build, l);
+  if (cpu.folds_raised > 0)
+    host_.counter("dedupe_fold_raised_total", static_cast<double>(cpu.folds_raised), l);
 }
 
 Status DedupeTransform::positions(const std::vector<sdk::Partition>& parts) {

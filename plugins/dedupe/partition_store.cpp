@@ -1,5 +1,6 @@
 #include "partition_store.hpp"
 
+#include "background_priority.hpp"
 #include "changelog_codec.hpp"
 #include "claim_fold.hpp"
 #include "fold_files.hpp"
@@ -63,10 +64,10 @@ struct ChunkWalk {
 
 size_t claim_bytes(size_t key_len, uint32_t fp_bytes) { return 1 + key_len + 3 + fp_bytes; }
 
-// The fold and filter threads yield to the pipeline's threads when cores are short: a
-// fold is work that may lag (a round waits for it only at twice the threshold), while
-// a pipeline thread that loses its core delays every record behind it.
-void background_priority() { (void)setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 10); }
+// The filter and sizing threads yield to the pipeline's threads when cores are short
+// (background_priority.hpp; the fold yields further): that work may lag, while a
+// pipeline thread that loses its core delays every record behind it.
+void background_priority() { nice_background(); }
 
 // Adds the calling thread's CPU time so far (it ends right after).
 void add_thread_cpu(std::atomic<double>& to) {
@@ -332,9 +333,10 @@ void PartitionStore::start_fold() {
   fold_options_.bottommost_compression = rocksdb::kDisableCompressionOption;
   fold_options_.compression = compacting_ ? rocksdb::kNoCompression : fold_compression_;
   fold_options_.compression_opts.level = 1;
+  fold_priority_ = std::make_unique<YieldingThread>();
   folder_ = std::thread([this, prefault = std::move(prefault), floor = meta_.floor] {
     pthread_setname_np(pthread_self(), "dedupe-fold");
-    background_priority();
+    fold_priority_->lower();
     for (const auto& r : prefault) populate_range(r);
     // Which claims are still live: here rather than on the pipeline thread (a pass over
     // ~1.4M claims into a fresh array held a round up by 10-35 ms).
@@ -343,6 +345,7 @@ void PartitionStore::start_fold() {
     for (uint32_t i = 0; i < claims.size(); ++i)
       if (claims[i].seq >= floor) fold_live_.push_back(i);
     if (fold_live_.empty()) {
+      fold_priority_->leave();
       fold_done_.store(true, std::memory_order_release);
       return;
     }
@@ -370,14 +373,20 @@ void PartitionStore::start_fold() {
       add_folded_keys(claims, fold_live_, [&](uint64_t h) { presence_->prefetch_background(h); },
                       [&](uint64_t h) { presence_->add_background(h); });
     add_thread_cpu(fold_cpu_);
+    fold_priority_->leave();
     fold_done_.store(true, std::memory_order_release);
   });
+}
+
+void PartitionStore::raise_fold() {
+  if (folding_active_ && fold_priority_ && fold_priority_->raise()) ++fold_raises_;
 }
 
 sdk::Status PartitionStore::finish_fold(bool wait) {
   if (!folding_active_) return sdk::Status::ok();
   if (!wait && !fold_done_.load(std::memory_order_acquire)) return sdk::Status::ok();
   fold_hurry_.store(true, std::memory_order_relaxed);  // whoever waits, waits for no pacing
+  if (!fold_done_.load(std::memory_order_acquire)) raise_fold();
   if (folder_.joinable()) folder_.join();
   folding_active_ = false;
   if (fold_adds_filter_) presence_->end_adds();  // the fold thread's adds, done by now
@@ -728,6 +737,8 @@ sdk::Status PartitionStore::apply_round(const RoundPlan& plan, bool sync, int64_
   }
   if (unindexed_.size() >= index_threshold_) {
     if (folding_active_) {
+      // Paced to end by 3/4 of this fill: a fold still running now is starved.
+      raise_fold();
       if (!full) return sdk::Status::ok();
       fs = finish_fold(true);
       if (!fs) return fs;

@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "background_priority.hpp"
 #include "claim_codec.hpp"
 #include "eviction_filter.hpp"
 #include "key_order.hpp"
@@ -140,12 +141,16 @@ class PartitionStore {
   uint64_t restored_claims() const { return restored_claims_; }
 
   StoreGauges gauges(int64_t now_ms) const;
-  // CPU seconds the fold and filter-build threads spent since the last call.
+  // CPU seconds the fold and filter-build threads spent since the last call, and the
+  // folds raised out of SCHED_IDLE since then (background_priority.hpp).
   struct BackgroundCpu {
     double fold = 0, filter_build = 0;
+    uint64_t folds_raised = 0;
   };
   BackgroundCpu take_background_cpu() {
-    return {fold_cpu_.exchange(0.0), build_cpu_.exchange(0.0)};
+    BackgroundCpu c{fold_cpu_.exchange(0.0), build_cpu_.exchange(0.0), fold_raises_};
+    fold_raises_ = 0;
+    return c;
   }
 
  private:
@@ -255,6 +260,10 @@ class PartitionStore {
   // and the pipeline thread's "now waiting for it".
   std::atomic<size_t> unindexed_count_{0};
   std::atomic<bool> fold_hurry_{false};
+  // The running fold's priority, and how often one had to be raised (pipeline thread).
+  std::unique_ptr<YieldingThread> fold_priority_;
+  uint64_t fold_raises_ = 0;
+  void raise_fold();
   static constexpr size_t kPacedFoldClaims = size_t{1} << 18;
   static constexpr double kFoldPaceSeconds = 8.0;
   bool folding_active_ = false;
