@@ -6,8 +6,8 @@
 // about the same time, so the folds of a cycle came together as 35-48% of a core for
 // 8-10 s; at nice 10 they still took a share of the cores from the pipeline and the
 // broker on a machine that had none to spare, and the records of those seconds waited
-// (at 180k records/s on 2 vCPUs, p99 587-12,705 ms with folds at nice 10 against 223 and
-// 321 at SCHED_IDLE; docs/benchmarks.md). A SCHED_IDLE thread runs only on a core that
+// (at 180k records/s on 2 vCPUs, five alternating pairs: p99 median 1,347 ms with folds
+// at nice 10, 765 at SCHED_IDLE, 223 and 321 in the quieter minutes; docs/benchmarks.md). A SCHED_IDLE thread runs only on a core that
 // nothing else wants, and any other thread that wakes takes the core from it at once.
 //
 // The risk is starvation: on a machine kept busy by other processes the fold would not
@@ -57,9 +57,11 @@ class YieldingThread {
   // At SCHED_IDLE if it can be raised later, else at nice 10. Returns true for idle.
   bool lower() {
     nice_background();  // what a raise returns it to
+    // Privileges do not change while the process runs: read them once.
+    static const bool can_leave = can_leave_idle();
     std::lock_guard<std::mutex> g(mu_);
     tid_ = gettid();
-    if (raised_ || !can_leave_idle()) return false;
+    if (raised_ || !can_leave) return false;
     sched_param p{};
     idle_ = sched_setscheduler(0, SCHED_IDLE, &p) == 0;
     return idle_;

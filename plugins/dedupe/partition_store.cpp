@@ -64,11 +64,6 @@ struct ChunkWalk {
 
 size_t claim_bytes(size_t key_len, uint32_t fp_bytes) { return 1 + key_len + 3 + fp_bytes; }
 
-// The filter and sizing threads yield to the pipeline's threads when cores are short
-// (background_priority.hpp; the fold yields further): that work may lag, while a
-// pipeline thread that loses its core delays every record behind it.
-void background_priority() { nice_background(); }
-
 // Adds the calling thread's CPU time so far (it ends right after).
 void add_thread_cpu(std::atomic<double>& to) {
   timespec ts{};
@@ -183,7 +178,7 @@ void PartitionStore::size_ahead() {
   // afterwards (make_spare), not in a burst at 1/16 of the first fill.
   sizer_ = std::thread([this, slots] {
     pthread_setname_np(pthread_self(), "dedupe-size");
-    background_priority();
+    nice_background();
     try {
       MappedArray<uint64_t> s;
       s.assign_zeros(slots);
@@ -221,13 +216,14 @@ void PartitionStore::make_spare() {
   const size_t key_bytes = unindexed_.key_bytes() / unindexed_.size() + 1;
   spare_maker_ = std::thread([this, current = std::move(current), spare, n, key_bytes] {
     pthread_setname_np(pthread_self(), "dedupe-spare");
-    background_priority();
+    nice_background();
     RoundClaims t;
     // Pages are faulted in 2 MiB at a time, each array paced by the fill: the current
     // table's a step ahead of it, the next table's from 3/8 of it and done by 3/4 (not
     // from the start: a store whose first fill ends early, a short run or a partition
     // with few ids, then never faults in a table it does not use: ~120 MB per partition
-    // at the default threshold; 7-17% of a 2M-record run's CPU here). A steady trickle
+    // at the default threshold; in 2M-record runs here the spare thread's 0.32-1.23 CPU-s
+    // of c's 4.8-7.1 fell to 0.06-0.29). A steady trickle
     // of the kernel's page zeroing instead of bursts: fresh pages fault in at ~25x the
     // cost of reused ones in this VM class, and every partition reaches 1/16 and the
     // threshold at about the same time (at 200k records/s the first fold cycle's worst
@@ -477,7 +473,7 @@ void PartitionStore::start_filter_build() {
   std::shared_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, claims_));
   builder_ = std::thread([this, it, expected] {
     pthread_setname_np(pthread_self(), "dedupe-filter");
-    background_priority();
+    nice_background();
     // Room to grow to twice the size before the next layer.
     auto f = std::make_unique<PresenceFilter>(2 * expected);
     uint64_t n = 0;

@@ -52,12 +52,12 @@ pid_t thread_named(const std::string& name) {
 
 // A thread that lowers itself through `y`, then waits for `done`.
 struct Lowered {
-  explicit Lowered(YieldingThread& y, bool leave_at_end = true) {
-    t = std::thread([this, &y, leave_at_end] {
+  explicit Lowered(YieldingThread& y) {
+    t = std::thread([this, &y] {
       was_idle = y.lower();
       tid.store(gettid());
       while (!done.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      if (leave_at_end) y.leave();
+      y.leave();
     });
     while (tid.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
