@@ -169,6 +169,8 @@ PY
   unit_user=$(sed -n 's/^User=//p' "$unit")
   [ "$exec_start" = "/usr/bin/exactly run /etc/exactly" ] || fail "ExecStart=$exec_start"
   [ "$workdir" = /var/lib/exactly ] && [ "$unit_user" = exactly ] || fail "unit user/dir"
+  # The dedupe fold's SCHED_IDLE can be left again only with RLIMIT_NICE >= 10 (as User=exactly).
+  [ "$(sed -n 's/^LimitNICE=//p' "$unit")" = 10 ] || fail "unit LimitNICE is not 10"
   if command -v systemd-analyze >/dev/null; then
     if [ "$how" = dpkg ]; then
       systemd-analyze verify --man=no exactly.service || fail "systemd-analyze verify"
