@@ -219,7 +219,8 @@ void PartitionStore::make_spare() {
     nice_background();
     RoundClaims t;
     // Pages are faulted in 2 MiB at a time, each array paced by the fill: the current
-    // table's a step ahead of it, the next table's from 3/8 of it and done by 3/4 (not
+    // table's 1/32 of the threshold ahead of it (a step or two; it was 1/8, ~60 MB
+    // zeroed past the end of a 2M-record run), the next table's from 3/8 of it and done by 3/4 (not
     // from the start: a store whose first fill ends early, a short run or a partition
     // with few ids, then never faults in a table it does not use: ~120 MB per partition
     // at the default threshold; in 2M-record runs here the spare thread's 0.32-1.23 CPU-s
@@ -237,7 +238,9 @@ void PartitionStore::make_spare() {
     for (const auto& r : current) jobs.push_back({r, false});
     if (spare) {
       try {
-        t.reserve(n, key_bytes);
+        // Entries for the overshoot too; the slots for the threshold hold it (3/4 load).
+        t.reserve_entries(n, key_bytes);
+        t.reserve_slots(index_threshold_);
         for (const auto& r : t.ranges()) jobs.push_back({r, true});
       } catch (const std::bad_alloc&) {
         // No room: the first fold sizes the next table itself.
@@ -245,6 +248,7 @@ void PartitionStore::make_spare() {
     }
     constexpr size_t kStep = size_t{2} << 20;
     constexpr double kNextFrom = 0.375;
+    constexpr double kLead = 1.0 / 32;
     for (;;) {
       if (spare_stop_.load(std::memory_order_relaxed)) break;
       const double fill = static_cast<double>(unindexed_count_.load(std::memory_order_relaxed)) /
@@ -254,7 +258,7 @@ void PartitionStore::make_spare() {
         if (j.range.first == nullptr || j.done >= j.range.second) continue;
         left = true;
         const double due =
-            std::min(1.0, j.next ? (fill - kNextFrom) / (0.75 - kNextFrom) : fill + 0.125);
+            std::min(1.0, j.next ? (fill - kNextFrom) / (0.75 - kNextFrom) : fill + kLead);
         if (due <= 0 || static_cast<double>(j.done) > due * static_cast<double>(j.range.second))
           continue;
         const size_t len = std::min(kStep, j.range.second - j.done);

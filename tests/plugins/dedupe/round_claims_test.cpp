@@ -123,6 +123,26 @@ TEST(RoundClaims, AdoptsASlotArrayMadeElsewhere) {
   expect_all(t, 100'000, 7);
 }
 
+// A table doubles only past 3/4 of its slots: the default fold threshold (64 MiB / 48 =
+// 1,398,101 claims) and a fill that overshoots it by 1/8 fit 2M slots (16 MB; at 1/2 it
+// took 4M), and a table filled to exactly 3/4 keeps its slot array.
+TEST(RoundClaims, FillsThreeQuartersOfItsSlotsBeforeGrowing) {
+  EXPECT_EQ(RoundClaims::slots_for(1'398'101 + 1'398'101 / 8), size_t{1} << 21);
+  EXPECT_EQ(RoundClaims::slots_for(3072), 4096u);
+  EXPECT_EQ(RoundClaims::slots_for(3073), 8192u);
+  RoundClaims t;
+  t.reserve_slots(3072);
+  const size_t slot_bytes = t.ranges()[0].second;
+  EXPECT_EQ(slot_bytes, 4096 * sizeof(uint64_t));
+  fill(t, 3072, 4);
+  EXPECT_EQ(t.ranges()[0].second, slot_bytes);  // no growth up to 3/4
+  expect_all(t, 3072, 4);
+  std::string k = key(3072, 4);
+  t.upsert(k, hash(k), 3072, 3072 * 3, 4);
+  EXPECT_EQ(t.ranges()[0].second, 2 * slot_bytes);  // the next claim doubles it
+  expect_all(t, 3073, 4);
+}
+
 TEST(RoundClaims, GivesBackABurstAfterSmallFills) {
   RoundClaims t;
   fill(t, 400'000, 5);
