@@ -7,8 +7,9 @@
 // 8-10 s; at nice 10 they still took a share of the cores from the pipeline and the
 // broker on a machine that had none to spare, and the records of those seconds waited
 // (at 180k records/s on 2 vCPUs, five alternating pairs: p99 median 1,347 ms with folds
-// at nice 10, 765 at SCHED_IDLE, 223 and 321 in the quieter minutes; docs/benchmarks.md). A SCHED_IDLE thread runs only on a core that
-// nothing else wants, and any other thread that wakes takes the core from it at once.
+// at nice 10, 765 at SCHED_IDLE, 223 and 321 in the quieter minutes; docs/benchmarks.md).
+// A SCHED_IDLE thread runs only on a core that nothing else wants, and any other thread
+// that wakes takes the core from it at once.
 //
 // The risk is starvation: on a machine kept busy by other processes the fold would not
 // advance, and the pipeline waits for it once twice the threshold has gathered. So a

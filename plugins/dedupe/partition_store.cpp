@@ -218,14 +218,15 @@ void PartitionStore::make_spare() {
     pthread_setname_np(pthread_self(), "dedupe-spare");
     nice_background();
     RoundClaims t;
-    // Pages are faulted in 2 MiB at a time, each array paced by the fill: the current
-    // table's 1/32 of the threshold ahead of it (a step or two; it was 1/8, ~60 MB
-    // zeroed past the end of a 2M-record run), the next table's from 3/8 of it and done by 3/4 (not
-    // from the start: a store whose first fill ends early, a short run or a partition
-    // with few ids, then never faults in a table it does not use: ~120 MB per partition
-    // at the default threshold; in 2M-record runs here the spare thread's 0.32-1.23 CPU-s
-    // of c's 4.8-7.1 fell to 0.06-0.29). A steady trickle
-    // of the kernel's page zeroing instead of bursts: fresh pages fault in at ~25x the
+    // Pages are faulted in 2 MiB at a time, each array paced by the fill:
+    // - the current table's 1/32 of the threshold ahead of it (a step or two; at 1/8,
+    //   ~60 MB were zeroed past the end of a 2M-record run);
+    // - the next table's from 3/8 of it on, done by 3/4. A store whose first fill ends
+    //   early (a short run, a partition with few ids) then never faults in a table it
+    //   does not use: ~150 MB per partition at the default threshold with UUID ids, the
+    //   sort arrays included (in 2M-record runs here the spare thread's 0.32-1.23 CPU-s
+    //   of c's 4.8-7.1 fell to 0.06-0.29).
+    // A steady trickle of the kernel's page zeroing instead of bursts: fresh pages fault in at ~25x the
     // cost of reused ones in this VM class, and every partition reaches 1/16 and the
     // threshold at about the same time (at 200k records/s the first fold cycle's worst
     // second was 500-750 ms with the burst; docs/benchmarks.md).
@@ -238,9 +239,7 @@ void PartitionStore::make_spare() {
     for (const auto& r : current) jobs.push_back({r, false});
     if (spare) {
       try {
-        // Entries for the overshoot too; the slots for the threshold hold it (3/4 load).
-        t.reserve_entries(n, key_bytes);
-        t.reserve_slots(index_threshold_);
+        t.reserve(n, key_bytes);
         for (const auto& r : t.ranges()) jobs.push_back({r, true});
       } catch (const std::bad_alloc&) {
         // No room: the first fold sizes the next table itself.

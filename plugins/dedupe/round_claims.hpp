@@ -119,10 +119,6 @@ class RoundClaims {
   // every claim and copies the arrays).
   void reserve(size_t n, size_t key_bytes) {
     reserve_entries(n, key_bytes);
-    reserve_slots(n);
-  }
-  // Slots for n claims (a rehash if there are fewer).
-  void reserve_slots(size_t n) {
     if (slots_for(n) > slots_.size()) rehash(slots_for(n));
   }
   size_t key_bytes() const { return arena_.size(); }

@@ -131,7 +131,7 @@ TEST(RoundClaims, FillsThreeQuartersOfItsSlotsBeforeGrowing) {
   EXPECT_EQ(RoundClaims::slots_for(3072), 4096u);
   EXPECT_EQ(RoundClaims::slots_for(3073), 8192u);
   RoundClaims t;
-  t.reserve_slots(3072);
+  t.reserve(3072, 16);
   const size_t slot_bytes = t.ranges()[0].second;
   EXPECT_EQ(slot_bytes, 4096 * sizeof(uint64_t));
   fill(t, 3072, 4);
