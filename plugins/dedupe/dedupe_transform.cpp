@@ -111,7 +111,7 @@ DedupeTransform::~DedupeTransform() {
   warm_.clear();
 }
 
-Status DedupeTransform::open_store(const std::string& dir, bool wipe,
+Status DedupeTransform::open_store(const std::string& dir, int32_t id, bool wipe,
                                    std::unique_ptr<PartitionStore>& out) {
   out.reset();
   if (wipe) {
@@ -123,7 +123,9 @@ Status DedupeTransform::open_store(const std::string& dir, bool wipe,
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return Status::fatal("dedupe: cannot create state directory " + dir + ": " + ec.message());
-  return PartitionStore::open(dir, settings_.tuning, cache_, out);
+  Status st = PartitionStore::open(dir, settings_.tuning, cache_, out);
+  if (st) out->stagger_first_fold(static_cast<uint32_t>(id));
+  return st;
 }
 
 int64_t DedupeTransform::covered_by(const StoreMeta& m) {
@@ -225,7 +227,7 @@ Status DedupeTransform::restore(Part& part, const std::atomic<bool>* cancel) {
   }
   if (wipe) {
     part.store.reset();
-    st = open_store(dir, true, part.store);
+    st = open_store(dir, part.partition.id, true, part.store);
     if (!st) return st;
     from = -1;
   }
@@ -328,7 +330,7 @@ Status DedupeTransform::open_partition(const sdk::Partition& p, std::unique_ptr<
   if (warm) {
     part->store = std::move(warm);
   } else {
-    st = open_store(dir.string(), false, part->store);
+    st = open_store(dir.string(), p.id, false, part->store);
     if (!st) return st;
   }
 

@@ -102,7 +102,8 @@ class DedupeTransform final : public sdk::Transform {
   sdk::Status catch_up(Warm& w, Clock::time_point deadline);
   // The standby copy of `p`, if there is one (it stops being a standby).
   std::unique_ptr<PartitionStore> take_warm(const sdk::Partition& p);
-  sdk::Status open_store(const std::string& dir, bool wipe, std::unique_ptr<PartitionStore>& out);
+  sdk::Status open_store(const std::string& dir, int32_t id, bool wipe,
+                         std::unique_ptr<PartitionStore>& out);
   // Changelog mode: bring the store up to the changelog's committed end.
   // `cancel` (background restores): stop early with a fatal status when it turns true.
   sdk::Status restore(Part& part, const std::atomic<bool>* cancel = nullptr);

@@ -106,6 +106,7 @@ sdk::Status PartitionStore::open(const std::string& dir, const StoreTuning& tuni
   s->drop_round();
   s->restore_wb_ = std::make_unique<rocksdb::WriteBatch>();
   s->index_threshold_ = index_threshold(tuning);
+  s->first_fold_at_ = s->index_threshold_;
   s->background_fold_ = tuning.background_fold;
   s->sst_options_ = rocksdb::Options(make_db_options(tuning), cfs[0].options);
   s->fold_files_max_ = tuning.fold_files_max;
@@ -121,6 +122,14 @@ sdk::Status PartitionStore::open(const std::string& dir, const StoreTuning& tuni
     s->start_filter_build();
   out = std::move(s);
   return sdk::Status::ok();
+}
+
+void PartitionStore::stagger_first_fold(uint32_t id) {
+  // Bit reversal of id mod 8 spreads consecutive ids over half a cycle: ids 0-3 fold
+  // their first fills at 1, 3/4, 7/8 and 5/8 of the threshold, ids 0-7 at every
+  // sixteenth from 9/16 on (a 2M-record run, ~500k ids a partition, still folds none).
+  const uint32_t slot = ((id & 1) << 2) | (id & 2) | ((id >> 2) & 1);
+  first_fold_at_ = index_threshold_ - index_threshold_ * slot / 16;
 }
 
 void PartitionStore::load_oldest_chunk_ms() {
@@ -221,11 +230,12 @@ void PartitionStore::make_spare() {
     // Pages are faulted in 2 MiB at a time, each array paced by the fill:
     // - the current table's 1/32 of the threshold ahead of it (a step or two; at 1/8,
     //   ~60 MB were zeroed past the end of a 2M-record run);
-    // - the next table's from 3/8 of it on, done by 3/4. A store whose first fill ends
-    //   early (a short run, a partition with few ids) then never faults in a table it
-    //   does not use: ~150 MB per partition at the default threshold with UUID ids, the
-    //   sort arrays included (in 2M-record runs here the spare thread's 0.32-1.23 CPU-s
-    //   of c's 4.8-7.1 fell to 0.06-0.29).
+    // - the next table's from 3/8 of the first fill (its threshold: stagger_first_fold)
+    //   on, done by 3/4. A store whose first fill ends early (a short run, a partition
+    //   with few ids) then never faults in a table it does not use: ~150 MB per
+    //   partition at the default threshold with UUID ids, the sort arrays included (in
+    //   2M-record runs here the spare thread's 0.32-1.23 CPU-s of c's 4.8-7.1 fell to
+    //   0.06-0.29).
     // A steady trickle of the kernel's page zeroing instead of bursts: fresh pages fault in at ~25x the
     // cost of reused ones in this VM class, and every partition reaches 1/16 and the
     // threshold at about the same time (at 200k records/s the first fold cycle's worst
@@ -250,14 +260,15 @@ void PartitionStore::make_spare() {
     constexpr double kLead = 1.0 / 32;
     for (;;) {
       if (spare_stop_.load(std::memory_order_relaxed)) break;
-      const double fill = static_cast<double>(unindexed_count_.load(std::memory_order_relaxed)) /
-                          static_cast<double>(index_threshold_);
+      const double count = static_cast<double>(unindexed_count_.load(std::memory_order_relaxed));
+      const double fill = count / static_cast<double>(index_threshold_);  // of the current table
+      const double first = count / static_cast<double>(first_fold_at_);  // of the first fill
       bool left = false, stepped = false;
       for (auto& j : jobs) {
         if (j.range.first == nullptr || j.done >= j.range.second) continue;
         left = true;
         const double due =
-            std::min(1.0, j.next ? (fill - kNextFrom) / (0.75 - kNextFrom) : fill + kLead);
+            std::min(1.0, j.next ? (first - kNextFrom) / (0.75 - kNextFrom) : fill + kLead);
         if (due <= 0 || static_cast<double>(j.done) > due * static_cast<double>(j.range.second))
           continue;
         const size_t len = std::min(kStep, j.range.second - j.done);
@@ -299,6 +310,7 @@ void PartitionStore::start_fold() {
   if (folding_active_ || fold_failed_) return;
   if (meta_.indexed >= meta_.next_seq && unindexed_.empty()) return;
   finish_sizing(true);  // its slots belong to this table
+  folded_once_ = true;
   std::swap(unindexed_, folding_);
   unindexed_.clear();
   take_spare();
@@ -740,7 +752,7 @@ sdk::Status PartitionStore::apply_round(const RoundPlan& plan, bool sync, int64_
     if (!fs) return fs;
     if (!folding_active_) took_step();
   }
-  if (unindexed_.size() >= index_threshold_) {
+  if (unindexed_.size() >= fold_at()) {
     if (folding_active_) {
       // Paced to end by 3/4 of this fill: a fold still running now is starved.
       raise_fold();

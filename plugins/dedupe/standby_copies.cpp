@@ -55,7 +55,7 @@ Status DedupeTransform::standby(const std::vector<sdk::Partition>& parts) {
     w.partition = p;
     w.partition.start_offset = -1;
     w.labels = "partition=" + p.name;
-    st = open_store(store_dir(p), false, w.store);
+    st = open_store(store_dir(p), p.id, false, w.store);
     if (!st) return st;
     host_.info("dedupe: keeping a standby copy of partition " + describe(p) + " in " +
                w.store->dir());
@@ -94,7 +94,7 @@ Status DedupeTransform::catch_up(Warm& w, Clock::time_point deadline) {
     if (!(m.fresh && m.next_seq == 0)) {
       // Claims kept without a changelog: the changelog is the truth now (as in a restore).
       w.store.reset();
-      st = open_store(store_dir(w.partition), true, w.store);
+      st = open_store(store_dir(w.partition), w.partition.id, true, w.store);
       if (!st) return st;
     }
     from = 0;

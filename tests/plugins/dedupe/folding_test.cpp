@@ -78,6 +78,37 @@ TEST_F(DedupeTest, PartitionsThatReachTheThresholdTogetherFoldInTurns) {
   EXPECT_THAT(t.process(both(0, 25010)).kept, IsEmpty());
 }
 
+TEST_F(DedupeTest, PartitionsFoldTheirFirstFillsAtStaggeredSizesAndKeepThePhase) {
+  // Threshold ~21,845 claims. Partition 1 folds its first fill at 3/4 of it (16,384),
+  // partition 0 at the whole threshold; every later fill of either is a whole threshold,
+  // so the two stay a quarter of a cycle apart instead of folding in the same rounds.
+  Pairs small = {{"rocksdb.write.buffer.size", "1048576"}, {"rocksdb.fold.background", "false"}};
+  auto& t = start(small, {part(0, "events-0"), part(1, "events-1")});
+  int64_t off0 = 0, off1 = 0;
+  auto both = [&](int from, int to) {
+    auto a = range(from, to, off0, 0);
+    auto b = range(from, to, off1, 1);
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  };
+  auto files = [&] {
+    return std::make_pair(sst_files(dir_ / "events-0"), sst_files(dir_ / "events-1"));
+  };
+  t.process(both(0, 17000));
+  commit_round();
+  EXPECT_EQ(files(), std::make_pair(size_t{0}, size_t{1}));
+  t.process(both(17000, 22000));
+  commit_round();
+  EXPECT_EQ(files(), std::make_pair(size_t{1}, size_t{1}));
+  t.process(both(22000, 38000));  // partition 1: 21,000 since its fold, below the threshold
+  commit_round();
+  EXPECT_EQ(files(), std::make_pair(size_t{1}, size_t{1}));
+  t.process(both(38000, 40000));
+  commit_round();
+  EXPECT_EQ(files(), std::make_pair(size_t{1}, size_t{2}));
+  EXPECT_THAT(t.process(both(0, 40000)).kept, IsEmpty());
+}
+
 TEST_F(DedupeTest, NewIdsSkipTheStoreReadAndStoredIdsAreStillFoundAfterReopen) {
   // New ids are answered by the in-memory presence filter (no RocksDB read); ids folded
   // into the store are found, also by a stage reopened on it (while and after its
