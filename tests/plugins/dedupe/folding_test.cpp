@@ -18,6 +18,17 @@ size_t sst_files(const fs::path& dir) {
   return n;
 }
 
+// Records of ids `from`..`to` in partition 0, then the same ids in partition 1.
+struct TwoPartitions {
+  int64_t off0 = 0, off1 = 0;
+  std::vector<OwnedRecord> operator()(int from, int to) {
+    auto a = range(from, to, off0, 0);
+    auto b = range(from, to, off1, 1);
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  }
+};
+
 TEST_F(DedupeTest, FoldedAndUnfoldedClaimsSurviveACrashImage) {
   // 1 MiB write buffer: claims are folded once about 21845 have gathered; on the
   // pipeline thread, so that the copy below never races a fold.
@@ -60,13 +71,7 @@ TEST_F(DedupeTest, PartitionsThatReachTheThresholdTogetherFoldInTurns) {
   // round, the other in the next, so no round carries every partition's fold.
   Pairs small = {{"rocksdb.write.buffer.size", "1048576"}, {"rocksdb.fold.background", "false"}};
   auto& t = start(small, {part(0, "events-0"), part(1, "events-1")});
-  int64_t off0 = 0, off1 = 0;
-  auto both = [&](int from, int to) {
-    auto a = range(from, to, off0, 0);
-    auto b = range(from, to, off1, 1);
-    a.insert(a.end(), b.begin(), b.end());
-    return a;
-  };
+  TwoPartitions both;
   t.process(both(0, 25000));
   commit_round();
   EXPECT_EQ(sst_files(dir_ / "events-0") + sst_files(dir_ / "events-1"), 1u);
@@ -84,13 +89,7 @@ TEST_F(DedupeTest, PartitionsFoldTheirFirstFillsAtStaggeredSizesAndKeepThePhase)
   // so the two stay a quarter of a cycle apart instead of folding in the same rounds.
   Pairs small = {{"rocksdb.write.buffer.size", "1048576"}, {"rocksdb.fold.background", "false"}};
   auto& t = start(small, {part(0, "events-0"), part(1, "events-1")});
-  int64_t off0 = 0, off1 = 0;
-  auto both = [&](int from, int to) {
-    auto a = range(from, to, off0, 0);
-    auto b = range(from, to, off1, 1);
-    a.insert(a.end(), b.begin(), b.end());
-    return a;
-  };
+  TwoPartitions both;
   auto files = [&] {
     return std::make_pair(sst_files(dir_ / "events-0"), sst_files(dir_ / "events-1"));
   };
