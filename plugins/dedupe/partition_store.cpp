@@ -310,7 +310,6 @@ void PartitionStore::start_fold() {
   if (folding_active_ || fold_failed_) return;
   if (meta_.indexed >= meta_.next_seq && unindexed_.empty()) return;
   finish_sizing(true);  // its slots belong to this table
-  folded_once_ = true;
   std::swap(unindexed_, folding_);
   unindexed_.clear();
   take_spare();
@@ -761,6 +760,10 @@ sdk::Status PartitionStore::apply_round(const RoundPlan& plan, bool sync, int64_
       if (!fs) return fs;
     }
     if (!may_step()) return sdk::Status::ok();
+    // Only a round's fold ends the first fill: a store that folded everything on a
+    // restore fills from empty again and takes its staggered phase anew (partitions
+    // restored together on a new host would otherwise fold together from then on).
+    folded_once_ = true;
     start_fold();
     took_step();
     if (!background_fold_) return finish_fold(true);

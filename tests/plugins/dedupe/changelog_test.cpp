@@ -134,6 +134,31 @@ TEST_F(ChangelogTest, AStoreAheadOfARecreatedChangelogIsRebuiltFromIt) {
   EXPECT_THAT(a2.process({event("a", 0), event("b", 1)}).kept, ElementsAre(0u, 1u));
 }
 
+TEST_F(ChangelogTest, ARestoredStoreFoldsItsNextFillAtItsStaggeredSize) {
+  // Partition 1 folds its first fill at 3/4 of the ~21,845-claim threshold (16,384). A
+  // restore folds everything it reads; the fill after it is a first fill again, so
+  // partitions restored together on a new host do not fold together from then on.
+  Pairs small = {{"rocksdb.write.buffer.size", "1048576"}, {"rocksdb.fold.background", "false"}};
+  auto ssts = [&](const char* host) {
+    size_t n = 0;
+    for (auto& e : fs::directory_iterator(dir_ / host / "events-1")) n += e.path().extension() == ".sst";
+    return n;
+  };
+  auto& a = start(on("host-a", small), {part(1, "events-1")});
+  int64_t off = 0;
+  a.process(range(0, 20000, off, 1));
+  ASSERT_TRUE(stage_->positions({part(1, "events-1", off)}).is_ok());
+  commit_round();
+  auto& b = start(on("host-b", small), {part(1, "events-1", off)});
+  const size_t restored = ssts("host-b");
+  EXPECT_GE(restored, 1u);
+  b.process(range(20000, 37000, off, 1));  // 17,000 new ids: past 3/4, short of the whole
+  ASSERT_TRUE(stage_->positions({part(1, "events-1", off)}).is_ok());
+  commit_round();
+  EXPECT_EQ(ssts("host-b"), restored + 1);
+  EXPECT_THAT(b.process(range(0, 37000, off, 1)).kept, ::testing::IsEmpty());
+}
+
 TEST_F(ChangelogTest, ChangelogOnWithoutASinkThatKeepsOneIsAConfigError) {
   FakeHost plain;  // state calls absent, as with a sink built for ABI 1.0
   TransformHarness t(library(), "dedupe", config(on("host-a")), &plain);
