@@ -123,9 +123,7 @@ Status DedupeTransform::open_store(const std::string& dir, int32_t id, bool wipe
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return Status::fatal("dedupe: cannot create state directory " + dir + ": " + ec.message());
-  Status st = PartitionStore::open(dir, settings_.tuning, cache_, out);
-  if (st) out->stagger_first_fold(static_cast<uint32_t>(id));
-  return st;
+  return PartitionStore::open(dir, settings_.tuning, cache_, static_cast<uint32_t>(id), out);
 }
 
 int64_t DedupeTransform::covered_by(const StoreMeta& m) {

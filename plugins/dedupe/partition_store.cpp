@@ -70,11 +70,21 @@ void add_thread_cpu(std::atomic<double>& to) {
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   to.fetch_add(static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9);
 }
+// Partitions keyed by id fill at the same pace, so they would fold together every
+// cycle. A store's first fill folds early by 0 to 7/16 of the threshold, and every later
+// fill is a whole threshold, so the phase lasts. Bit reversal of the id mod 8 spreads
+// consecutive ids over half a cycle: ids 0-3 fold their first fills at 1, 3/4, 7/8 and
+// 5/8 of the threshold, ids 0-7 at every sixteenth from 9/16 on (a 2M-record run, ~500k
+// ids a partition, still folds none). Ids 8 apart share a phase (fold_steps spreads them).
+size_t first_fold_at(size_t threshold, uint32_t id) {
+  const uint32_t slot = ((id & 1) << 2) | (id & 2) | ((id >> 2) & 1);
+  return threshold - threshold * slot / 16;
+}
 }  // namespace
 
 sdk::Status PartitionStore::open(const std::string& dir, const StoreTuning& tuning,
                                  const std::shared_ptr<rocksdb::Cache>& cache,
-                                 std::unique_ptr<PartitionStore>& out) {
+                                 uint32_t partition_id, std::unique_ptr<PartitionStore>& out) {
   std::unique_ptr<PartitionStore> s(new PartitionStore());
   s->dir_ = dir;
   s->read_ = make_lookup_read_options();
@@ -106,7 +116,7 @@ sdk::Status PartitionStore::open(const std::string& dir, const StoreTuning& tuni
   s->drop_round();
   s->restore_wb_ = std::make_unique<rocksdb::WriteBatch>();
   s->index_threshold_ = index_threshold(tuning);
-  s->first_fold_at_ = s->index_threshold_;
+  s->fold_at_ = first_fold_at(s->index_threshold_, partition_id);
   s->background_fold_ = tuning.background_fold;
   s->sst_options_ = rocksdb::Options(make_db_options(tuning), cfs[0].options);
   s->fold_files_max_ = tuning.fold_files_max;
@@ -122,14 +132,6 @@ sdk::Status PartitionStore::open(const std::string& dir, const StoreTuning& tuni
     s->start_filter_build();
   out = std::move(s);
   return sdk::Status::ok();
-}
-
-void PartitionStore::stagger_first_fold(uint32_t id) {
-  // Bit reversal of id mod 8 spreads consecutive ids over half a cycle: ids 0-3 fold
-  // their first fills at 1, 3/4, 7/8 and 5/8 of the threshold, ids 0-7 at every
-  // sixteenth from 9/16 on (a 2M-record run, ~500k ids a partition, still folds none).
-  const uint32_t slot = ((id & 1) << 2) | (id & 2) | ((id >> 2) & 1);
-  first_fold_at_ = index_threshold_ - index_threshold_ * slot / 16;
 }
 
 void PartitionStore::load_oldest_chunk_ms() {
@@ -223,23 +225,25 @@ void PartitionStore::make_spare() {
   const bool spare = folding_.empty() && folding_.capacity() < index_threshold_;
   const size_t n = index_threshold_ + index_threshold_ / 8;
   const size_t key_bytes = unindexed_.key_bytes() / unindexed_.size() + 1;
-  spare_maker_ = std::thread([this, current = std::move(current), spare, n, key_bytes] {
+  spare_maker_ = std::thread([this, current = std::move(current), spare, n, key_bytes,
+                              first_fill = fold_at_] {
     pthread_setname_np(pthread_self(), "dedupe-spare");
     nice_background();
     RoundClaims t;
     // Pages are faulted in 2 MiB at a time, each array paced by the fill:
     // - the current table's 1/32 of the threshold ahead of it (a step or two; at 1/8,
     //   ~60 MB were zeroed past the end of a 2M-record run);
-    // - the next table's from 3/8 of the first fill (its threshold: stagger_first_fold)
+    // - the next table's from 3/8 of the first fill (its staggered size, first_fold_at)
     //   on, done by 3/4. A store whose first fill ends early (a short run, a partition
     //   with few ids) then never faults in a table it does not use: ~150 MB per
     //   partition at the default threshold with UUID ids, the sort arrays included (in
     //   2M-record runs here the spare thread's 0.32-1.23 CPU-s of c's 4.8-7.1 fell to
     //   0.06-0.29).
-    // A steady trickle of the kernel's page zeroing instead of bursts: fresh pages fault in at ~25x the
-    // cost of reused ones in this VM class, and every partition reaches 1/16 and the
-    // threshold at about the same time (at 200k records/s the first fold cycle's worst
-    // second was 500-750 ms with the burst; docs/benchmarks.md).
+    // A steady trickle of the kernel's page zeroing instead of bursts: fresh pages fault
+    // in at ~25x the cost of reused ones in this VM class, and every partition reaches
+    // 1/16 of the threshold at about the same time (at 200k records/s, before the first
+    // folds were staggered, the first fold cycle's worst second was 500-750 ms with the
+    // burst; docs/benchmarks.md).
     struct Job {
       std::pair<void*, size_t> range;
       bool next;  // the next table's (else the current one's)
@@ -262,7 +266,7 @@ void PartitionStore::make_spare() {
       if (spare_stop_.load(std::memory_order_relaxed)) break;
       const double count = static_cast<double>(unindexed_count_.load(std::memory_order_relaxed));
       const double fill = count / static_cast<double>(index_threshold_);  // of the current table
-      const double first = count / static_cast<double>(first_fold_at_);  // of the first fill
+      const double first = count / static_cast<double>(first_fill);  // of the first fill
       bool left = false, stepped = false;
       for (auto& j : jobs) {
         if (j.range.first == nullptr || j.done >= j.range.second) continue;
@@ -737,9 +741,9 @@ sdk::Status PartitionStore::apply_round(const RoundPlan& plan, bool sync, int64_
   // The fold runs beside the pipeline; a round waits for it only when the next one has
   // gathered twice the threshold meanwhile (memory stays bounded).
   // Adopting a finished fold and starting one each hold up the round (the filter takes
-  // every folded key; the next table is set up): partitions fill at the same pace and
-  // reach the threshold together, so the caller spreads these steps over its rounds,
-  // `fold_steps` at a time. Twice the threshold overrides it.
+  // every folded key; the next table is set up): partitions whose first folds were
+  // staggered alike (first_fold_at) reach the threshold together, so the caller spreads
+  // these steps over its rounds, `fold_steps` at a time. Twice the threshold overrides it.
   const bool full = unindexed_.size() >= 2 * index_threshold_;
   auto may_step = [&] { return fold_steps == nullptr || *fold_steps > 0 || full; };
   auto took_step = [&] {
@@ -751,7 +755,7 @@ sdk::Status PartitionStore::apply_round(const RoundPlan& plan, bool sync, int64_
     if (!fs) return fs;
     if (!folding_active_) took_step();
   }
-  if (unindexed_.size() >= fold_at()) {
+  if (unindexed_.size() >= fold_at_) {
     if (folding_active_) {
       // Paced to end by 3/4 of this fill: a fold still running now is starved.
       raise_fold();
@@ -763,7 +767,7 @@ sdk::Status PartitionStore::apply_round(const RoundPlan& plan, bool sync, int64_
     // Only a round's fold ends the first fill: a store that folded everything on a
     // restore fills from empty again and takes its staggered phase anew (partitions
     // restored together on a new host would otherwise fold together from then on).
-    folded_once_ = true;
+    fold_at_ = index_threshold_;
     start_fold();
     took_step();
     if (!background_fold_) return finish_fold(true);

@@ -47,18 +47,15 @@ struct StoreGauges {
 
 class PartitionStore {
  public:
+  // `partition_id` sets the size of the store's first fold (first_fold_at in the .cpp).
   static sdk::Status open(const std::string& dir, const StoreTuning& tuning,
-                          const std::shared_ptr<rocksdb::Cache>& cache,
+                          const std::shared_ptr<rocksdb::Cache>& cache, uint32_t partition_id,
                           std::unique_ptr<PartitionStore>& out);
   ~PartitionStore();
   PartitionStore(const PartitionStore&) = delete;
   PartitionStore& operator=(const PartitionStore&) = delete;
 
   const std::string& dir() const { return dir_; }
-  // Partitions fill at the same pace, so they would fold together every cycle: the
-  // first fill of partition `id` folds early by a fraction of the threshold (0 to 7/16,
-  // spread by bit reversal of id mod 8), and every later fold keeps that phase.
-  void stagger_first_fold(uint32_t id);
   const StoreMeta& durable() const { return meta_; }
 
   // One MultiGet for the batch's ids that the round does not hold yet; `keys` must be
@@ -212,9 +209,8 @@ class PartitionStore {
   }
   uint32_t unindexed_fp_bytes_ = 8;
   size_t index_threshold_ = 0;
-  size_t first_fold_at_ = 0;  // the first fill's threshold (stagger_first_fold)
-  bool folded_once_ = false;
-  size_t fold_at() const { return folded_once_ ? index_threshold_ : first_fold_at_; }
+  // Claims that start a round's fold: the first fill's staggered size, then the threshold.
+  size_t fold_at_ = 0;
   bool background_fold_ = true;
   rocksdb::Options sst_options_;
   rocksdb::Options fold_options_;  // sst_options_ plus this fold's label and compression
