@@ -139,23 +139,18 @@ TEST_F(ChangelogTest, ARestoredStoreFoldsItsNextFillAtItsStaggeredSize) {
   // restore folds everything it reads; the fill after it is a first fill again, so
   // partitions restored together on a new host do not fold together from then on.
   Pairs small = {{"rocksdb.write.buffer.size", "1048576"}, {"rocksdb.fold.background", "false"}};
-  auto ssts = [&](const char* host) {
-    size_t n = 0;
-    for (auto& e : fs::directory_iterator(dir_ / host / "events-1")) n += e.path().extension() == ".sst";
-    return n;
-  };
   auto& a = start(on("host-a", small), {part(1, "events-1")});
   int64_t off = 0;
   a.process(range(0, 20000, off, 1));
   ASSERT_TRUE(stage_->positions({part(1, "events-1", off)}).is_ok());
   commit_round();
   auto& b = start(on("host-b", small), {part(1, "events-1", off)});
-  const size_t restored = ssts("host-b");
+  const size_t restored = sst_files(dir_ / "host-b" / "events-1");
   EXPECT_GE(restored, 1u);
   b.process(range(20000, 37000, off, 1));  // 17,000 new ids: past 3/4, short of the whole
   ASSERT_TRUE(stage_->positions({part(1, "events-1", off)}).is_ok());
   commit_round();
-  EXPECT_EQ(ssts("host-b"), restored + 1);
+  EXPECT_EQ(sst_files(dir_ / "host-b" / "events-1"), restored + 1);
   EXPECT_THAT(b.process(range(0, 37000, off, 1)).kept, ::testing::IsEmpty());
 }
 

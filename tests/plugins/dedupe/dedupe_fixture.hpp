@@ -57,6 +57,13 @@ inline std::vector<OwnedRecord> range(int from, int to, int64_t& offset, int32_t
 
 inline std::vector<size_t> kept(const TransformOutput& o) { return o.kept; }
 
+// SST files in a store's directory: one per fold, while the store is a row of them.
+inline size_t sst_files(const fs::path& dir) {
+  size_t n = 0;
+  for (auto& e : fs::directory_iterator(dir)) n += e.path().extension() == ".sst";
+  return n;
+}
+
 class DedupeTest : public ::testing::Test {
  protected:
   void SetUp() override {

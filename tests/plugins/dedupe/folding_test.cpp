@@ -12,12 +12,6 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 
-size_t sst_files(const fs::path& dir) {
-  size_t n = 0;
-  for (auto& e : fs::directory_iterator(dir)) n += e.path().extension() == ".sst";
-  return n;
-}
-
 // Records of ids `from`..`to` in partition 0, then the same ids in partition 1.
 struct TwoPartitions {
   int64_t off0 = 0, off1 = 0;
