@@ -45,6 +45,14 @@ Pipeline::Pipeline(config::PipelineSpec spec) : spec_(std::move(spec)) {
   m.describe("batch_latency_seconds", metrics::Type::histogram,
              "Time to run one batch through transforms and sink");
   m.describe("pipeline_up", metrics::Type::gauge, "1 while the pipeline runs");
+  m.describe("task_batches_fanned_out_total", metrics::Type::counter,
+             "Batches of a pipeline with several tasks whose tasks were offered to the task threads");
+  m.describe("task_batches_on_caller_total", metrics::Type::counter,
+             "Batches of a pipeline with several tasks that ran all of them on the pipeline "
+             "thread, because the last fan-outs ran no faster than one thread");
+  m.describe("task_speedup", metrics::Type::gauge,
+             "The tasks' CPU time over the join's wall time in the last window of fanned-out "
+             "batches: 1 = one after the other, up to the tasks' count side by side");
 }
 
 Pipeline::~Pipeline() {

@@ -6,6 +6,7 @@
 #include "engine/arena.hpp"
 #include "engine/components.hpp"
 #include "engine/held_partitions.hpp"
+#include "engine/task_pool.hpp"
 #include "metrics/registry.hpp"
 
 #include <atomic>
@@ -73,6 +74,7 @@ class Pipeline {
   bool handle_reject(Instance& in, const std::string& stage, const ex_record& r,
                      const std::string& reason);
   Outcome process_batch(Instance& in, const ex_batch* batch);
+  void publish_task_stats(const TaskPool::Stats& before, const TaskPool::Stats& after);
   // `final`: the source's input ended; nothing may stay open in a sink's window.
   Outcome commit_round(Instance& in, bool final = false);
   // ABI 1.4: a sink's completion window lowers the positions a round commits.

@@ -111,6 +111,14 @@ void Pipeline::run_task(Task& task, const ex_batch* batch) {
   task.out = cur;
 }
 
+void Pipeline::publish_task_stats(const TaskPool::Stats& before, const TaskPool::Stats& after) {
+  metrics::global().add(after.fanned_out != before.fanned_out ? "task_batches_fanned_out_total"
+                                                              : "task_batches_on_caller_total",
+                        labels(), 1);
+  if (after.last_speedup != before.last_speedup)
+    metrics::global().set("task_speedup", labels(), after.last_speedup);
+}
+
 Outcome Pipeline::process_batch(Instance& in, const ex_batch* batch) {
   auto t0 = Clock::now();
   in.arena.reset();
@@ -142,12 +150,14 @@ Outcome Pipeline::process_batch(Instance& in, const ex_batch* batch) {
       const ex_record& r = at(batch, i);
       in.tasks[in.task_of(r.partition)].in.push_back(r);
     }
+    const TaskPool::Stats before = in.pool->stats();
     in.pool->run(n, [&](size_t k) {
       Task& task = in.tasks[k];
       if (task.in.empty()) return;
       task.in_view = ex_batch{sizeof(ex_batch), sizeof(ex_record), task.in.data(), task.in.size()};
       run_task(task, &task.in_view);
     });
+    publish_task_stats(before, in.pool->stats());
   }
   for (auto& task : in.tasks)
     for (const auto& rj : task.rejects) handle_reject(in, rj.stage, rj.record, rj.reason);

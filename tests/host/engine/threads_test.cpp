@@ -20,6 +20,7 @@ struct Result {
   std::map<int, std::vector<int>> values;   // partition -> values in output order
   std::map<int, std::set<std::string>> tags;  // partition -> instances that tagged it
   long overlaps = -1;
+  long fanned_out = -1;  // batches whose tasks were offered to the task threads
 };
 
 Result run_with(int threads, int n) {
@@ -45,6 +46,8 @@ Result run_with(int threads, int n) {
   std::smatch m;
   std::string all = r.run.out + r.run.err;
   if (std::regex_search(all, m, std::regex(R"(tag_task_overlaps_total\s+(\d+))"))) r.overlaps = std::stol(m[1]);
+  if (std::regex_search(all, m, std::regex(R"(task_batches_fanned_out_total\s+(\d+))")))
+    r.fanned_out = std::stol(m[1]);
   return r;
 }
 
@@ -71,6 +74,9 @@ TEST(Threads, TwoTasksSplitThePartitionsKeepTheirOrderAndRunAtOnce) {
   EXPECT_EQ(r.tags[0], r.tags[2]);  // partition id % tasks
   EXPECT_EQ(r.tags[1], r.tags[3]);
   EXPECT_GT(r.overlaps, 0) << "the two tasks never ran at the same time\n" << r.run.out << r.run.err;
+  // Tasks that wait (sleep.us) run faster side by side, so the pool keeps fanning out.
+  EXPECT_GT(r.fanned_out, 16) << r.run.out;
+  std::printf("batches fanned out: %ld\n", r.fanned_out);
 }
 
 TEST(Threads, OneThreadIsOneInstance) {
