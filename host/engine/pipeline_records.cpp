@@ -112,9 +112,10 @@ void Pipeline::run_task(Task& task, const ex_batch* batch) {
 }
 
 void Pipeline::publish_task_stats(const TaskPool::Stats& before, const TaskPool::Stats& after) {
-  metrics::global().add(after.fanned_out != before.fanned_out ? "task_batches_fanned_out_total"
-                                                              : "task_batches_on_caller_total",
-                        labels(), 1);
+  if (after.fanned_out != before.fanned_out)
+    metrics::global().add("task_batches_fanned_out_total", labels(), 1);
+  else
+    metrics::global().add("task_batches_on_caller_total", labels(), 1);
   if (after.last_speedup != before.last_speedup)
     metrics::global().set("task_speedup", labels(), after.last_speedup);
 }
