@@ -51,8 +51,9 @@ Pipeline::Pipeline(config::PipelineSpec spec) : spec_(std::move(spec)) {
              "Batches of a pipeline with several tasks that ran all of them on the pipeline "
              "thread, because the last fan-outs ran no faster than one thread");
   m.describe("task_speedup", metrics::Type::gauge,
-             "The tasks' CPU time over the join's wall time in the last window of fanned-out "
-             "batches: 1 = one after the other, up to the tasks' count side by side");
+             "What fanning out bought in the last window of fanned-out batches: the tasks' time "
+             "less their threads' waits for a core, over the join's wall time (1 = no gain, up "
+             "to the tasks' count side by side; under 1.3 the tasks run on the pipeline thread)");
 }
 
 Pipeline::~Pipeline() {

@@ -10,7 +10,7 @@
 // Fanning out only pays where another core is free, or where tasks wait on something
 // other than a core (a remote call). Where no core is free, the workers' wake-ups and
 // the join cost CPU and time, and the tasks take as long as on one thread: on 2 cores
-// shared with a broker, fan-outs ran 0.35-1.08 times as fast as one thread would have
+// shared with a broker, fan-outs ran 0.64-0.95 times as fast as one thread would have
 // (docs/benchmarks.md, "Tasks that fan out only when it pays"). So the pool measures what
 // a fan-out buys: each task's time minus the time its thread waited for a core (what the
 // task would have taken on the caller, blocking included), summed, over the join's wall
