@@ -355,8 +355,10 @@ void PartitionStore::start_fold() {
   fold_options_.compression_opts.level = 1;
   fold_priority_ = std::make_unique<YieldingThread>();
   folder_ = std::thread([this, prefault = std::move(prefault), floor = meta_.floor] {
-    pthread_setname_np(pthread_self(), "dedupe-fold");
+    // Lowered before it is named: a thread seen as "dedupe-fold" already runs at the
+    // fold's priority (fold_priority_test.cpp looks it up by name).
     fold_priority_->lower();
+    pthread_setname_np(pthread_self(), "dedupe-fold");
     for (const auto& r : prefault) populate_range(r);
     // Which claims are still live: here rather than on the pipeline thread (a pass over
     // ~1.4M claims into a fresh array held a round up by 10-35 ms).
