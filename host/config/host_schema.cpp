@@ -40,8 +40,9 @@ const std::vector<Field>& pipeline_fields() {
           "timeout is shorter never looks idle)"),
       fld("threads", EX_CFG_INT, "0",
           "tasks the pipeline's partitions are split into, each running its own instances of "
-          "the transforms on its own thread (a partition always stays in one task, so its order "
-          "is kept; the sink and the commit stay one); 0 = the machine's cores"),
+          "the transforms, side by side on up to this many threads while that measures faster "
+          "than one thread (a partition always stays in one task, so its order is kept; the "
+          "sink and the commit stay one); 0 = the machine's cores"),
       fld("errors.policy", EX_CFG_STRING, "stop", "what a record error does",
           {"stop", "skip", "dead-letter"}),
       fld("errors.max.consecutive.aborts", EX_CFG_INT, "10",

@@ -49,7 +49,8 @@ Pipeline::Pipeline(config::PipelineSpec spec) : spec_(std::move(spec)) {
              "Batches of a pipeline with several tasks whose tasks were offered to the task threads");
   m.describe("task_batches_on_caller_total", metrics::Type::counter,
              "Batches of a pipeline with several tasks that ran all of them on the pipeline "
-             "thread, because the last fan-outs ran no faster than one thread");
+             "thread, because the last window of fan-outs ran less than 1.3x as fast as one "
+             "thread would have");
   m.describe("task_speedup", metrics::Type::gauge,
              "What fanning out bought in the last window of fanned-out batches: the tasks' time "
              "less their threads' waits for a core, over the join's wall time (1 = no gain, up "

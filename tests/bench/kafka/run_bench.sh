@@ -479,6 +479,14 @@ run_case() {  # case rep
   fi
 }
 
+# awk rules shared by the summaries below: how a pipeline with several tasks ran them
+# (tasks() is "" for one task).
+TASK_COUNTS_AWK='
+    /^exactly_task_batches_fanned_out_total/ { tf = $2 } /^exactly_task_batches_on_caller_total/ { tc = $2 }
+    /^exactly_task_speedup/ { ts = $2 }
+    function tasks() { return (tf + tc) ? sprintf("; tasks: %d batches fanned out, %d on the pipeline thread, last speedup %.2f", tf, tc, ts) : "" }
+'
+
 # Batches and commits of a latency run from exactly's histograms: counts, means, and how
 # many took longer than 100 ms, 250 ms and 1 s.
 latency_histograms() {
@@ -489,12 +497,11 @@ latency_histograms() {
       match($0, /le="[^"]+"/); le = substr($0, RSTART + 4, RLENGTH - 5); b[h SUBSEP le] = $2 }
     /^exactly_batch_latency_seconds_sum/ { bs = $2 } /^exactly_batch_latency_seconds_count/ { bc = $2 }
     /^exactly_commit_latency_seconds_sum/ { cs = $2 } /^exactly_commit_latency_seconds_count/ { cc = $2 }
-    /^exactly_task_batches_fanned_out_total/ { tf = $2 } /^exactly_task_batches_on_caller_total/ { tc = $2 }
-    /^exactly_task_speedup/ { ts = $2 }
+'"$TASK_COUNTS_AWK"'
     END { printf "exactly: %d batches (mean %.1f ms; > 100 ms: %d, > 250 ms: %d, > 1 s: %d), %d commits (mean %.1f ms; > 100 ms: %d, > 250 ms: %d, > 1 s: %d)",
             bc, bc ? 1000 * bs / bc : 0, over("batch", "0.1"), over("batch", "0.25"), over("batch", "1"),
             cc, cc ? 1000 * cs / cc : 0, over("commit", "0.1"), over("commit", "0.25"), over("commit", "1")
-          if (tf + tc) printf "; tasks: %d batches fanned out, %d on the pipeline thread, last speedup %.2f", tf, tc, ts }' "$1"
+          printf "%s", tasks() }' "$1"
 }
 
 # Latency mode: a contender on an empty topic, then input at a fixed rate while a
@@ -724,10 +731,8 @@ for c in "${case_list[@]}"; do
     /^exactly_batch_latency_seconds_sum/ { bs = $2 } /^exactly_batch_latency_seconds_count/ { bc = $2 }
     /^exactly_commit_latency_seconds_sum/ { cs = $2 } /^exactly_commit_latency_seconds_count/ { cc = $2 }
     /^exactly_commits_total/ { commits = $2 }
-    /^exactly_task_batches_fanned_out_total/ { tf = $2 } /^exactly_task_batches_on_caller_total/ { tc = $2 }
-    /^exactly_task_speedup/ { ts = $2 }
-    END { if (bc && cc) printf "case %s: %d batches, mean %.2f ms (%.1f s in all); %d commits, mean %.1f ms (%.1f s in all)%s\n", c, bc, 1000 * bs / bc, bs, cc, 1000 * cs / cc, cs,
-                               (tf + tc) ? sprintf("; tasks: %d batches fanned out, %d on the pipeline thread, last speedup %.2f", tf, tc, ts) : "" }' "$m"
+'"$TASK_COUNTS_AWK"'
+    END { if (bc && cc) printf "case %s: %d batches, mean %.2f ms (%.1f s in all); %d commits, mean %.1f ms (%.1f s in all)%s\n", c, bc, 1000 * bs / bc, bs, cc, 1000 * cs / cc, cs, tasks() }' "$m"
 done
 # Which threads burned the CPU (and waited for a core), from each case's last run.
 for c in "${case_list[@]}"; do

@@ -76,7 +76,6 @@ TEST(Threads, TwoTasksSplitThePartitionsKeepTheirOrderAndRunAtOnce) {
   EXPECT_GT(r.overlaps, 0) << "the two tasks never ran at the same time\n" << r.run.out << r.run.err;
   // Tasks that wait (sleep.us) run faster side by side, so the pool keeps fanning out.
   EXPECT_GT(r.fanned_out, 16) << r.run.out;
-  std::printf("batches fanned out: %ld\n", r.fanned_out);
 }
 
 TEST(Threads, OneThreadIsOneInstance) {
