@@ -9,13 +9,16 @@
 #       [--workdir DIR] [--keep] [--broker-prop KEY=VALUE ...]
 #   tests/bench/kafka/run_bench.sh --latency RATE|half [--seconds 60] [--warmup-s 10]
 #       [--producer-warmup-s 5] [--producer native|java] [--reader native|java]
-#       [--contender-warmup-s 150] [--cases c,d]
+#       [--contender-warmup-s 150] [--cases c,d] [--fractions 0.5]
 #       [--commit-interval-ms 100] ...
 #
 # --latency half: first measures the maximum in the same run, case c catching up on
 # --records records with the same --commit-interval-ms (the input loaded as in the
 # throughput mode), then runs every latency case at half of that rate: "half of the
 # maximum" from this machine's speed in this hour, not from another day's figure.
+# --fractions 0.5,0.4,0.3 (with --latency half): every case at each of those fractions
+# of that maximum, in that order, one measured maximum for all: a latency curve, read as
+# "p99 held up to what share of the maximum", in one run.
 # Latency mode (--latency RATE): each contender (a, b, c, c0, d, e, and the 1 and t forms of b, c and e) is started on an empty input
 # topic of its own; then the input is produced at RATE records/s for --seconds while a
 # read_committed reader (bench_latency_reader) records, per output record, the time from
@@ -107,7 +110,7 @@ records=2000000 repeats=3 cases="a,b,c,c0,d,e,m,ct,et" size=150 dup=0.006 partit
 interval_ms=1000 max_records=1000000 streams_threads=1 streams_caching=false prefetch=1000000
 source_rdkafka=""
 work="" keep=0 seed=7 latency_rate=0 latency_s=60 warmup_s=10 producer_warmup_s=5 producer=native reader=native
-contender_warmup_s=150
+contender_warmup_s=150 fractions=0.5
 broker_props=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -133,6 +136,7 @@ while [[ $# -gt 0 ]]; do
     --producer) producer="$2"; shift 2 ;;
     --reader) reader="$2"; shift 2 ;;
     --contender-warmup-s) contender_warmup_s="$2"; shift 2 ;;
+    --fractions) fractions="$2"; shift 2 ;;
     --broker-prop) broker_props+=(--prop "$2"); shift 2 ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "run_bench.sh: unknown option $1" >&2; exit 2 ;;
@@ -143,6 +147,13 @@ IFS=',' read -r -a case_list <<<"$cases"
   { echo "run_bench.sh: --producer is native or java, not $producer" >&2; exit 2; }
 [[ $reader == native || $reader == java ]] ||
   { echo "run_bench.sh: --reader is native or java, not $reader" >&2; exit 2; }
+IFS=',' read -r -a fraction_list <<<"$fractions"
+for f in "${fraction_list[@]}"; do
+  awk -v f="$f" 'BEGIN { exit !(f ~ /^(0?\.[0-9]+|1(\.0*)?)$/ && f > 0) }' ||
+    { echo "run_bench.sh: --fractions takes numbers in (0, 1], not '$f'" >&2; exit 2; }
+done
+[[ $fractions == 0.5 || $latency_rate == half ]] ||
+  { echo "run_bench.sh: --fractions needs --latency half (the maximum it is a fraction of)" >&2; exit 2; }
 
 log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -622,15 +633,25 @@ run_latency_case() {  # case rep seconds (rep "w": the broker's warm-up run, not
 
 if [[ "$latency_rate" != 0 ]]; then
   log "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
-  max_note=""
+  max_note="" rates=("$latency_rate") labels=("")
   if [[ "$latency_rate" == half ]]; then
     log "the maximum: case c catching up on $records records with ${interval_ms} ms commits"
     run_case c max
     max_rate=$(awk -F'\t' '$1 == "c" && $2 == "max" { printf "%d", $3 }' "$results")
     [[ "${max_rate:-0}" -gt 0 ]] || die "no rate from the catch-up run (see $results)"
-    latency_rate=$(( max_rate / 2 ))
-    max_note=" (half of the maximum measured first in this run: case c caught up on $records records at $max_rate records/s)"
-    log "maximum $max_rate records/s: the latency cases run at $latency_rate records/s"
+    rates=() labels=()
+    for f in "${fraction_list[@]}"; do
+      rates+=("$(awk -v m="$max_rate" -v f="$f" 'BEGIN { printf "%d", m * f }')")
+      # One fraction keeps the old run labels (1, 2, ...); several prefix the share.
+      [[ ${#fraction_list[@]} -gt 1 ]] && labels+=("$(awk -v f="$f" 'BEGIN { printf "%dp", f * 100 + 0.5 }')") || labels+=("")
+    done
+    latency_rate=${rates[0]}
+    if [[ $fractions == 0.5 ]]; then
+      max_note=" (half of the maximum measured first in this run: case c caught up on $records records at $max_rate records/s)"
+    else
+      max_note=" (fractions $fractions of the maximum measured first in this run: case c caught up on $records records at $max_rate records/s)"
+    fi
+    log "maximum $max_rate records/s: the latency cases run at ${rates[*]} records/s"
     [[ $keep -eq 1 ]] || "$tool" delete-topic --bootstrap "$B" --topic "$in" >/dev/null 2>&1 || true
   fi
   # The broker's warm-up above is one producer's transaction; a contender's traffic (a
@@ -646,11 +667,18 @@ if [[ "$latency_rate" != 0 ]]; then
     log "warming up the broker with case ${case_list[0]} for $contender_warmup_s s (not reported)"
     run_latency_case "${case_list[0]}" w "$contender_warmup_s"
   fi
-  for rep in $(seq 1 "$repeats"); do
-    for c in "${case_list[@]}"; do run_latency_case "$c" "$rep" "$latency_s"; done
+  for i in "${!rates[@]}"; do
+    latency_rate=${rates[$i]}
+    for rep in $(seq 1 "$repeats"); do
+      for c in "${case_list[@]}"; do run_latency_case "$c" "${labels[$i]}$rep" "$latency_s"; done
+    done
   done
   {
-    echo "latency at $latency_rate records/s$max_note for $latency_s s ($warmup_s s warm-up not measured), $size B, dup ratio $dup, $partitions partitions, commit ${interval_ms} ms, Streams threads $streams_threads"
+    if [[ ${#rates[@]} -gt 1 ]]; then
+      echo "latency at ${rates[*]} records/s$max_note for $latency_s s ($warmup_s s warm-up not measured), $size B, dup ratio $dup, $partitions partitions, commit ${interval_ms} ms, Streams threads $streams_threads (run 40p1 = the first run at 40% of the maximum)"
+    else
+      echo "latency at $latency_rate records/s$max_note for $latency_s s ($warmup_s s warm-up not measured), $size B, dup ratio $dup, $partitions partitions, commit ${interval_ms} ms, Streams threads $streams_threads"
+    fi
     echo
     echo "| case | run | produced/s | measured | p50 ms | p90 ms | p99 ms | p99.9 ms | max ms | complete |"
     echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
