@@ -152,6 +152,9 @@ for f in "${fraction_list[@]}"; do
   awk -v f="$f" 'BEGIN { exit !(f ~ /^(0?\.[0-9]+|1(\.0*)?)$/ && f > 0) }' ||
     { echo "run_bench.sh: --fractions takes numbers in (0, 1], not '$f'" >&2; exit 2; }
 done
+# Runs are named by whole percent (40p1): two fractions of one percent would share topics.
+[[ $(printf '%s\n' "${fraction_list[@]}" | awk '{ printf "%d\n", $1 * 100 + 0.5 }' | sort | uniq -d) == "" ]] ||
+  { echo "run_bench.sh: --fractions $fractions names one whole percent twice" >&2; exit 2; }
 [[ $fractions == 0.5 || $latency_rate == half ]] ||
   { echo "run_bench.sh: --fractions needs --latency half (the maximum it is a fraction of)" >&2; exit 2; }
 
