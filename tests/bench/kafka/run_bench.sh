@@ -148,12 +148,13 @@ IFS=',' read -r -a case_list <<<"$cases"
 [[ $reader == native || $reader == java ]] ||
   { echo "run_bench.sh: --reader is native or java, not $reader" >&2; exit 2; }
 IFS=',' read -r -a fraction_list <<<"$fractions"
+pct() { awk -v f="$1" 'BEGIN { printf "%d", f * 100 + 0.5 }'; }  # a fraction's whole percent
 for f in "${fraction_list[@]}"; do
   awk -v f="$f" 'BEGIN { exit !(f ~ /^(0?\.[0-9]+|1(\.0*)?)$/ && f > 0) }' ||
     { echo "run_bench.sh: --fractions takes numbers in (0, 1], not '$f'" >&2; exit 2; }
 done
 # Runs are named by whole percent (40p1): two fractions of one percent would share topics.
-[[ $(printf '%s\n' "${fraction_list[@]}" | awk '{ printf "%d\n", $1 * 100 + 0.5 }' | sort | uniq -d) == "" ]] ||
+[[ $(for f in "${fraction_list[@]}"; do pct "$f"; echo; done | sort | uniq -d) == "" ]] ||
   { echo "run_bench.sh: --fractions $fractions names one whole percent twice" >&2; exit 2; }
 [[ $fractions == 0.5 || $latency_rate == half ]] ||
   { echo "run_bench.sh: --fractions needs --latency half (the maximum it is a fraction of)" >&2; exit 2; }
@@ -646,14 +647,12 @@ if [[ "$latency_rate" != 0 ]]; then
     for f in "${fraction_list[@]}"; do
       rates+=("$(awk -v m="$max_rate" -v f="$f" 'BEGIN { printf "%d", m * f }')")
       # One fraction keeps the old run labels (1, 2, ...); several prefix the share.
-      [[ ${#fraction_list[@]} -gt 1 ]] && labels+=("$(awk -v f="$f" 'BEGIN { printf "%dp", f * 100 + 0.5 }')") || labels+=("")
+      [[ ${#fraction_list[@]} -gt 1 ]] && labels+=("$(pct "$f")p") || labels+=("")
     done
     latency_rate=${rates[0]}
-    if [[ $fractions == 0.5 ]]; then
-      max_note=" (half of the maximum measured first in this run: case c caught up on $records records at $max_rate records/s)"
-    else
-      max_note=" (fractions $fractions of the maximum measured first in this run: case c caught up on $records records at $max_rate records/s)"
-    fi
+    share="fractions $fractions"
+    [[ $fractions == 0.5 ]] && share=half
+    max_note=" ($share of the maximum measured first in this run: case c caught up on $records records at $max_rate records/s)"
     log "maximum $max_rate records/s: the latency cases run at ${rates[*]} records/s"
     [[ $keep -eq 1 ]] || "$tool" delete-topic --bootstrap "$B" --topic "$in" >/dev/null 2>&1 || true
   fi
@@ -677,11 +676,9 @@ if [[ "$latency_rate" != 0 ]]; then
     done
   done
   {
-    if [[ ${#rates[@]} -gt 1 ]]; then
-      echo "latency at ${rates[*]} records/s$max_note for $latency_s s ($warmup_s s warm-up not measured), $size B, dup ratio $dup, $partitions partitions, commit ${interval_ms} ms, Streams threads $streams_threads (run 40p1 = the first run at 40% of the maximum)"
-    else
-      echo "latency at $latency_rate records/s$max_note for $latency_s s ($warmup_s s warm-up not measured), $size B, dup ratio $dup, $partitions partitions, commit ${interval_ms} ms, Streams threads $streams_threads"
-    fi
+    runs_note=""
+    [[ ${#rates[@]} -gt 1 ]] && runs_note=" (run 40p1 = the first run at 40% of the maximum)"
+    echo "latency at ${rates[*]} records/s$max_note for $latency_s s ($warmup_s s warm-up not measured), $size B, dup ratio $dup, $partitions partitions, commit ${interval_ms} ms, Streams threads $streams_threads$runs_note"
     echo
     echo "| case | run | produced/s | measured | p50 ms | p90 ms | p99 ms | p99.9 ms | max ms | complete |"
     echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
