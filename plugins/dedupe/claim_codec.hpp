@@ -35,6 +35,12 @@ inline uint64_t zigzag(int64_t v) {
 inline int64_t unzigzag(uint64_t v) {
   return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1);
 }
+// A claim's offset from its sequence number and stored distance. In wrapping arithmetic:
+// the same result as seq + distance for every value a store writes, and defined for
+// corrupt bytes too (a signed sum could overflow; found by fuzz_state_codecs).
+inline int64_t offset_from(uint64_t seq, uint64_t zigzag_distance) {
+  return static_cast<int64_t>(seq + static_cast<uint64_t>(unzigzag(zigzag_distance)));
+}
 
 // A claim: the record that first saw an id. The offset is stored as its distance from
 // the insertion sequence (seq starts at the store's first offset and both advance
@@ -68,7 +74,7 @@ inline bool decode_claim(std::string_view v, ClaimValue& out) {
   const char* end = v.data() + v.size();
   uint64_t delta = 0;
   if (!get_varint(p, end, out.seq) || !get_varint(p, end, delta)) return false;
-  out.offset = static_cast<int64_t>(out.seq) + unzigzag(delta);
+  out.offset = offset_from(out.seq, delta);
   size_t n = static_cast<size_t>(end - p);
   if (n > 8) return false;
   out.fingerprint = 0;
@@ -138,6 +144,7 @@ inline bool parse_chunk(std::string_view v, ChunkView& out) {
   out.folded = p >= end;
   if (out.folded) return true;
   out.fp_bytes = static_cast<uint8_t>(*p++);
+  if (out.fp_bytes > 8) return false;  // a fingerprint is at most 64 bits
   out.claims = p;
   out.end = end;
   return true;
@@ -156,7 +163,7 @@ inline bool for_each_chunk_claim(const ChunkView& c, uint64_t first_seq, Fn&& fn
     uint64_t fp = 0;
     for (uint32_t i = 0; i < c.fp_bytes; ++i) fp |= uint64_t(static_cast<uint8_t>(p[i])) << (8 * i);
     p += c.fp_bytes;
-    fn(seq, key, static_cast<int64_t>(seq) + unzigzag(delta), fp);
+    fn(seq, key, offset_from(seq, delta), fp);
   }
   return true;
 }

@@ -122,7 +122,8 @@ sdk::Status PartitionStore::open(const std::string& dir, const StoreTuning& tuni
   s->fold_files_max_ = tuning.fold_files_max;
   s->keep_fold_layout();
   s->fold_compression_ = fold_compression(tuning);
-  s->replay_chunks();
+  sdk::Status replayed = s->replay_chunks();
+  if (!replayed) return replayed;
 
   s->load_oldest_chunk_ms();
   if (s->int_property(s->claims_, "rocksdb.estimate-num-keys") == 0 &&
@@ -142,24 +143,35 @@ void PartitionStore::load_oldest_chunk_ms() {
   if (it->Valid() && it->key().size() == 8) oldest_chunk_ms_ = read_chunk_ms(it->value());
 }
 
-void PartitionStore::replay_chunks() {
-  if (meta_.indexed >= meta_.next_seq) return;
+sdk::Status PartitionStore::replay_chunks() {
+  if (meta_.indexed >= meta_.next_seq) return sdk::Status::ok();
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), seq_));
   // `indexed` is always where a round began (or below the first one).
   it->Seek(seq_key(meta_.indexed));
   for (; it->Valid(); it->Next()) {
     if (it->key().size() != 8) continue;
+    const uint64_t first = seq_from_key(std::string_view(it->key().data(), 8));
     ChunkView c;
-    if (!parse_chunk(std::string_view(it->value().data(), it->value().size()), c) || c.folded)
-      continue;
-    unindexed_fp_bytes_ = std::min(unindexed_fp_bytes_, c.fp_bytes);
-    for_each_chunk_claim(c, seq_from_key(std::string_view(it->key().data(), 8)),
-                         [&](uint64_t seq, std::string_view key, int64_t offset, uint64_t fp) {
-                           if (seq >= meta_.indexed && seq >= meta_.floor)
-                             unindexed_.upsert(key, XXH3_64bits(key.data(), key.size()), seq,
-                                               offset, fp);
-                         });
+    bool whole = parse_chunk(std::string_view(it->value().data(), it->value().size()), c);
+    if (whole && c.folded) continue;
+    if (whole) {
+      unindexed_fp_bytes_ = std::min(unindexed_fp_bytes_, c.fp_bytes);
+      whole = for_each_chunk_claim(c, first, [&](uint64_t seq, std::string_view key,
+                                                 int64_t offset, uint64_t fp) {
+        if (seq >= meta_.indexed && seq >= meta_.floor)
+          unindexed_.upsert(key, XXH3_64bits(key.data(), key.size()), seq, offset, fp);
+      });
+    }
+    // Skipping it would forget ids that were seen (their duplicates would pass): the
+    // store refuses to open instead, and says what the operator can do.
+    if (!whole)
+      return sdk::Status::fatal(
+          "dedupe: store " + dir_ + " has an unreadable chunk of claims (from claim " +
+          std::to_string(first) + ", not yet folded into its files): the store cannot be "
+          "trusted. Move the directory away to start the partition over (with a changelog "
+          "it is restored from the changelog; without one, ids it had seen pass again)");
   }
+  return sdk::Status::ok();
 }
 
 sdk::Status PartitionStore::index_claims() {

@@ -167,7 +167,7 @@ class PartitionStore {
   void size_ahead();
   void finish_sizing(bool wait);
   sdk::Status flush_restore_batch();
-  void replay_chunks();
+  sdk::Status replay_chunks();
   void load_oldest_chunk_ms();
   double bytes_per_key() const;
   uint64_t int_property(rocksdb::ColumnFamilyHandle* cf, const char* name) const;
