@@ -30,7 +30,8 @@ bool read_number(std::string_view text, size_t& at, std::string_view label, uint
 // Reads "<label> <len>\n<len bytes>\n" at `at`: positions may be binary.
 bool read_blob(std::string_view text, size_t& at, std::string_view label, std::string& out) {
   uint64_t n = 0;
-  if (!read_number(text, at, label, n) || at + n + 1 > text.size() || text[at + n] != '\n')
+  // Compared as what is left, so that a length near 2^64 cannot wrap the sum around.
+  if (!read_number(text, at, label, n) || n >= text.size() - at || text[at + n] != '\n')
     return false;
   out.assign(text.substr(at, n));
   at += n + 1;

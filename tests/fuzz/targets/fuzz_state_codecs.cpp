@@ -1,12 +1,13 @@
 // What exactly reads back from its own state, which a disk fault or a foreign writer can
 // corrupt: dedupe's chunk records (the store's and the changelog topic's), its store
-// meta, claim values and changelog keys, the Redis claim values, and the kafka
-// checkpoint a sink stores with its output. The first byte picks the decoder. A decoder
+// meta, claim values and changelog keys, the Redis claim values, the kafka checkpoint a
+// sink stores with its output, and the file sink's commit record. The first byte picks the decoder. A decoder
 // must refuse what it cannot read, never read past it or hit undefined behaviour; a
 // checkpoint it accepts must encode back to the same bytes (the format is canonical).
 #include "changelog_codec.hpp"
 #include "checkpoint_codec.hpp"
 #include "claim_codec.hpp"
+#include "commit_record.hpp"
 #include "redis_encoding.hpp"
 
 #include <cstdlib>
@@ -16,7 +17,7 @@ using namespace exactly;
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const std::string_view v(reinterpret_cast<const char*>(data) + 1, size - 1);
-  switch (data[0] % 6) {
+  switch (data[0] % 7) {
     case 0: {
       dedupe::ChunkView c;
       if (!dedupe::parse_chunk(v, c) || c.folded) break;
@@ -58,6 +59,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 5: {
       auto cp = kafka::decode_checkpoint(v);
       if (cp && kafka::encode_checkpoint(*cp) != v) std::abort();
+      break;
+    }
+    case 6: {
+      file::CommitRecord r;
+      (void)file::CommitRecord::decode(std::string(v), "out.jsonl.commit", r);
       break;
     }
   }

@@ -191,6 +191,29 @@ TEST(FileSink, RefusesOutputShorterThanCommittedOrDamagedCommitRecord) {
   EXPECT_TRUE(s.open().is_ok());
 }
 
+// A blob length near 2^64 wrapped the bounds check (at + n + 1), so a record with a
+// matching checksum but a nonsense length was accepted and its positions read as
+// whatever followed. Found by reading read_blob beside fuzz_state_codecs.
+TEST(FileSink, RefusesACommitRecordWhoseBlobLengthWrapsAround) {
+  TempDir dir;
+  std::string out = dir.file("out.jsonl");
+  auto fnv1a64 = [](const std::string& t) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (unsigned char c : t) h = (h ^ c) * 0x100000001b3ull;
+    return h;
+  };
+  std::string body = "exactly.file.commit.v1\nlength 11\npositions 1\nformat 18446744073709551615\n"
+                     "data 0\n\n";
+  char sum[32];
+  std::snprintf(sum, sizeof(sum), "%016llx", static_cast<unsigned long long>(fnv1a64(body)));
+  spit(out, "0123456789\n");
+  spit(out + ".commit", body + "fnv1a64 " + sum + "\n");
+  SinkHarness s(lib(), "file", {{"path", out}});
+  Status st = s.open();
+  EXPECT_EQ(st.code(), EX_ERR_FATAL);
+  EXPECT_NE(st.message().find("damaged"), std::string::npos) << st.message();
+}
+
 TEST(FileSink, BinaryPositionsRoundTrip) {
   TempDir dir;
   std::string out = dir.file("out.jsonl");
