@@ -2,6 +2,7 @@
 // stage with an empty state directory (another host) restores before it processes a
 // record. The harness's FakeHost plays the sink that keeps the changelog; the real
 // Kafka path is proven by tests/integration/kafka/scale_out_test.cpp.
+#include "changelog_codec.hpp"
 #include "dedupe_fixture.hpp"
 
 using namespace dedupe_test;
@@ -82,6 +83,31 @@ TEST_F(ChangelogTest, EvictionWritesTombstonesAndTheRestoreKeepsOnlyTheWindow) {
   EXPECT_EQ(metric("dedupe_store_keys"), 100);
   // The newest ids are known, the evicted ones are new again.
   EXPECT_THAT(b.process({event("id-499", off), event("id-0", off + 1)}).kept, ElementsAre(1u));
+}
+
+// A changelog record that cannot be read (a foreign writer, a damaged topic) stops the
+// restore with the store named, instead of restoring part of a chunk or guessing.
+TEST_F(ChangelogTest, AnUnreadableChunkInTheChangelogStopsTheRestoreAndSaysWhere) {
+  auto& a = start(on("host-a"));
+  EXPECT_EQ(a.process({event("a", 0), event("b", 1), event("c", 2)}).kept.size(), 3u);
+  read_up_to(3);
+  commit_round();
+  int chunks = 0;
+  for (auto& r : log()) {
+    exactly::dedupe::ChangelogKey k;
+    if (!exactly::dedupe::parse_changelog_key(r.key, "events-0", k) ||
+        k.kind != exactly::dedupe::ChangelogKind::chunk || !r.value)
+      continue;
+    r.value->resize(r.value->size() - 3);  // the last claim loses its fingerprint
+    ++chunks;
+  }
+  ASSERT_EQ(chunks, 1);
+  TransformHarness b(library(), "dedupe", config(on("host-b")), &host_);
+  ASSERT_TRUE(b.ok()) << b.create_status().message();
+  auto st = b.assign({part(0, "events-0", 3)});
+  EXPECT_FALSE(st.is_ok());
+  EXPECT_THAT(st.message(), HasSubstr("chunk in the changelog of store"));
+  EXPECT_THAT(st.message(), HasSubstr((dir_ / "host-b").string()));
 }
 
 TEST_F(ChangelogTest, RecordsDroppedUpstreamAtTheTailAreNotABehindStore) {
