@@ -46,6 +46,9 @@ struct ChunkWalk {
     if (it && it->Valid() && it->key().size() == 8) {
       c.start = seq_from_key(std::string_view(it->key().data(), 8));
       c.ms = read_chunk_ms(it->value());
+      // A time that cannot be read counts as now: age never evicts claims on a guess
+      // (max.keys still bounds the store).
+      if (c.ms < 0) c.ms = round_ms;
       c.key.assign(it->key().data(), 8);
       c.stored = true;
       it->Next();

@@ -7,6 +7,9 @@
 
 #include <rocksdb/db.h>
 
+#include <chrono>
+#include <thread>
+
 namespace dedupe_test {
 namespace {
 
@@ -109,19 +112,32 @@ TEST(StateCodecs, StoreMetaRoundTripsAndRefusesTruncation) {
   for (size_t n = 0; n < e.size(); ++n) EXPECT_FALSE(StoreMeta().decode(e.substr(0, n))) << n;
 }
 
+// A closed store's RocksDB (claims, then the sequence index) for a test to edit.
+struct StoreDb {
+  explicit StoreDb(const fs::path& store) {
+    std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
+        {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions()},
+        {"seq", rocksdb::ColumnFamilyOptions()}};
+    EXPECT_TRUE(rocksdb::DB::Open(rocksdb::Options(), store.string(), cfs, &h, &db).ok());
+  }
+  ~StoreDb() {
+    for (auto* x : h) db->DestroyColumnFamilyHandle(x);
+    delete db;
+  }
+  rocksdb::ColumnFamilyHandle* seq() const { return h[1]; }
+  std::vector<rocksdb::ColumnFamilyHandle*> h;
+  rocksdb::DB* db = nullptr;
+};
+
 // Adds one round's chunk to a closed store as a round left it when its host died before
 // the fold: the chunk under its first claim's sequence number, the meta moved past it and
 // past `last_offset`, the round's last input record.
 void add_unfolded_chunk(const fs::path& store, const std::string& chunk, uint64_t claims,
                         int64_t last_offset) {
-  std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
-      {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions()},
-      {"seq", rocksdb::ColumnFamilyOptions()}};
-  std::vector<rocksdb::ColumnFamilyHandle*> h;
-  rocksdb::DB* db = nullptr;
-  ASSERT_TRUE(rocksdb::DB::Open(rocksdb::Options(), store.string(), cfs, &h, &db).ok());
+  StoreDb s(store);
+  ASSERT_NE(s.db, nullptr);
   std::string raw;
-  ASSERT_TRUE(db->Get(rocksdb::ReadOptions(), h[1], rocksdb::Slice(), &raw).ok());
+  ASSERT_TRUE(s.db->Get(rocksdb::ReadOptions(), s.seq(), rocksdb::Slice(), &raw).ok());
   StoreMeta m;
   ASSERT_TRUE(m.decode(raw));
   ASSERT_EQ(m.indexed, m.next_seq) << "a closed store has folded every claim";
@@ -130,11 +146,9 @@ void add_unfolded_chunk(const fs::path& store, const std::string& chunk, uint64_
   m.high_water = last_offset;
   m.position = last_offset + 1;
   rocksdb::WriteBatch wb;
-  wb.Put(h[1], seq_key(first), chunk);
-  wb.Put(h[1], rocksdb::Slice(), m.encode());
-  ASSERT_TRUE(db->Write(rocksdb::WriteOptions(), &wb).ok());
-  for (auto* x : h) db->DestroyColumnFamilyHandle(x);
-  delete db;
+  wb.Put(s.seq(), seq_key(first), chunk);
+  wb.Put(s.seq(), rocksdb::Slice(), m.encode());
+  ASSERT_TRUE(s.db->Write(rocksdb::WriteOptions(), &wb).ok());
 }
 
 // Without it the store skipped an unreadable chunk and forgot its ids: their duplicates
@@ -167,6 +181,32 @@ TEST_F(DedupeTest, AStoreWithAnUnreadableUnfoldedChunkRefusesToOpenAndSaysWhy) {
   EXPECT_FALSE(st.is_ok());
   EXPECT_THAT(st.message(), HasSubstr("unreadable chunk of claims"));
   EXPECT_THAT(st.message(), HasSubstr(store.string()));
+}
+
+// Before, a chunk whose time could not be read counted as older than any age limit, so
+// its claims (and all before them) were evicted at once and their duplicates passed.
+TEST_F(DedupeTest, AChunkWhoseTimeCannotBeReadIsNeverEvictedByAge) {
+  Pairs aged = {{"retention.max.age", "300"}};
+  auto& t = start(aged);
+  int64_t off = 0;
+  EXPECT_EQ(t.process({event("old", off++)}).kept.size(), 1u);
+  commit_round();
+  stage_.reset();  // closed: its claims are folded, its chunk keeps only its time
+  {
+    StoreDb s(dir_ / "events-0");
+    ASSERT_NE(s.db, nullptr);
+    std::unique_ptr<rocksdb::Iterator> it(s.db->NewIterator(rocksdb::ReadOptions(), s.seq()));
+    it->Seek(seq_key(0));
+    ASSERT_TRUE(it->Valid() && it->key().size() == 8);
+    const std::string key = it->key().ToString();
+    it.reset();
+    ASSERT_TRUE(s.db->Put(rocksdb::WriteOptions(), s.seq(), key, std::string("\xff", 1)).ok());
+  }
+  auto& again = start(aged, {part(0, "events-0", off)});
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  EXPECT_EQ(again.process({event("new", off++)}).kept.size(), 1u);
+  commit_round();
+  EXPECT_THAT(again.process({event("new", off), event("old", off + 1)}).kept, ::testing::IsEmpty());
 }
 
 }  // namespace
