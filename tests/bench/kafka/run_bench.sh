@@ -677,7 +677,8 @@ if [[ "$latency_rate" != 0 ]]; then
   done
   {
     runs_note=""
-    [[ ${#rates[@]} -gt 1 ]] && runs_note=" (run 40p1 = the first run at 40% of the maximum)"
+    [[ ${#rates[@]} -gt 1 ]] &&
+      runs_note=" (run ${labels[0]}1 = the first run at $(pct "${fraction_list[0]}")% of the maximum)"
     echo "latency at ${rates[*]} records/s$max_note for $latency_s s ($warmup_s s warm-up not measured), $size B, dup ratio $dup, $partitions partitions, commit ${interval_ms} ms, Streams threads $streams_threads$runs_note"
     echo
     echo "| case | run | produced/s | measured | p50 ms | p90 ms | p99 ms | p99.9 ms | max ms | complete |"

@@ -1,9 +1,10 @@
 // What exactly reads back from its own state, which a disk fault or a foreign writer can
 // corrupt: dedupe's chunk records (the store's and the changelog topic's), its store
 // meta, claim values and changelog keys, the Redis claim values, the kafka checkpoint a
-// sink stores with its output, and the file sink's commit record. The first byte picks the decoder. A decoder
-// must refuse what it cannot read, never read past it or hit undefined behaviour; a
-// checkpoint it accepts must encode back to the same bytes (the format is canonical).
+// sink stores with its output, and the file sink's commit record. The first byte picks
+// the decoder. A decoder must refuse what it cannot read, never read past it or hit
+// undefined behaviour; a checkpoint it accepts must encode back to the same bytes (the
+// format is canonical).
 #include "changelog_codec.hpp"
 #include "checkpoint_codec.hpp"
 #include "claim_codec.hpp"
