@@ -15,7 +15,8 @@ const ex_config_field kFields[] = {
     required("field", EX_CFG_STRING, "JSON pointer into the value, e.g. /type"),
     field("op", EX_CFG_STRING,
           "eq/ne compare with value (ne = not eq, so a missing field is ne); exists/missing; "
-          "prefix; regex (ECMAScript, unanchored search)",
+          "prefix; regex (RE2 syntax, unanchored search, linear time: no backreferences or "
+          "lookaround)",
           "eq", kOps),
     field("value", EX_CFG_STRING, "operand of eq, ne, prefix and regex"),
     field("action", EX_CFG_STRING, "keep = pass matching records only; drop = drop them",

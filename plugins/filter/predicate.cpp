@@ -7,40 +7,31 @@ namespace exactly::filter {
 
 namespace {
 
-// What std::regex (libstdc++) cannot be trusted with: it reads the number of a
-// back-reference or a {m,n} bound into an int without a bound (signed overflow, found by
-// fuzz_filter_config), and compiles and matches recursively (a deep nesting overflows the
-// stack). Patterns past these limits are refused before it sees them.
-constexpr size_t kMaxPatternBytes = 4096;
-constexpr int kMaxGroupDepth = 32;
-constexpr size_t kMaxNumberDigits = 6;
-
-void check_regex_text(const std::string& p) {
-  auto refuse = [](const std::string& why) {
-    throw sdk::ConfigError("value", "is not a usable regular expression: " + why);
-  };
-  if (p.size() > kMaxPatternBytes) refuse("longer than 4096 bytes");
-  int depth = 0;
-  bool in_braces = false;
-  size_t digits = 0;
-  for (size_t i = 0; i < p.size(); ++i) {
-    char ch = p[i];
-    bool digit = ch >= '0' && ch <= '9';
-    digits = digit ? digits + 1 : 0;
-    if (ch == '\\' && i + 1 < p.size()) {
-      size_t j = i + 1, run = 0;
-      while (j < p.size() && p[j] >= '0' && p[j] <= '9') ++j, ++run;
-      if (run > kMaxNumberDigits) refuse("a back-reference number over 6 digits");
-      i = run > 0 ? j - 1 : i + 1;  // an escaped character is never structure
-      digits = 0;
-      continue;
-    }
-    if (ch == '{') in_braces = true;
-    else if (ch == '}') in_braces = false;
-    else if (ch == '(' && ++depth > kMaxGroupDepth) refuse("groups nested deeper than 32");
-    else if (ch == ')' && depth > 0) --depth;
-    if (in_braces && digits > kMaxNumberDigits) refuse("a repetition bound over 6 digits");
+// Regular expressions are RE2's, not std::regex's. libstdc++'s std::regex matches by
+// recursive backtracking: on a record whose field is ~100 KB, patterns as plain as
+// `^[a-z]*$` overflow the stack (the host dies of SIGSEGV) and `.*x` takes seconds per
+// record at 10 KB (quadratic), so one hostile record could stop or stall the pipeline.
+// RE2 matches in time linear in the field, with bounded memory and no recursion on the
+// input. The price is its syntax: no backreferences and no lookaround, refused here with
+// the reason (docs/config-reference.md). Errors are returned, never logged by RE2 itself.
+std::unique_ptr<const re2::RE2> compile_regex(const std::string& p) {
+  re2::RE2::Options o;
+  o.set_log_errors(false);
+  auto re = std::make_unique<const re2::RE2>(p, o);
+  if (re->ok()) return re;
+  std::string why = re->error();
+  switch (re->error_code()) {
+    case re2::RE2::ErrorBadEscape:
+      if (re->error_arg().size() == 2 && re->error_arg()[1] >= '1' && re->error_arg()[1] <= '9')
+        why += " (RE2 has no backreferences: matching stays linear in the field's length)";
+      break;
+    case re2::RE2::ErrorBadPerlOp:
+      why += " (RE2 has no lookahead or lookbehind: matching stays linear in the field's length)";
+      break;
+    default:
+      break;
   }
+  throw sdk::ConfigError("value", "is not a valid regular expression (RE2 syntax): " + why);
 }
 
 }  // namespace
@@ -84,12 +75,7 @@ std::shared_ptr<const Rules> Rules::from(const sdk::Config& c) {
   if (needs_value && !c.has("value")) throw ConfigError("value", "is required for op " + op);
   r->value = c.get_string("value", "");
   if (r->op == Op::kRegex) {
-    check_regex_text(r->value);
-    try {
-      r->pattern.emplace(r->value, std::regex::ECMAScript | std::regex::optimize);
-    } catch (const std::regex_error& e) {
-      throw ConfigError("value", std::string("is not a valid regular expression: ") + e.what());
-    }
+    r->pattern = compile_regex(r->value);
   }
 
   std::string action = c.get_string("action", "keep");
@@ -166,7 +152,7 @@ Verdict Matcher::test(const Rules& rules, const ex_bytes& value, std::string& wh
     case Op::kRegex: {
       if (present) {
         std::string_view t = text_of(field);
-        match = std::regex_search(t.begin(), t.end(), *rules.pattern);
+        match = re2::RE2::PartialMatch(re2::StringPiece(t.data(), t.size()), *rules.pattern);
       }
       break;
     }

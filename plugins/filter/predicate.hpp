@@ -2,11 +2,10 @@
 #pragma once
 
 #include <exactly/sdk.hpp>
+#include <re2/re2.h>
 #include <simdjson.h>
 
 #include <memory>
-#include <optional>
-#include <regex>
 #include <string>
 #include <string_view>
 
@@ -22,7 +21,9 @@ struct Rules {
   std::string field;  // JSON pointer
   Op op = Op::kEq;
   std::string value;
-  std::optional<std::regex> pattern;
+  // RE2, not std::regex: it matches in time linear in the field and never recurses on
+  // it (predicate.cpp says why that matters for record contents).
+  std::unique_ptr<const re2::RE2> pattern;
   Action action = Action::kKeep;
   OnInvalid on_invalid = OnInvalid::kReject;
 

@@ -378,7 +378,7 @@ depends=$(dpkg-deb -f "$deb" Depends)
 # From dpkg-shlibdeps: the libraries the host and the plugins link.
 for lib in adduser procps libc6 'libstdc\+\+6' librdkafka1 'librocksdb[0-9.]*' 'libyaml-cpp[0-9.]*' \
            'libfmt[0-9]*' 'libboost-filesystem[0-9.]*' 'libcivetweb[0-9]*' 'libcurl4' \
-           'libhiredis[0-9.]*' 'libsimdjson[0-9]*' 'libspdlog[0-9.]*(-fmt[0-9]+)?'; do
+           'libhiredis[0-9.]*' 'libre2-[0-9]+' 'libsimdjson[0-9]*' 'libspdlog[0-9.]*(-fmt[0-9]+)?'; do
   # grep -q on a here-string, never at the end of a pipe: with pipefail, a grep -q that
   # exits at its first match can kill the writer with SIGPIPE and fail the pipeline.
   grep -qE "^($lib)( |$)" <<<"$(tr ',' '\n' <<<"$depends" | sed 's/^ *//')" \
