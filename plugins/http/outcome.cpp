@@ -1,6 +1,7 @@
 #include "outcome.hpp"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace exactly::http {
 
@@ -32,7 +33,10 @@ Outcome classify(CURLcode code, long status, int64_t retry_after_s, const char* 
   } else if (status == 429 || status == 503) {
     o.verdict = Outcome::Verdict::retry;
     o.unhealthy = status == 503;
-    if (retry_after_s > 0) o.retry_after_ms = retry_after_s * 1000;
+    // The server's number, as libcurl parsed it: capped before the product, which would
+    // overflow for a Retry-After near 2^63 (retry.after.max caps the wait itself).
+    if (retry_after_s > 0)
+      o.retry_after_ms = std::min<int64_t>(retry_after_s, INT64_MAX / 1000) * 1000;
   } else if (status == 408 || status >= 500) {
     o.verdict = Outcome::Verdict::retry;
     o.unhealthy = true;

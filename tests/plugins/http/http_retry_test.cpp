@@ -62,6 +62,21 @@ TEST(HttpSinkRetry, TooManyRequestsHonoursRetryAfter) {
   EXPECT_GE(seen[1].t - seen[0].t, 0.9) << "Retry-After: 1 not honoured";
 }
 
+// A hostile or broken server's Retry-After near 2^63 seconds: converting it to ms
+// overflowed (undefined behaviour; in practice a negative wait, so the backoff of 10-50
+// ms instead). It is retry.after.max that bounds the wait.
+TEST(HttpSinkRetry, AHugeRetryAfterWaitsRetryAfterMax) {
+  HttpTestServer srv;
+  SinkHarness s(lib(), "http", job_config(srv, {{"retry.max", "3"}, {"retry.after.max", "400"}}));
+  ASSERT_TRUE(s.ok());
+  EXPECT_TRUE(s.write({job("throttle", "1", "9000000000000000000", "c", "1")}).empty());
+  auto seen = srv.requests();
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0].status, 429);
+  EXPECT_EQ(seen[1].status, 200);
+  EXPECT_GE(seen[1].t - seen[0].t, 0.35) << "a huge Retry-After did not wait retry.after.max";
+}
+
 TEST(HttpSinkRetry, TimeoutIsRetried) {
   HttpTestServer srv;
   SinkHarness s(lib(), "http", job_config(srv, {{"retry.max", "2"}, {"request.timeout", "300"}}));
