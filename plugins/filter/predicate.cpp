@@ -13,7 +13,7 @@ namespace {
 // record at 10 KB (quadratic), so one hostile record could stop or stall the pipeline.
 // RE2 matches in time linear in the field, with bounded memory and no recursion on the
 // input. The price is its syntax: no backreferences and no lookaround, refused here with
-// the reason (docs/config-reference.md). Errors are returned, never logged by RE2 itself.
+// the reason (plugins/filter/README.md). Errors are returned, never logged by RE2 itself.
 std::unique_ptr<const re2::RE2> compile_regex(const std::string& p) {
   re2::RE2::Options o;
   o.set_log_errors(false);
