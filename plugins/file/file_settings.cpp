@@ -11,6 +11,10 @@ SourceSettings SourceSettings::parse(const sdk::Config& c) {
   int64_t batch = c.get_int("batch.size", 1024);
   if (batch < 1 || batch > (1 << 20)) throw sdk::ConfigError("batch.size", "must be between 1 and 1048576");
   s.batch_size = static_cast<size_t>(batch);
+  int64_t max_line = c.get_size("max.line.bytes", int64_t{64} << 20);
+  if (max_line < 1 || max_line > (int64_t{1} << 40))
+    throw sdk::ConfigError("max.line.bytes", "must be between 1 and 1 TiB");
+  s.max_line_bytes = static_cast<size_t>(max_line);
   return s;
 }
 

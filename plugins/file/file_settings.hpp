@@ -14,6 +14,7 @@ struct SourceSettings {
   bool follow = false;
   size_t batch_size = 1024;
   std::string offsets_path;  // empty: no store of its own
+  size_t max_line_bytes = size_t{64} << 20;
 
   static SourceSettings parse(const sdk::Config& c);
 };

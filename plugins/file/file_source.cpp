@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -29,7 +30,7 @@ FileSource::FileSource(sdk::Host host, const sdk::Config& config)
 
 FileSource::FileSource(sdk::Host host, SourceSettings s)
     : host_(host), path_(std::move(s.path)), follow_(s.follow), batch_size_(s.batch_size),
-      offsets_path_(std::move(s.offsets_path)) {}
+      max_line_bytes_(s.max_line_bytes), offsets_path_(std::move(s.offsets_path)) {}
 
 Status FileSource::validate(const sdk::Config& config) {
   SourceSettings::parse(config);
@@ -86,7 +87,7 @@ Status FileSource::seek(uint64_t offset) {
   if (::lseek(fd_, static_cast<off_t>(offset), SEEK_SET) < 0)
     return Status::fatal(errno_text("cannot seek", path_));
   buf_offset_ = offset;
-  len_ = pos_ = 0;
+  len_ = pos_ = scanned_ = 0;
   return Status::ok();
 }
 
@@ -100,14 +101,33 @@ void FileSource::emit(std::vector<ex_record>& out, size_t begin, size_t end) {
   out.push_back(r);
 }
 
-void FileSource::take_lines(std::vector<ex_record>& out) {
+Status FileSource::take_lines(std::vector<ex_record>& out) {
   while (out.size() < batch_size_ && pos_ < len_) {
-    auto* nl = static_cast<char*>(std::memchr(buf_.get() + pos_, '\n', len_ - pos_));
-    if (nl == nullptr) return;
+    const size_t from = std::max(pos_, scanned_);
+    auto* nl = static_cast<char*>(std::memchr(buf_.get() + from, '\n', len_ - from));
+    if (nl == nullptr) {
+      scanned_ = len_;
+      return check_line(len_ - pos_);
+    }
     size_t end = static_cast<size_t>(nl - buf_.get());
+    Status st = check_line(end - pos_);
+    if (!st) return st;
     emit(out, pos_, end);
     pos_ = end + 1;
   }
+  return Status::ok();
+}
+
+// A line over max.line.bytes stops the pipeline (a config-class error: restarting would
+// meet it again) instead of growing the buffer until the host runs out of memory.
+Status FileSource::check_line(size_t bytes) const {
+  if (bytes <= max_line_bytes_) return Status::ok();
+  return Status::error(EX_ERR_CONFIG,
+                       "the line at byte offset " + std::to_string(buf_offset_ + pos_) + " of " +
+                           path_ + " is over max.line.bytes=" + std::to_string(max_line_bytes_) +
+                           " (no line break within that many bytes): raise max.line.bytes or "
+                           "fix the file",
+                       "max.line.bytes");
 }
 
 Status FileSource::poll(int timeout_ms, std::vector<ex_record>& out, bool& end_of_input) {
@@ -128,12 +148,14 @@ Status FileSource::poll(int timeout_ms, std::vector<ex_record>& out, bool& end_o
     std::memmove(buf_.get(), buf_.get() + pos_, len_ - pos_);
     len_ -= pos_;
     buf_offset_ += pos_;
+    scanned_ = scanned_ > pos_ ? scanned_ - pos_ : 0;
     pos_ = 0;
   }
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   bool at_eof = false;
   for (;;) {
-    take_lines(out);
+    Status taken = take_lines(out);
+    if (!taken) return taken;
     if (out.size() >= batch_size_) break;
     if (len_ == cap_) {
       if (!out.empty()) break;  // growing would move bytes this batch points into
@@ -155,6 +177,8 @@ Status FileSource::poll(int timeout_ms, std::vector<ex_record>& out, bool& end_o
     if (!follow_) {
       // A last line without '\n' is complete once the file is known to be finished.
       if (pos_ < len_) {
+        Status st = check_line(len_ - pos_);
+        if (!st) return st;
         emit(out, pos_, len_);
         pos_ = len_;
       }

@@ -35,14 +35,17 @@ class FileSource final : public sdk::Source {
   FileSource(sdk::Host host, SourceSettings s);
   sdk::Status parse_offset(const sdk::Checkpoint& cp, uint64_t& out) const;
   sdk::Status seek(uint64_t offset);
-  // Appends complete lines from the buffer to `out`, up to batch_size_.
-  void take_lines(std::vector<ex_record>& out);
+  // Appends complete lines from the buffer to `out`, up to batch_size_; refuses a line
+  // over max_line_bytes_ (check_line).
+  sdk::Status take_lines(std::vector<ex_record>& out);
+  sdk::Status check_line(size_t bytes) const;
   void emit(std::vector<ex_record>& out, size_t begin, size_t end);
 
   sdk::Host host_;
   std::string path_;
   bool follow_;
   size_t batch_size_;
+  size_t max_line_bytes_;
   std::string offsets_path_;  // optional store of our own committed position
   int fd_ = -1;
   bool announced_ = false;
@@ -54,6 +57,9 @@ class FileSource final : public sdk::Source {
   size_t cap_ = 0;
   size_t len_ = 0;
   size_t pos_ = 0;
+  // [pos_, scanned_) holds no '\n': a long line is searched once as it arrives, not again
+  // from its start after every read (quadratic in the line) or every follow interval.
+  size_t scanned_ = 0;
   uint64_t buf_offset_ = 0;
 };
 

@@ -13,6 +13,10 @@ const ex_config_field kSourceFields[] = {
     field("follow", EX_CFG_BOOL, "keep polling for appended lines instead of ending at EOF",
           "false"),
     field("batch.size", EX_CFG_INT, "lines per poll at most", "1024"),
+    field("max.line.bytes", EX_CFG_SIZE,
+          "longest line accepted; a longer one stops the pipeline with its byte offset "
+          "(instead of the host holding ever more of it in memory); 64 MiB",
+          "67108864"),
     field("offsets.path", EX_CFG_STRING,
           "where commit() keeps the position when the sink does not store it; empty = "
           "restart from the beginning",

@@ -160,6 +160,65 @@ TEST(FileSource, LineLongerThanTheReadBuffer) {
   EXPECT_EQ(recs[2].offset, static_cast<int64_t>(2 + big.size() + 1));
 }
 
+// A line is searched for its '\n' once as its bytes arrive (the search resumes where it
+// stopped, across polls and the buffer's compaction), so a line written a little at a
+// time comes out whole and at the right offset.
+TEST(FileSource, FollowAssemblesALineWrittenInManyPieces) {
+  TempDir dir;
+  std::string path = dir.file("in.jsonl");
+  spit(path, "first\n");
+  SourceHarness s(lib(), "file", {{"path", path}, {"follow", "true"}, {"batch.size", "1"}});
+  ASSERT_TRUE(s.open().is_ok());
+  EXPECT_EQ(values(s.poll(0)), (std::vector<std::string>{"first"}));
+  std::string line;
+  for (int i = 0; i < 300; ++i) {
+    std::string piece(997, static_cast<char>('a' + i % 26));
+    line += piece;
+    spit(path, piece, true);
+    EXPECT_TRUE(s.poll(0).empty()) << "a partial line came out at piece " << i;
+  }
+  spit(path, "\nlast\n", true);
+  auto whole = s.poll(0);
+  ASSERT_EQ(whole.size(), 1u);
+  EXPECT_TRUE(whole[0].value == line) << whole[0].value.size() << " bytes, expected " << line.size();
+  EXPECT_EQ(whole[0].offset, 6);
+  auto last = s.poll(0);
+  ASSERT_EQ(values(last), (std::vector<std::string>{"last"}));
+  EXPECT_EQ(last[0].offset, static_cast<int64_t>(6 + line.size() + 1));
+}
+
+// A line longer than max.line.bytes stops the pipeline for good (a config-class error
+// naming the key and the line's byte offset) instead of the buffer growing until the
+// host runs out of memory; a line of exactly max.line.bytes is fine.
+TEST(FileSource, ALineOverMaxLineBytesStopsWithItsOffset) {
+  TempDir dir;
+  std::string path = dir.file("in.jsonl");
+  spit(path, "ok\n" + std::string(1000, 'x') + "\n" + std::string(1001, 'y') + "\nafter\n");
+  SourceHarness s(lib(), "file", {{"path", path}, {"max.line.bytes", "1000"}, {"batch.size", "1"}});
+  ASSERT_TRUE(s.open().is_ok());
+  EXPECT_EQ(values(s.poll(0)), (std::vector<std::string>{"ok"}));
+  EXPECT_EQ(s.poll(0).at(0).value, std::string(1000, 'x'));
+  Status st;
+  bool eoi = false;
+  EXPECT_TRUE(s.poll(0, &eoi, &st).empty());
+  EXPECT_EQ(st.code(), EX_ERR_CONFIG);
+  EXPECT_EQ(st.key(), "max.line.bytes");
+  EXPECT_NE(st.message().find("byte offset 1004 of " + path), std::string::npos) << st.message();
+
+  // Following, the line need not be complete: its first max.line.bytes + 1 bytes suffice.
+  std::string tail = dir.file("tail.jsonl");
+  spit(tail, "ok\n" + std::string(5000, 'z'));
+  SourceHarness f(lib(), "file", {{"path", tail}, {"follow", "true"}, {"max.line.bytes", "1000"}});
+  ASSERT_TRUE(f.open().is_ok());
+  EXPECT_EQ(values(f.poll(0)), (std::vector<std::string>{"ok"}));
+  f.poll(0, &eoi, &st);
+  EXPECT_EQ(st.code(), EX_ERR_CONFIG) << st.message();
+  EXPECT_NE(st.message().find("byte offset 3 of"), std::string::npos) << st.message();
+
+  SourceHarness bad(lib(), "file", {{"path", path}, {"max.line.bytes", "0"}});
+  EXPECT_EQ(bad.create_status().key(), "max.line.bytes");
+}
+
 TEST(FileSource, OwnOffsetsFileWhenTheSinkKeepsNoPositions) {
   TempDir dir;
   std::string path = dir.file("in.jsonl");
