@@ -205,7 +205,10 @@ SinkSettings SinkSettings::parse(const sdk::Config& cfg) {
   if (s.open_timeout_ms < 0) throw sdk::ConfigError("open.timeout", "must not be negative");
   s.user = cfg.get_map("rdkafka");
   reject_forced_producer(s.user);
-  if (router.is_fixed()) require_visible_text("topic", router.fixed_topic());
+  if (router.is_fixed()) {
+    require_visible_text("topic", router.fixed_topic());
+    require_legal_topic("topic", router.fixed_topic());
+  }
   s.state_dir = cfg.get_string("state.dir", "./state");
   if (s.eos) {
     s.txn_id = cfg.get_string("transactional.id");

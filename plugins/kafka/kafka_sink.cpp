@@ -245,7 +245,18 @@ sdk::Status KafkaSink::write(const sdk::Batch& in, const sdk::RecordErrors& erro
       ++rejected;
       continue;
     }
-    rd_kafka_topic_t* rkt = fixed_rkt_ != nullptr ? fixed_rkt_ : topic_handle(topic);
+    rd_kafka_topic_t* rkt = fixed_rkt_;
+    if (rkt == nullptr) {
+      // The router let only legal names through; a handle librdkafka still refuses is
+      // this record's problem, not the sink's.
+      try {
+        rkt = topic_handle(topic);
+      } catch (const sdk::StatusError& e) {
+        errors.reject(i, e.status().message());
+        ++rejected;
+        continue;
+      }
+    }
     int32_t partition = RD_KAFKA_PARTITION_UA;
     if (partitioning_ == Partitioning::Input) {
       if (r.partition < 0 || static_cast<size_t>(r.partition) >= number_of_id_.size() ||

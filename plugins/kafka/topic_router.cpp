@@ -8,6 +8,53 @@
 
 namespace exactly::kafka {
 
+namespace {
+
+// Kafka's own rule for a topic name (Topic.validate in the broker): 1 to 249 characters of
+// a-z A-Z 0-9 . _ -, and not "." or "..". A record naming anything else is refused here
+// with the reason: librdkafka gives no topic handle for a name over 512 bytes (which
+// stopped the sink), and the broker refuses the rest only at delivery (which made the
+// round retriable: replayed, and refused again, for ever).
+constexpr size_t kMaxTopicName = 249;
+
+bool legal_topic(std::string_view t) {
+  if (t.empty() || t.size() > kMaxTopicName || t == "." || t == "..") return false;
+  for (char c : t)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+          c == '.' || c == '_' || c == '-'))
+      return false;
+  return true;
+}
+
+// The name as a reason can show it: at most 64 bytes, anything unprintable as \xNN.
+std::string shown(std::string_view t) {
+  static const char* kHex = "0123456789abcdef";
+  std::string out = "'";
+  for (size_t i = 0; i < t.size() && i < 64; ++i) {
+    unsigned char c = static_cast<unsigned char>(t[i]);
+    if (c >= 0x20 && c < 0x7f && c != '\'') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out += "\\x";
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+  out += t.size() > 64 ? "'... (" + std::to_string(t.size()) + " bytes)" : "'";
+  return out;
+}
+
+std::string illegal(std::string_view t) {
+  return "topic " + shown(t) +
+         " is not a legal Kafka topic name (1 to 249 characters of a-z A-Z 0-9 . _ -, not . or ..)";
+}
+
+}  // namespace
+
+void require_legal_topic(const std::string& key, std::string_view topic) {
+  if (!legal_topic(topic)) throw sdk::ConfigError(key, illegal(topic));
+}
+
 struct TopicRouter::Json {
   simdjson::ondemand::parser parser;
   std::vector<char> buf;  // reused: the value copied with simdjson's padding
@@ -53,6 +100,10 @@ bool TopicRouter::route(const ex_record& r, std::string_view& topic, std::string
         reason = "record has no (or an empty) header '" + value_ + "' naming its topic";
         return false;
       }
+      if (!legal_topic(*h)) {
+        reason = "header '" + value_ + "' names " + illegal(*h);
+        return false;
+      }
       topic = *h;
       return true;
     }
@@ -75,6 +126,10 @@ bool TopicRouter::route(const ex_record& r, std::string_view& topic, std::string
       }
       if (s.empty()) {
         reason = "empty topic name at JSON pointer " + value_;
+        return false;
+      }
+      if (!legal_topic(s)) {
+        reason = "JSON pointer " + value_ + " names " + illegal(s);
         return false;
       }
       j.topic.assign(s);

@@ -10,6 +10,10 @@
 
 namespace exactly::kafka {
 
+// Throws ConfigError(key) unless `topic` is a name Kafka accepts (1 to 249 of
+// a-z A-Z 0-9 . _ -, not . or ..); records naming such topics are refused by route().
+void require_legal_topic(const std::string& key, std::string_view topic);
+
 class TopicRouter {
  public:
   // `topic` and `from` as configured (one of them non-empty); throws ConfigError.

@@ -261,6 +261,44 @@ TEST_F(KafkaBroker, AFencedProducerFailsTheBatchInsteadOfRejectingItsRecords) {
   EXPECT_EQ(st.code(), EX_ERR_FATAL) << st.message();
 }
 
+// A record that names a topic Kafka cannot have is a bad record, not a broken sink: it
+// goes to the error policy with the reason and the rest of the round commits. Before,
+// a name over 512 bytes got no librdkafka handle and failed the sink (restarted into the
+// same record for ever), and the others failed only at delivery (a retriable round,
+// replayed for ever).
+TEST_F(KafkaBroker, RecordsNamingIllegalTopicsAreRejectedAndTheRestCommits) {
+  const std::string out = kt::unique("out");
+  kt::create_topic(servers(), out, 1);
+  kt::Pairs cfg = {{"bootstrap.servers", servers()}, {"topic.from", "header:topic"},
+                   {"delivery", "exactly_once"}, {"transactional.id", kt::unique("txn")}};
+  auto to = [](const std::string& topic, const std::string& value) {
+    OwnedRecord r = exactly::testing::rec("k", value);
+    r.headers.emplace_back("topic", topic);
+    return r;
+  };
+  SinkHarness sink(lib(), "kafka", cfg);
+  ASSERT_TRUE(sink.open().is_ok()) << sink.create_status().message();
+  Status st;
+  auto rejected = sink.write({to(out, "first"), to(std::string(600, 'x'), "long"),
+                              to("bad/name", "slash"), to("..", "dots"), to(out, "last")},
+                             &st);
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  ASSERT_EQ(rejected.size(), 3u);
+  EXPECT_EQ(rejected[0].first, 1u);
+  EXPECT_EQ(rejected[1].first, 2u);
+  EXPECT_EQ(rejected[2].first, 3u);
+  for (auto& [index, why] : rejected)
+    EXPECT_NE(why.find("is not a legal Kafka topic name"), std::string::npos) << why;
+  EXPECT_NE(rejected[0].second.find("... (600 bytes)"), std::string::npos) << rejected[0].second;
+  ASSERT_TRUE(sink.prepare_commit().is_ok());
+  bool stored = false;
+  ASSERT_TRUE(sink.commit(std::nullopt, &stored).is_ok());
+  auto read = kt::read_topic(servers(), out, true, 2);
+  ASSERT_EQ(read.size(), 2u);
+  EXPECT_EQ(read[0].value, "first");
+  EXPECT_EQ(read[1].value, "last");
+}
+
 TEST_F(KafkaBroker, OversizeRecordIsRejectedAndTheRestCommits) {
   const std::string out = kt::unique("out");
   kt::create_topic(servers(), out, 1);

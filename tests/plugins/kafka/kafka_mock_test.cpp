@@ -185,6 +185,19 @@ TEST(KafkaConfig, InvisibleCharactersInGroupIdsAndTopicsAreRefusedByName) {
       << sink.create_status().message();
 }
 
+TEST(KafkaConfig, AFixedTopicKafkaCannotHaveIsRefusedByName) {
+  MockCluster mc;
+  for (const std::string& topic : std::vector<std::string>{"bad/name", "..", std::string(250, 't')}) {
+    SinkHarness sink(lib(), "kafka", {{"bootstrap.servers", mc.servers()}, {"topic", topic}});
+    EXPECT_EQ(sink.create_status().code(), EX_ERR_CONFIG) << topic;
+    EXPECT_EQ(sink.create_status().key(), "topic") << topic;
+    EXPECT_NE(sink.create_status().message().find("is not a legal Kafka topic name"), std::string::npos)
+        << sink.create_status().message();
+  }
+  SinkHarness longest(lib(), "kafka", {{"bootstrap.servers", mc.servers()}, {"topic", std::string(249, 't')}});
+  EXPECT_TRUE(longest.ok()) << longest.create_status().message();
+}
+
 TEST(KafkaConfig, SinkNeedsExactlyOneTopicSetting) {
   MockCluster mc;
   SinkHarness none(lib(), "kafka", {{"bootstrap.servers", mc.servers()}});
