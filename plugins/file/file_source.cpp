@@ -154,8 +154,14 @@ Status FileSource::poll(int timeout_ms, std::vector<ex_record>& out, bool& end_o
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   bool at_eof = false;
   for (;;) {
+    // An over-long line is reported once the lines before it are handed out (the next
+    // poll meets it first): they are processed and committed, and the error's offset is
+    // the first byte not read.
     Status taken = take_lines(out);
-    if (!taken) return taken;
+    if (!taken) {
+      if (out.empty()) return taken;
+      break;
+    }
     if (out.size() >= batch_size_) break;
     if (len_ == cap_) {
       if (!out.empty()) break;  // growing would move bytes this batch points into
@@ -178,7 +184,10 @@ Status FileSource::poll(int timeout_ms, std::vector<ex_record>& out, bool& end_o
       // A last line without '\n' is complete once the file is known to be finished.
       if (pos_ < len_) {
         Status st = check_line(len_ - pos_);
-        if (!st) return st;
+        if (!st) {
+          if (out.empty()) return st;
+          break;
+        }
         emit(out, pos_, len_);
         pos_ = len_;
       }
