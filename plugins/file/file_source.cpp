@@ -154,9 +154,8 @@ Status FileSource::poll(int timeout_ms, std::vector<ex_record>& out, bool& end_o
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   bool at_eof = false;
   for (;;) {
-    // An over-long line is reported once the lines before it are handed out (the next
-    // poll meets it first): they are processed and committed, and the error's offset is
-    // the first byte not read.
+    // An over-long line is reported once the lines before it are handed out: the next
+    // poll meets it first, so the error's offset is the first byte not handed out.
     Status taken = take_lines(out);
     if (!taken) {
       if (out.empty()) return taken;
