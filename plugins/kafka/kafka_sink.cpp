@@ -152,17 +152,41 @@ void KafkaSink::dr_cb(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
   }
 }
 
-rd_kafka_topic_t* KafkaSink::topic_handle(std::string_view topic) {
+rd_kafka_topic_t* KafkaSink::make_handle(std::string_view topic, std::string& why) {
   auto it = topics_.find(topic);
   if (it != topics_.end()) return it->second;
   std::string name(topic);
   if (cluster_.prepare_topic) cluster_.prepare_topic(name);
   rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk_, name.c_str(), nullptr);
-  if (rkt == nullptr)
-    throw sdk::StatusError(sdk::Status::fatal("kafka sink: cannot create topic handle for " + name +
-                                              ": " + rd_kafka_err2str(rd_kafka_last_error())));
+  if (rkt == nullptr) {
+    why = "kafka sink: cannot create topic handle for " + name + ": " +
+          rd_kafka_err2str(rd_kafka_last_error());
+    return nullptr;
+  }
   topics_.emplace(std::move(name), rkt);
   return rkt;
+}
+
+rd_kafka_topic_t* KafkaSink::topic_handle(std::string_view topic) {
+  std::string why;
+  rd_kafka_topic_t* rkt = make_handle(topic, why);
+  if (rkt == nullptr) throw sdk::StatusError(sdk::Status::fatal(why));
+  return rkt;
+}
+
+// A record's own topic (topic.from). A name Kafka cannot have is that record's problem:
+// librdkafka gives no handle for a name over 512 bytes (which failed the sink, restarted
+// into the same record for ever) and the broker refuses the others only at delivery (a
+// round replayed for ever). Checked once per name, when its handle is made.
+rd_kafka_topic_t* KafkaSink::routed_handle(std::string_view topic, std::string& why) {
+  auto it = topics_.find(topic);
+  if (it != topics_.end()) return it->second;
+  std::string illegal = illegal_topic_reason(topic);
+  if (!illegal.empty()) {
+    why = "kafka sink: " + router_.source() + " names " + illegal;
+    return nullptr;
+  }
+  return make_handle(topic, why);
 }
 
 sdk::Status KafkaSink::fatal_status(const std::string& what) {
@@ -245,17 +269,11 @@ sdk::Status KafkaSink::write(const sdk::Batch& in, const sdk::RecordErrors& erro
       ++rejected;
       continue;
     }
-    rd_kafka_topic_t* rkt = fixed_rkt_;
+    rd_kafka_topic_t* rkt = fixed_rkt_ != nullptr ? fixed_rkt_ : routed_handle(topic, reason);
     if (rkt == nullptr) {
-      // The router let only legal names through; a handle librdkafka still refuses is
-      // this record's problem, not the sink's.
-      try {
-        rkt = topic_handle(topic);
-      } catch (const sdk::StatusError& e) {
-        errors.reject(i, e.status().message());
-        ++rejected;
-        continue;
-      }
+      errors.reject(i, reason);
+      ++rejected;
+      continue;
     }
     int32_t partition = RD_KAFKA_PARTITION_UA;
     if (partitioning_ == Partitioning::Input) {

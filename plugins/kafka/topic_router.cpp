@@ -11,10 +11,7 @@ namespace exactly::kafka {
 namespace {
 
 // Kafka's own rule for a topic name (Topic.validate in the broker): 1 to 249 characters of
-// a-z A-Z 0-9 . _ -, and not "." or "..". A record naming anything else is refused here
-// with the reason: librdkafka gives no topic handle for a name over 512 bytes (which
-// stopped the sink), and the broker refuses the rest only at delivery (which made the
-// round retriable: replayed, and refused again, for ever).
+// a-z A-Z 0-9 . _ -, and not "." or "..".
 constexpr size_t kMaxTopicName = 249;
 
 bool legal_topic(std::string_view t) {
@@ -44,15 +41,26 @@ std::string shown(std::string_view t) {
   return out;
 }
 
-std::string illegal(std::string_view t) {
-  return "topic " + shown(t) +
+}  // namespace
+
+std::string illegal_topic_reason(std::string_view topic) {
+  if (legal_topic(topic)) return {};
+  return "topic " + shown(topic) +
          " is not a legal Kafka topic name (1 to 249 characters of a-z A-Z 0-9 . _ -, not . or ..)";
 }
 
-}  // namespace
-
 void require_legal_topic(const std::string& key, std::string_view topic) {
-  if (!legal_topic(topic)) throw sdk::ConfigError(key, illegal(topic));
+  std::string why = illegal_topic_reason(topic);
+  if (!why.empty()) throw sdk::ConfigError(key, why);
+}
+
+std::string TopicRouter::source() const {
+  switch (mode_) {
+    case Mode::Fixed: return "topic";
+    case Mode::Header: return "header '" + value_ + "'";
+    case Mode::Json: return "JSON pointer " + value_;
+  }
+  return {};
 }
 
 struct TopicRouter::Json {
@@ -100,10 +108,6 @@ bool TopicRouter::route(const ex_record& r, std::string_view& topic, std::string
         reason = "record has no (or an empty) header '" + value_ + "' naming its topic";
         return false;
       }
-      if (!legal_topic(*h)) {
-        reason = "header '" + value_ + "' names " + illegal(*h);
-        return false;
-      }
       topic = *h;
       return true;
     }
@@ -126,10 +130,6 @@ bool TopicRouter::route(const ex_record& r, std::string_view& topic, std::string
       }
       if (s.empty()) {
         reason = "empty topic name at JSON pointer " + value_;
-        return false;
-      }
-      if (!legal_topic(s)) {
-        reason = "JSON pointer " + value_ + " names " + illegal(s);
         return false;
       }
       j.topic.assign(s);

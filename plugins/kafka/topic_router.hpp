@@ -10,8 +10,10 @@
 
 namespace exactly::kafka {
 
-// Throws ConfigError(key) unless `topic` is a name Kafka accepts (1 to 249 of
-// a-z A-Z 0-9 . _ -, not . or ..); records naming such topics are refused by route().
+// Why Kafka cannot have a topic of this name (not 1 to 249 of a-z A-Z 0-9 . _ -, or
+// . or ..), shown safely; empty when it can.
+std::string illegal_topic_reason(std::string_view topic);
+// Throws ConfigError(key) with that reason.
 void require_legal_topic(const std::string& key, std::string_view topic);
 
 class TopicRouter {
@@ -24,8 +26,11 @@ class TopicRouter {
   bool is_fixed() const { return mode_ == Mode::Fixed; }
   const std::string& fixed_topic() const { return value_; }
 
-  // The record's topic (valid until the next call), or false with `reason` set.
+  // The record's topic (valid until the next call), or false with `reason` set. The
+  // name is not checked here: the sink checks each name once (KafkaSink::routed_handle).
   bool route(const ex_record& r, std::string_view& topic, std::string& reason);
+  // Where the topic comes from, for messages: "header 'x'", "JSON pointer /p" or "topic".
+  std::string source() const;
 
  private:
   enum class Mode { Fixed, Header, Json };
