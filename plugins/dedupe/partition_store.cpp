@@ -45,10 +45,7 @@ struct ChunkWalk {
   bool next(Chunk& c) {
     if (it && it->Valid() && it->key().size() == 8) {
       c.start = seq_from_key(std::string_view(it->key().data(), 8));
-      c.ms = read_chunk_ms(it->value());
-      // A time that cannot be read counts as now: age never evicts claims on a guess
-      // (max.keys still bounds the store).
-      if (c.ms < 0) c.ms = round_ms;
+      c.ms = read_chunk_ms(it->value());  // -1: unreadable (the eviction walk decides)
       c.key.assign(it->key().data(), 8);
       c.stored = true;
       it->Next();
@@ -692,10 +689,15 @@ PartitionStore::RoundPlan PartitionStore::plan_round(const Retention& limits, ui
     while (have) {
       bool more = walk.next(nxt);
       uint64_t end = more ? nxt.start : next_seq_;
-      if (cur.ms < cutoff) floor = std::max(floor, end);
+      // A chunk whose time cannot be read was written no later than the chunk after it
+      // (chunks are written in order): it takes that time, so age evicts it no earlier
+      // than its successor and never holds back the chunks after it. Without a readable
+      // successor it counts as written now.
+      const int64_t ms = cur.ms >= 0 ? cur.ms : more && nxt.ms >= 0 ? nxt.ms : now_ms;
+      if (ms < cutoff) floor = std::max(floor, end);
       if (end > floor) {
         hint = cur.start;
-        plan.oldest_ms = cur.ms;
+        plan.oldest_ms = ms;
         break;
       }
       if (cur.stored) plan.evicted.push_back(cur.start);

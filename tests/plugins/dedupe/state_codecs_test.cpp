@@ -185,7 +185,9 @@ TEST_F(DedupeTest, AStoreWithAnUnreadableUnfoldedChunkRefusesToOpenAndSaysWhy) {
 
 // Before, a chunk whose time could not be read counted as older than any age limit, so
 // its claims (and all before them) were evicted at once and their duplicates passed.
-TEST_F(DedupeTest, AChunkWhoseTimeCannotBeReadIsNeverEvictedByAge) {
+// Then it counted as written now, for ever, which held back age eviction of every chunk
+// after it. It takes the time of the chunk after it: evicted no earlier than that one.
+TEST_F(DedupeTest, AChunkWhoseTimeCannotBeReadIsEvictedNoEarlierThanTheChunkAfterIt) {
   Pairs aged = {{"retention.max.age", "300"}};
   auto& t = start(aged);
   int64_t off = 0;
@@ -207,6 +209,13 @@ TEST_F(DedupeTest, AChunkWhoseTimeCannotBeReadIsNeverEvictedByAge) {
   EXPECT_EQ(again.process({event("new", off++)}).kept.size(), 1u);
   commit_round();
   EXPECT_THAT(again.process({event("new", off), event("old", off + 1)}).kept, ::testing::IsEmpty());
+  off += 2;
+  commit_round();
+  // Once the chunk after it is too old, both go: age eviction is not stuck behind it.
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  EXPECT_EQ(again.process({event("tick", off++)}).kept.size(), 1u);
+  commit_round();
+  EXPECT_EQ(again.process({event("new", off), event("old", off + 1)}).kept.size(), 2u);
 }
 
 }  // namespace
