@@ -17,7 +17,7 @@ rocksdb::Status fold_claims(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
   const auto& order = key_order.sort_entries(
       live.size(), [&](size_t i) { return live[i]; },
       [&](uint32_t c) { return table.key_of(claims[c]); },
-      [&](uint32_t c) { return claims[c].key_pos; });
+      [&](uint32_t c) { return static_cast<uint32_t>(claims[c].key_pos); });
   // Keep the new file in the page cache: it is read right away (duplicates, filter
   // false positives).
   rocksdb::SstFileWriter writer(rocksdb::EnvOptions(), sst_options, cf,
@@ -26,7 +26,8 @@ rocksdb::Status fold_claims(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
   char buf[kMaxClaimValue];
   // Key order is a random walk over the table: fetch a few claims and keys ahead. The
   // entries carry where each key lives, so both fetches start without waiting for the
-  // claim.
+  // claim (its low 32 bits: past 4 GiB of keys a prefetch loads a wrong line, a miss
+  // and no more).
   constexpr size_t kAhead = 24;
   const char* arena = table.arena_data();
   auto fetch = [&](size_t j) {

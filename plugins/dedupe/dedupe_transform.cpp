@@ -456,7 +456,7 @@ Status DedupeTransform::process(const sdk::Batch& in, const sdk::Emitter& out) {
       reasons_.push_back(std::move(reason));
       continue;
     }
-    it.key_pos = static_cast<uint32_t>(pos);
+    it.key_pos = pos;
     it.key_len = static_cast<uint32_t>(keys_.size() - pos);
     it.hash = XXH3_64bits(keys_.data() + pos, it.key_len);
     it.fingerprint = fp_bytes ? XXH3_64bits(r.value.ptr, r.value.len) : 0;

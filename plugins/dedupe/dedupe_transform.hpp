@@ -75,7 +75,8 @@ class DedupeTransform final : public sdk::Transform {
   };
   struct Item {
     Part* part = nullptr;
-    uint32_t key_pos = 0, key_len = 0;
+    size_t key_pos = 0;  // a batch of long ids may hold more than 4 GiB of them
+    uint32_t key_len = 0;
     uint64_t hash = 0, fingerprint = 0;
     int32_t lookup = -1;  // index into part->values, -1 = not looked up
     int32_t reject = -1;  // index into reasons_, -1 = has an id

@@ -85,7 +85,8 @@ Status FileSink::write(const sdk::Batch& in, const sdk::RecordErrors& errors) {
   for (size_t i = 0; i < in.size(); ++i) {
     std::string_view v = sdk::view(in[i].value);
     // A newline inside a value would split one record into two lines on read-back.
-    if (std::memchr(v.data(), '\n', v.size()) != nullptr) {
+    // (An empty value, a tombstone's included, may have no data pointer at all.)
+    if (!v.empty() && std::memchr(v.data(), '\n', v.size()) != nullptr) {
       errors.reject(i, "value contains a newline; the file sink writes one record per line");
       continue;
     }

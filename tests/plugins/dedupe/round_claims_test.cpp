@@ -217,3 +217,31 @@ TEST(RoundClaims, ClaimsAfterReserveMoreMoveNothing) {
 }
 
 }  // namespace
+
+// Long ids fill the key arena past 4 GiB within one fill (65536 of them at the 65536-byte
+// `id.max.bytes`, each with the byte a long id gets): every key past that point must
+// still read back as itself and be found (a 32-bit key position wrapped and pointed
+// back into the first keys).
+TEST(RoundClaims, KeysPastFourGibOfArenaReadBackWhole) {
+  constexpr size_t kKeyBytes = 65537;
+  constexpr size_t kKeys = (size_t{1} << 32) / kKeyBytes + 16;
+  RoundClaims t;
+  std::string k(kKeyBytes, '\0');
+  auto make = [&](size_t i) {
+    std::string s = "long-" + std::to_string(i) + "-";
+    std::copy(s.begin(), s.end(), k.begin());
+    k[kKeyBytes - 1] = static_cast<char>(i);
+    return hash(k);
+  };
+  for (size_t i = 0; i < kKeys; ++i) t.upsert(k, make(i), i, static_cast<int64_t>(i), 0);
+  ASSERT_GT(t.key_bytes(), size_t{1} << 32);
+  ASSERT_EQ(t.size(), kKeys);
+  for (size_t i = kKeys - 32; i < kKeys; ++i) {
+    const uint64_t h = make(i);
+    const auto* c = t.find(k, h);
+    ASSERT_NE(c, nullptr) << "key " << i;
+    EXPECT_EQ(c->seq, i);
+    EXPECT_EQ(c->key_len, kKeyBytes);
+    EXPECT_TRUE(t.key_of(*c) == k) << "key " << i << " reads back as another";
+  }
+}
