@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
 
@@ -111,6 +112,11 @@ TestRecord parse_record(const YAML::Node& n, const std::string& where, bool expe
   } catch (const YAML::Exception&) {
     fail(where, "partition, offset and timestamp are integers");
   }
+  // Offsets a case leaves out continue from the one before (offset + 1), as a record's
+  // position is its offset + 1: both must fit in 64 bits.
+  if (n["offset"] && (r.offset < 0 || r.offset == std::numeric_limits<int64_t>::max()))
+    fail(where, "offset " + std::to_string(r.offset) + " is out of range: offsets go from 0 to " +
+                    std::to_string(std::numeric_limits<int64_t>::max() - 1));
   if (const YAML::Node h = n["headers"]) {
     if (!h.IsMap()) fail(where, "headers is a map of name: value");
     for (const auto& kv : h) r.headers.emplace_back(kv.first.Scalar(), kv.second.Scalar());

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <memory>
 
@@ -47,8 +48,13 @@ RunResult run_case(const config::PipelineSpec& p, const TestCase& c, const fs::p
     o.headers = t.headers;
     o.partition = it->second;
     int64_t& next = next_offset[it->second];
+    if (t.offset < 0 && next == std::numeric_limits<int64_t>::max()) {
+      r.error = t.where + ": no offset is left after " + std::to_string(next - 1) +
+                " for this record (give it one)";
+      return r;
+    }
     o.offset = t.offset >= 0 ? t.offset : next;
-    next = o.offset + 1;
+    next = o.offset + 1;  // test_cases.cpp keeps given offsets below INT64_MAX
     o.timestamp_ms = t.timestamp_ms;
     input.push_back(std::move(o));
   }

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 
 namespace exactly::engine {
 
@@ -133,6 +134,12 @@ Outcome Pipeline::process_batch(Instance& in, const ex_batch* batch) {
       pos_of = r.partition;
       pos = &in.round_positions.try_emplace(pos_of, -1).first->second;
     }
+    // A record's position is its offset + 1: the largest int64 has none.
+    if (r.offset == std::numeric_limits<int64_t>::max())
+      return Outcome::make(EX_ERR_FATAL, fmt::format("source: record {} of a batch of {} (partition {}) has "
+                                                     "offset {}, which has no next position; offsets "
+                                                     "must be below it",
+                                                     i, batch->count, r.partition, r.offset));
     *pos = std::max(*pos, r.offset + 1);
   }
   metrics::global().add("records_in_total", labels(), static_cast<double>(batch->count));

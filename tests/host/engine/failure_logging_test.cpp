@@ -4,6 +4,10 @@
 
 #include "test_util.hpp"
 
+#include <chrono>
+#include <csignal>
+#include <thread>
+
 using namespace exactly::test;
 
 TEST(FailureLogging, APipelineFailingInCreateIsLoggedWithItsReason) {
@@ -59,3 +63,33 @@ void expect_crash_report(bool own_thread) {
 TEST(FailureLogging, ACrashInAPluginCallNamesPipelineStageAndLibrary) { expect_crash_report(false); }
 
 TEST(FailureLogging, ACrashOnAPluginThreadNamesTheLibrary) { expect_crash_report(true); }
+
+// A record's position is its offset + 1, so a source that hands out the largest int64 as
+// an offset fails the round with a message that names it (instead of a position that
+// wrapped to the smallest one being committed), and the record is never written.
+TEST(FailureLogging, ASourceOffsetWithNoNextPositionFailsTheRoundByName) {
+  auto dir = temp_dir("offsetmax");
+  const std::string plugins = std::string(EXACTLY_BUILD_DIR) + "/test-plugins";
+  write_file(dir / "p.yaml",
+             "plugin.path: [" + plugins + "]\npipelines:\n  - name: edge\n"
+             "    source: { plugin: counter, config: { count: 5, batch.size: 1, "
+             "last.offset: 9223372036854775807 } }\n"
+             "    sink: { plugin: faulty, config: { path: " + (dir / "out.txt").string() + " } }\n");
+  const fs::path log = dir / "run.log";
+  Child host({exactly_bin(), "run", "--no-watch", (dir / "p.yaml").string()}, log);
+  const std::string want = "has offset 9223372036854775807, which has no next position";
+  bool seen = false;
+  for (int i = 0; i < 300 && !seen; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    seen = read_file(log).find(want) != std::string::npos;
+  }
+  host.kill(SIGTERM);
+  host.wait();
+  const std::string out = read_file(log);
+  ASSERT_TRUE(seen) << out;
+  EXPECT_NE(out.find("(partition 0)"), std::string::npos) << out;
+  EXPECT_NE(out.find("restarting in"), std::string::npos) << out;
+  // Values 0-3 may have been committed; the record at the bad offset ("4") never is.
+  for (const auto& line : lines_of(fs::exists(dir / "out.txt") ? read_file(dir / "out.txt") : ""))
+    EXPECT_NE(line, "4") << "the record at offset INT64_MAX was written";
+}
