@@ -141,29 +141,22 @@ TEST(PipelineTest, TheQuickstartsCasesPass) {
 TEST(PipelineTest, OffsetsOutOfRangeAreRefusedWithTheirLine) {
   auto dir = temp_dir("ptest");
   write_file(dir / "orders.yaml", pipeline(dir / "state"));
-  write_file(dir / "orders.test.yaml",
-             "tests:\n  - name: x\n    input:\n"
-             "      - { value: '{\"id\":\"a\",\"type\":\"order\"}', offset: 9223372036854775807 }\n"
-             "    expect: []\n");
-  auto r = run(exactly_bin() + " test " + (dir / "orders.yaml").string(), dir);
+  // One case whose input lines start on line 4 of the test file.
+  auto test_with = [&](const std::string& input) {
+    write_file(dir / "orders.test.yaml", "tests:\n  - name: x\n    input:\n" + input + "    expect: []\n");
+    return run(exactly_bin() + " test " + (dir / "orders.yaml").string(), dir);
+  };
+  auto r = test_with("      - { value: '{\"id\":\"a\",\"type\":\"order\"}', offset: 9223372036854775807 }\n");
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find("orders.test.yaml:4: offset 9223372036854775807 is out of range: offsets go "
                        "from 0 to 9223372036854775806"),
             std::string::npos) << r.err;
-  write_file(dir / "orders.test.yaml",
-             "tests:\n  - name: x\n    input:\n"
-             "      - { value: '{\"id\":\"a\",\"type\":\"order\"}', offset: -3 }\n"
-             "    expect: []\n");
-  r = run(exactly_bin() + " test " + (dir / "orders.yaml").string(), dir);
+  r = test_with("      - { value: '{\"id\":\"a\",\"type\":\"order\"}', offset: -3 }\n");
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find("orders.test.yaml:4: offset -3 is out of range"), std::string::npos) << r.err;
   // The largest offset, then one left to take the next: the case fails naming that record.
-  write_file(dir / "orders.test.yaml",
-             "tests:\n  - name: x\n    input:\n"
-             "      - { value: '{\"id\":\"a\",\"type\":\"order\"}', offset: 9223372036854775806 }\n"
-             "      - { value: '{\"id\":\"b\",\"type\":\"order\"}' }\n"
-             "    expect: []\n");
-  r = run(exactly_bin() + " test " + (dir / "orders.yaml").string(), dir);
+  r = test_with("      - { value: '{\"id\":\"a\",\"type\":\"order\"}', offset: 9223372036854775806 }\n"
+                "      - { value: '{\"id\":\"b\",\"type\":\"order\"}' }\n");
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("orders.test.yaml:5: no offset is left after 9223372036854775806"),
             std::string::npos) << r.out;

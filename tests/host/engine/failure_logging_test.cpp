@@ -10,15 +10,29 @@
 
 using namespace exactly::test;
 
+namespace {
+
+std::string test_plugins() { return std::string(EXACTLY_BUILD_DIR) + "/test-plugins"; }
+
+// dir/p.yaml: one pipeline from the testkit counter (`source_config`) through
+// `transforms` (a YAML flow list; none if empty) into the faulty sink's dir/out.txt.
+fs::path counter_pipeline(const fs::path& dir, const std::string& name,
+                          const std::string& source_config, const std::string& transforms) {
+  write_file(dir / "p.yaml",
+             "plugin.path: [" + test_plugins() + "]\npipelines:\n  - name: " + name + "\n"
+             "    source: { plugin: counter, config: { " + source_config + " } }\n" +
+             (transforms.empty() ? "" : "    transforms: " + transforms + "\n") +
+             "    sink: { plugin: faulty, config: { path: " + (dir / "out.txt").string() + " } }\n");
+  return dir / "p.yaml";
+}
+
+}  // namespace
+
 TEST(FailureLogging, APipelineFailingInCreateIsLoggedWithItsReason) {
   auto dir = temp_dir("faillog");
-  const std::string plugins = std::string(EXACTLY_BUILD_DIR) + "/test-plugins";
-  write_file(dir / "p.yaml",
-             "plugin.path: [" + plugins + "]\npipelines:\n  - name: t\n"
-             "    source: { plugin: counter, config: { count: 10 } }\n"
-             "    transforms: [ { plugin: reject-every, config: { every: 0 } } ]\n"
-             "    sink: { plugin: faulty, config: { path: " + (dir / "out.txt").string() + " } }\n");
-  auto r = run(exactly_bin() + " run --no-watch " + (dir / "p.yaml").string(), dir);
+  const fs::path yaml =
+      counter_pipeline(dir, "t", "count: 10", "[ { plugin: reject-every, config: { every: 0 } } ]");
+  auto r = run(exactly_bin() + " run --no-watch " + yaml.string(), dir);
   EXPECT_EQ(r.exit_code, 1) << r.err;
   const std::string line = "ERROR [pipeline:t] failed, not restarted (fix the configuration): ";
   auto at = r.err.find(line);
@@ -34,14 +48,11 @@ TEST(FailureLogging, APipelineFailingInCreateIsLoggedWithItsReason) {
 // the plugin and its library before the host dies of the signal (issue "hardening").
 void expect_crash_report(bool own_thread) {
   auto dir = temp_dir("crash");
-  const std::string plugins = std::string(EXACTLY_BUILD_DIR) + "/test-plugins";
-  write_file(dir / "p.yaml",
-             "plugin.path: [" + plugins + "]\npipelines:\n  - name: crashy\n"
-             "    source: { plugin: counter, config: { count: 1000, batch.size: 10 } }\n"
-             "    transforms: [ { plugin: crash-at, config: { at: 500, own.thread: " +
-                 std::string(own_thread ? "true" : "false") + " } } ]\n"
-             "    sink: { plugin: faulty, config: { path: " + (dir / "out.txt").string() + " } }\n");
-  auto r = run(exactly_bin() + " run --no-watch " + (dir / "p.yaml").string(), dir);
+  const std::string plugins = test_plugins();
+  const fs::path yaml = counter_pipeline(dir, "crashy", "count: 1000, batch.size: 10",
+                                         "[ { plugin: crash-at, config: { at: 500, own.thread: " +
+                                             std::string(own_thread ? "true" : "false") + " } } ]");
+  auto r = run(exactly_bin() + " run --no-watch " + yaml.string(), dir);
   // Dead of the signal itself (the shell running it reports 128 + signal).
   EXPECT_TRUE(r.signal == SIGSEGV || r.exit_code == 128 + SIGSEGV)
       << "exit " << r.exit_code << ", signal " << r.signal << "\n" << r.err;
@@ -69,14 +80,10 @@ TEST(FailureLogging, ACrashOnAPluginThreadNamesTheLibrary) { expect_crash_report
 // wrapped to the smallest one being committed), and the record is never written.
 TEST(FailureLogging, ASourceOffsetWithNoNextPositionFailsTheRoundByName) {
   auto dir = temp_dir("offsetmax");
-  const std::string plugins = std::string(EXACTLY_BUILD_DIR) + "/test-plugins";
-  write_file(dir / "p.yaml",
-             "plugin.path: [" + plugins + "]\npipelines:\n  - name: edge\n"
-             "    source: { plugin: counter, config: { count: 5, batch.size: 1, "
-             "last.offset: 9223372036854775807 } }\n"
-             "    sink: { plugin: faulty, config: { path: " + (dir / "out.txt").string() + " } }\n");
+  const fs::path yaml =
+      counter_pipeline(dir, "edge", "count: 5, batch.size: 1, last.offset: 9223372036854775807", "");
   const fs::path log = dir / "run.log";
-  Child host({exactly_bin(), "run", "--no-watch", (dir / "p.yaml").string()}, log);
+  Child host({exactly_bin(), "run", "--no-watch", yaml.string()}, log);
   const std::string want = "has offset 9223372036854775807, which has no next position";
   bool seen = false;
   for (int i = 0; i < 300 && !seen; ++i) {
