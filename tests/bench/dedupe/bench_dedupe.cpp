@@ -44,6 +44,7 @@ struct Args {
   std::string cache = "1073741824";
   std::string write_buffer = "67108864";
   std::string filter = "bloom";
+  std::string filter_bits;  // empty: the plugin's default
   std::string compression = "zstd";
   std::string fold_files_max = "256";
   std::string fingerprint = "4";
@@ -116,6 +117,7 @@ bool parse(int argc, char** argv, Args& a) {
     else if (k == "--id") a.id = next();
     else if (k == "--cache") a.cache = next();
     else if (k == "--filter") a.filter = next();
+    else if (k == "--filter-bits") a.filter_bits = next();
     else if (k == "--write-buffer") a.write_buffer = next();
     else if (k == "--compression") a.compression = next();
     else if (k == "--fold-files-max") a.fold_files_max = next();
@@ -125,7 +127,7 @@ bool parse(int argc, char** argv, Args& a) {
       std::fprintf(stderr,
                    "usage: bench_dedupe [--keys N] [--dup R] [--batch N] [--round N] "
                    "[--reads N] [--payload BYTES] [--id json|key] [--dir PATH] [--cache BYTES] "
-                   "[--filter bloom|ribbon] [--compression none|lz4|zstd] [--write-buffer BYTES] "
+                   "[--filter bloom|ribbon] [--filter-bits N] [--compression none|lz4|zstd] [--write-buffer BYTES] "
                    "[--fingerprint 0|4|8] [--fold-files-max N] [--keep]\n");
       return false;
     }
@@ -154,6 +156,7 @@ int main(int argc, char** argv) {
                                  {"fingerprint.bytes", a.fingerprint},
                                  {"rocksdb.write.buffer.size", a.write_buffer}};
   cfg.emplace_back(a.id == "key" ? "id.key" : "id.json", a.id == "key" ? "true" : "/messageId");
+  if (!a.filter_bits.empty()) cfg.emplace_back("rocksdb.filter.bits.per.key", a.filter_bits);
   exactly::testing::OwnedConfig config(comp, cfg);
   ex_transform_self self = nullptr;
   ex_error err = exactly::testing::new_error();
@@ -280,6 +283,7 @@ int main(int argc, char** argv) {
   // ------------------------------------------------------------ phase 2: readmissing
   exactly::dedupe::StoreTuning tuning;
   tuning.filter = a.filter;
+  if (!a.filter_bits.empty()) tuning.filter_bits_per_key = std::stod(a.filter_bits);
   tuning.compression = a.compression;
   tuning.write_buffer_size = std::stoull(a.write_buffer);
   auto cache = rocksdb::NewLRUCache(std::stoull(a.cache));
