@@ -178,6 +178,12 @@ rd_kafka_topic_t* KafkaSink::topic_handle(std::string_view topic) {
 // librdkafka gives no handle for a name over 512 bytes (which failed the sink, restarted
 // into the same record for ever) and the broker refuses the others only at delivery (a
 // round replayed for ever). Checked once per name, when its handle is made.
+//
+// A legal name of a topic the cluster does not have (a broker that does not create
+// topics on first use, as production brokers are often set up) failed only at delivery
+// too, 30 s later (librdkafka's topic.metadata.propagation.max.ms), and replayed the round
+// for ever: the sink asks the cluster once per new name, and rejects the records of a
+// topic it says it lacks, asking again after kMissingRecheckMs.
 rd_kafka_topic_t* KafkaSink::routed_handle(std::string_view topic, std::string& why) {
   auto it = topics_.find(topic);
   if (it != topics_.end()) return it->second;
@@ -186,7 +192,34 @@ rd_kafka_topic_t* KafkaSink::routed_handle(std::string_view topic, std::string& 
     why = "kafka sink: " + router_.source() + " names " + illegal;
     return nullptr;
   }
-  return make_handle(topic, why);
+  auto missing = [&] {
+    why = "kafka sink: " + router_.source() + " names topic '" + std::string(topic) + "', which " +
+          cluster_.display + " does not have (and does not create on first use)";
+    return nullptr;
+  };
+  auto known_missing = missing_until_.find(topic);
+  if (known_missing != missing_until_.end()) {
+    if (now_ms() < known_missing->second) return missing();
+    missing_until_.erase(known_missing);
+  }
+  rd_kafka_topic_t* rkt = make_handle(topic, why);
+  if (rkt == nullptr || cluster_.prepare_topic || !cluster_lacks(rkt)) return rkt;
+  topics_.erase(topics_.find(topic));
+  rd_kafka_topic_destroy(rkt);
+  missing_until_.emplace(std::string(topic), now_ms() + kMissingRecheckMs);
+  return missing();
+}
+
+bool KafkaSink::cluster_lacks(rd_kafka_topic_t* rkt) {
+  // Asking for the one topic lets a broker that creates topics on first use create it
+  // now (as the first record would), so "unknown" means the cluster will not have it.
+  const rd_kafka_metadata_t* md = nullptr;
+  const rd_kafka_resp_err_t err =
+      rd_kafka_metadata(rk_, 0, rkt, &md, static_cast<int>(std::min<int64_t>(call_timeout_ms_, 5000)));
+  const bool lacks = err == RD_KAFKA_RESP_ERR_NO_ERROR && md != nullptr && md->topic_cnt == 1 &&
+                     md->topics[0].err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART;
+  if (md != nullptr) rd_kafka_metadata_destroy(md);
+  return lacks;
 }
 
 sdk::Status KafkaSink::fatal_status(const std::string& what) {

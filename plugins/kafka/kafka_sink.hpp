@@ -79,6 +79,9 @@ class KafkaSink final : public sdk::Sink, public ClientContext {
   rd_kafka_topic_t* make_handle(std::string_view topic, std::string& why);
   rd_kafka_topic_t* topic_handle(std::string_view topic);
   rd_kafka_topic_t* routed_handle(std::string_view topic, std::string& why);
+  // True only when the cluster answered that the topic does not exist (and did not
+  // create it); a timeout or any other answer is not an answer.
+  bool cluster_lacks(rd_kafka_topic_t* rkt);
   sdk::Status fatal_status(const std::string& what);
   void log_fence_reports();
 
@@ -99,6 +102,10 @@ class KafkaSink final : public sdk::Sink, public ClientContext {
   std::unique_ptr<ChangelogStore> changelog_;  // after open(), on a real cluster
   rd_kafka_topic_t* fixed_rkt_ = nullptr;
   std::unordered_map<std::string, rd_kafka_topic_t*, StringHash, std::equal_to<>> topics_;
+  // Routed topics the cluster said it does not have: until when (ms) their records are
+  // rejected without asking again.
+  std::unordered_map<std::string, int64_t, StringHash, std::equal_to<>> missing_until_;
+  static constexpr int64_t kMissingRecheckMs = 10000;
   std::vector<int32_t> number_of_id_;  // partition id -> input partition number, -1 unknown
 
   bool opened_ = false;

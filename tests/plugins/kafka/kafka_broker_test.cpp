@@ -58,6 +58,24 @@ class KafkaBroker : public ::testing::Test {
             {"transactional.id", txn_id}, {"transaction.timeout", "30000"}};
   }
 
+  // An exactly-once sink that takes each record's topic from its "topic" header.
+  kt::Pairs routed_cfg() {
+    return {{"bootstrap.servers", servers()}, {"topic.from", "header:topic"},
+            {"delivery", "exactly_once"}, {"transactional.id", kt::unique("txn")}};
+  }
+  static OwnedRecord routed(const std::string& topic, const std::string& value) {
+    OwnedRecord r = exactly::testing::rec("k", value);
+    r.headers.emplace_back("topic", topic);
+    return r;
+  }
+  // Commits the sink's round (no source positions) and reads `n` committed records of `topic`.
+  static auto commit_and_read(SinkHarness& sink, const std::string& topic, size_t n) {
+    EXPECT_TRUE(sink.prepare_commit().is_ok());
+    bool stored = false;
+    EXPECT_TRUE(sink.commit(std::nullopt, &stored).is_ok());
+    return kt::read_topic(servers(), topic, true, n);
+  }
+
   static kt::SuiteBroker broker_;
 };
 kt::SuiteBroker KafkaBroker::broker_;
@@ -269,18 +287,11 @@ TEST_F(KafkaBroker, AFencedProducerFailsTheBatchInsteadOfRejectingItsRecords) {
 TEST_F(KafkaBroker, RecordsNamingIllegalTopicsAreRejectedAndTheRestCommits) {
   const std::string out = kt::unique("out");
   kt::create_topic(servers(), out, 1);
-  kt::Pairs cfg = {{"bootstrap.servers", servers()}, {"topic.from", "header:topic"},
-                   {"delivery", "exactly_once"}, {"transactional.id", kt::unique("txn")}};
-  auto to = [](const std::string& topic, const std::string& value) {
-    OwnedRecord r = exactly::testing::rec("k", value);
-    r.headers.emplace_back("topic", topic);
-    return r;
-  };
-  SinkHarness sink(lib(), "kafka", cfg);
+  SinkHarness sink(lib(), "kafka", routed_cfg());
   ASSERT_TRUE(sink.open().is_ok()) << sink.create_status().message();
   Status st;
-  auto rejected = sink.write({to(out, "first"), to(std::string(600, 'x'), "long"),
-                              to("bad/name", "slash"), to("..", "dots"), to(out, "last")},
+  auto rejected = sink.write({routed(out, "first"), routed(std::string(600, 'x'), "long"),
+                              routed("bad/name", "slash"), routed("..", "dots"), routed(out, "last")},
                              &st);
   ASSERT_TRUE(st.is_ok()) << st.message();
   ASSERT_EQ(rejected.size(), 3u);
@@ -290,13 +301,47 @@ TEST_F(KafkaBroker, RecordsNamingIllegalTopicsAreRejectedAndTheRestCommits) {
   for (auto& [index, why] : rejected)
     EXPECT_NE(why.find("is not a legal Kafka topic name"), std::string::npos) << why;
   EXPECT_NE(rejected[0].second.find("... (600 bytes)"), std::string::npos) << rejected[0].second;
-  ASSERT_TRUE(sink.prepare_commit().is_ok());
-  bool stored = false;
-  ASSERT_TRUE(sink.commit(std::nullopt, &stored).is_ok());
-  auto read = kt::read_topic(servers(), out, true, 2);
+  auto read = commit_and_read(sink, out, 2);
   ASSERT_EQ(read.size(), 2u);
   EXPECT_EQ(read[0].value, "first");
   EXPECT_EQ(read[1].value, "last");
+}
+
+// A legal name of a topic the cluster does not have, on a cluster that does not create
+// topics on first use (here the client's allow.auto.create.topics=false; production
+// brokers often have auto.create.topics.enable=false): its records are rejected with the
+// reason, the rest of the round commits, and once the topic exists (asked again after
+// 10 s) its records are written. Before, such a record failed at delivery and replayed
+// its round for ever.
+TEST_F(KafkaBroker, RecordsNamingATopicTheClusterLacksAreRejectedUntilItExists) {
+  const std::string out = kt::unique("out"), later = kt::unique("later");
+  kt::create_topic(servers(), out, 1);
+  kt::Pairs cfg = routed_cfg();
+  cfg.emplace_back("rdkafka.allow.auto.create.topics", "false");
+  SinkHarness sink(lib(), "kafka", cfg);
+  ASSERT_TRUE(sink.open().is_ok()) << sink.create_status().message();
+  Status st;
+  auto rejected = sink.write({routed(out, "first"), routed(later, "a"), routed(out, "last"), routed(later, "b")}, &st);
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  ASSERT_EQ(rejected.size(), 2u);
+  EXPECT_EQ(rejected[0].first, 1u);
+  EXPECT_EQ(rejected[1].first, 3u);
+  for (auto& [index, why] : rejected)
+    EXPECT_NE(why.find("names topic '" + later + "', which "), std::string::npos) << why;
+  EXPECT_NE(rejected[0].second.find("does not have"), std::string::npos) << rejected[0].second;
+  auto read = commit_and_read(sink, out, 2);
+  ASSERT_EQ(read.size(), 2u);
+  EXPECT_EQ(read[0].value, "first");
+  EXPECT_EQ(read[1].value, "last");
+  // The topic appears: once the sink asks again, its records are written.
+  kt::create_topic(servers(), later, 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(10500));
+  rejected = sink.write({routed(later, "c")}, &st);
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  EXPECT_TRUE(rejected.empty()) << rejected[0].second;
+  auto read_later = commit_and_read(sink, later, 1);
+  ASSERT_EQ(read_later.size(), 1u);
+  EXPECT_EQ(read_later[0].value, "c");
 }
 
 TEST_F(KafkaBroker, OversizeRecordIsRejectedAndTheRestCommits) {
