@@ -206,6 +206,12 @@ rd_kafka_topic_t* KafkaSink::routed_handle(std::string_view topic, std::string& 
   if (rkt == nullptr || cluster_.prepare_topic || !cluster_lacks(rkt)) return rkt;
   topics_.erase(topics_.find(topic));
   rd_kafka_topic_destroy(rkt);
+  // Records that each name another missing topic must not grow this without bound.
+  if (missing_until_.size() >= kMissingKept) {
+    const int64_t now = now_ms();
+    std::erase_if(missing_until_, [now](const auto& m) { return m.second <= now; });
+    if (missing_until_.size() >= kMissingKept) missing_until_.clear();  // asked again
+  }
   missing_until_.emplace(std::string(topic), now_ms() + kMissingRecheckMs);
   return missing();
 }

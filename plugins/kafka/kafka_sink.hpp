@@ -106,6 +106,7 @@ class KafkaSink final : public sdk::Sink, public ClientContext {
   // rejected without asking again.
   std::unordered_map<std::string, int64_t, StringHash, std::equal_to<>> missing_until_;
   static constexpr int64_t kMissingRecheckMs = 10000;
+  static constexpr size_t kMissingKept = 4096;
   std::vector<int32_t> number_of_id_;  // partition id -> input partition number, -1 unknown
 
   bool opened_ = false;
