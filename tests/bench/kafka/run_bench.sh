@@ -166,7 +166,7 @@ die() { log "ERROR: $*"; exit 1; }
 log "building in $build"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build" --target exactly exactly_plugin_kafka exactly_plugin_dedupe \
-  bench_raw_copy bench_run_until_committed bench_paced_produce >/dev/null
+  bench_raw_copy bench_run_until_committed bench_paced_produce bench_latency_reader >/dev/null
 streams_target="$cache/streams-dedupe"
 mkdir -p "$streams_target"
 mvn_build() {
@@ -617,11 +617,13 @@ run_latency_case() {  # case rep seconds (rep "w": the broker's warm-up run, not
   local verdict=ok
   [[ $rrc -eq 0 ]] || verdict="incomplete($(jq -c '{received, expected}' "$d/latency.json" 2>/dev/null))"
   log "  $(cat "$d/latency.json") produced at $rate_seen/s verify=$verdict"
+  [[ $rrc -eq 0 ]] || log "  the reader failed: $(tail -n 2 "$d/latency.err")"
   # Where the tail came from: a backlog built early and worked off, or spikes later on.
-  timeline=$(grep -m1 'worst ms per second' "$d/latency.err" 2>/dev/null | sed 's/^[a-z_-]*\( latency\)\?: //')
+  # (Either may be missing: a reader that failed says why in latency.err, shown below.)
+  timeline=$(grep -m1 'worst ms per second' "$d/latency.err" 2>/dev/null | sed 's/^[a-z_-]*\( latency\)\?: //' || true)
   [[ -n $timeline ]] && log "  $timeline"
   # The input side of it: how long the producer waited for its acks, per second.
-  timeline=$(grep -m1 'worst send-to-ack' "$d/produce.err" 2>/dev/null | sed 's/^[a-z_-]* produce: //')
+  timeline=$(grep -m1 'worst send-to-ack' "$d/produce.err" 2>/dev/null | sed 's/^[a-z_-]* produce: //' || true)
   [[ -n $timeline ]] && log "  input $timeline"
   [[ $rep != w ]] && jq -r --arg c "$c" --arg r "$rep" --arg v "$verdict" --argjson ps "$rate_seen" \
     '[$c, $r, $ps, .measured, .p50_ms, .p90_ms, .p99_ms, .p999_ms, .max_ms, $v] | @tsv' \
