@@ -152,25 +152,22 @@ void KafkaSink::dr_cb(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
   }
 }
 
-rd_kafka_topic_t* KafkaSink::make_handle(std::string_view topic, std::string& why) {
-  auto it = topics_.find(topic);
-  if (it != topics_.end()) return it->second;
-  std::string name(topic);
-  if (cluster_.prepare_topic) cluster_.prepare_topic(name);
-  rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk_, name.c_str(), nullptr);
-  if (rkt == nullptr) {
-    why = "kafka sink: cannot create topic handle for " + name + ": " +
+rd_kafka_topic_t* KafkaSink::new_handle(const std::string& topic, std::string& why) {
+  if (cluster_.prepare_topic) cluster_.prepare_topic(topic);
+  rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk_, topic.c_str(), nullptr);
+  if (rkt == nullptr)
+    why = "kafka sink: cannot create topic handle for " + topic + ": " +
           rd_kafka_err2str(rd_kafka_last_error());
-    return nullptr;
-  }
-  topics_.emplace(std::move(name), rkt);
   return rkt;
 }
 
 rd_kafka_topic_t* KafkaSink::topic_handle(std::string_view topic) {
-  std::string why;
-  rd_kafka_topic_t* rkt = make_handle(topic, why);
+  auto it = topics_.find(topic);
+  if (it != topics_.end()) return it->second;
+  std::string name(topic), why;
+  rd_kafka_topic_t* rkt = new_handle(name, why);
   if (rkt == nullptr) throw sdk::StatusError(sdk::Status::fatal(why));
+  topics_.emplace(std::move(name), rkt);
   return rkt;
 }
 
@@ -202,9 +199,13 @@ rd_kafka_topic_t* KafkaSink::routed_handle(std::string_view topic, std::string& 
     if (now_ms() < known_missing->second) return missing();
     missing_until_.erase(known_missing);
   }
-  rd_kafka_topic_t* rkt = make_handle(topic, why);
-  if (rkt == nullptr || cluster_.prepare_topic || !cluster_lacks(rkt)) return rkt;
-  topics_.erase(topics_.find(topic));
+  std::string name(topic);
+  rd_kafka_topic_t* rkt = new_handle(name, why);
+  if (rkt == nullptr) return nullptr;
+  if (cluster_.prepare_topic || !cluster_lacks(rkt)) {
+    topics_.emplace(std::move(name), rkt);
+    return rkt;
+  }
   rd_kafka_topic_destroy(rkt);
   // Records that each name another missing topic must not grow this without bound.
   if (missing_until_.size() >= kMissingKept) {
@@ -212,7 +213,7 @@ rd_kafka_topic_t* KafkaSink::routed_handle(std::string_view topic, std::string& 
     std::erase_if(missing_until_, [now](const auto& m) { return m.second <= now; });
     if (missing_until_.size() >= kMissingKept) missing_until_.clear();  // asked again
   }
-  missing_until_.emplace(std::string(topic), now_ms() + kMissingRecheckMs);
+  missing_until_.emplace(std::move(name), now_ms() + kMissingRecheckMs);
   return missing();
 }
 

@@ -73,10 +73,11 @@ class KafkaSink final : public sdk::Sink, public ClientContext {
   sdk::Status txn_failure(const char* op, const rd_kafka_error_t* e);
   sdk::Status flush_all();
   sdk::Status take_delivery_failures();
-  // The cached handle for a topic, made on first use; nullptr with `why` if librdkafka
-  // refuses the name. topic_handle throws that as fatal (the sink's own topics);
-  // routed_handle also refuses names Kafka cannot have (a record's topic.from).
-  rd_kafka_topic_t* make_handle(std::string_view topic, std::string& why);
+  // A new (uncached) handle; nullptr with `why` if librdkafka refuses the name.
+  rd_kafka_topic_t* new_handle(const std::string& topic, std::string& why);
+  // The cached handle for a topic, made on first use. topic_handle throws a refusal as
+  // fatal (the sink's own topics); routed_handle returns it as the record's reason, and
+  // also refuses names Kafka cannot have and topics the cluster lacks (topic.from).
   rd_kafka_topic_t* topic_handle(std::string_view topic);
   rd_kafka_topic_t* routed_handle(std::string_view topic, std::string& why);
   // True only when the cluster answered that the topic does not exist (and did not
