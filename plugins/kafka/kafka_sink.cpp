@@ -133,6 +133,8 @@ KafkaSink::~KafkaSink() {
   }
   for (auto& [name, rkt] : topics_) rd_kafka_topic_destroy(rkt);
   topics_.clear();
+  for (auto& [name, rkt] : routed_) rd_kafka_topic_destroy(rkt);
+  routed_.clear();
   rd_kafka_destroy(rk_);
 }
 
@@ -146,6 +148,17 @@ void KafkaSink::dr_cb(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
   // Purged by our own abort: not a delivery failure of a round that is still live.
   if (m->err == RD_KAFKA_RESP_ERR__PURGE_QUEUE || m->err == RD_KAFKA_RESP_ERR__PURGE_INFLIGHT)
     return;
+  // A routed topic deleted while the sink ran (librdkafka fails its records as of an
+  // unknown partition or topic): its handle is forgotten before the next write, so that
+  // the replay asks the cluster again (routed_handle) and rejects its records the way it
+  // rejects a topic that never existed.
+  if ((m->err == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION || m->err == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC ||
+       m->err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) && m->rkt != nullptr) {
+    const char* name = rd_kafka_topic_name(m->rkt);
+    if (self->routed_.count(std::string_view(name)) != 0 &&
+        std::find(self->vanished_.begin(), self->vanished_.end(), name) == self->vanished_.end())
+      self->vanished_.emplace_back(name);
+  }
   if (self->dr_failed_++ == 0) {
     self->dr_first_error_ = std::string(m->rkt ? rd_kafka_topic_name(m->rkt) : "?") + " [" +
                             std::to_string(m->partition) + "]: " + rd_kafka_err2str(m->err);
@@ -182,8 +195,8 @@ rd_kafka_topic_t* KafkaSink::topic_handle(std::string_view topic) {
 // for ever: the sink asks the cluster once per new name, and rejects the records of a
 // topic it says it lacks, asking again after kMissingRecheckMs.
 rd_kafka_topic_t* KafkaSink::routed_handle(std::string_view topic, std::string& why) {
-  auto it = topics_.find(topic);
-  if (it != topics_.end()) return it->second;
+  auto it = routed_.find(topic);
+  if (it != routed_.end()) return it->second;
   std::string illegal = illegal_topic_reason(topic);
   if (!illegal.empty()) {
     why = "kafka sink: " + router_.source() + " names " + illegal;
@@ -203,7 +216,7 @@ rd_kafka_topic_t* KafkaSink::routed_handle(std::string_view topic, std::string& 
   rd_kafka_topic_t* rkt = new_handle(name, why);
   if (rkt == nullptr) return nullptr;
   if (cluster_.prepare_topic || !cluster_lacks(rkt)) {
-    topics_.emplace(std::move(name), rkt);
+    routed_.emplace(std::move(name), rkt);
     return rkt;
   }
   rd_kafka_topic_destroy(rkt);
@@ -215,6 +228,19 @@ rd_kafka_topic_t* KafkaSink::routed_handle(std::string_view topic, std::string& 
   }
   missing_until_.emplace(std::move(name), now_ms() + kMissingRecheckMs);
   return missing();
+}
+
+void KafkaSink::forget_vanished_topics() {
+  for (const std::string& name : vanished_) {
+    auto it = routed_.find(name);
+    if (it == routed_.end()) continue;
+    host_.warn("kafka sink: topic '" + name + "' (" + router_.source() +
+               ") failed delivery as unknown to " + cluster_.display +
+               "; the cluster is asked again before its next record");
+    rd_kafka_topic_destroy(it->second);
+    routed_.erase(it);
+  }
+  vanished_.clear();
 }
 
 bool KafkaSink::cluster_lacks(rd_kafka_topic_t* rkt) {
@@ -298,6 +324,7 @@ sdk::Status KafkaSink::write(const sdk::Batch& in, const sdk::RecordErrors& erro
     sdk::Status st = begin_if_needed();
     if (!st) return st;
   }
+  if (!vanished_.empty()) forget_vanished_topics();
   std::string reason;
   size_t produced = 0, rejected = 0;
   const int64_t full_deadline = now_ms() + std::max<int64_t>(message_timeout_ms_, 30000);

@@ -83,6 +83,7 @@ class KafkaSink final : public sdk::Sink, public ClientContext {
   // True only when the cluster answered that the topic does not exist (and did not
   // create it); a timeout or any other answer is not an answer.
   bool cluster_lacks(rd_kafka_topic_t* rkt);
+  void forget_vanished_topics();
   sdk::Status fatal_status(const std::string& what);
   void log_fence_reports();
 
@@ -103,6 +104,11 @@ class KafkaSink final : public sdk::Sink, public ClientContext {
   std::unique_ptr<ChangelogStore> changelog_;  // after open(), on a real cluster
   rd_kafka_topic_t* fixed_rkt_ = nullptr;
   std::unordered_map<std::string, rd_kafka_topic_t*, StringHash, std::equal_to<>> topics_;
+  // Handles of routed topics (topic.from), apart from the sink's own: a routed topic that
+  // failed delivery as unknown (deleted while the sink ran) is forgotten before the next
+  // write, so that the replay asks the cluster again (forget_vanished_topics).
+  std::unordered_map<std::string, rd_kafka_topic_t*, StringHash, std::equal_to<>> routed_;
+  std::vector<std::string> vanished_;
   // Routed topics the cluster said it does not have: until when (ms) their records are
   // rejected without asking again.
   std::unordered_map<std::string, int64_t, StringHash, std::equal_to<>> missing_until_;

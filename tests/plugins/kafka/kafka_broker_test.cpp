@@ -344,6 +344,52 @@ TEST_F(KafkaBroker, RecordsNamingATopicTheClusterLacksAreRejectedUntilItExists) 
   EXPECT_EQ(read_later[0].value, "c");
 }
 
+// A routed topic deleted while an at_least_once sink runs: the round that wrote to it
+// fails at delivery, and its replay asks the cluster again, so that topic's records go to
+// the error policy with the same reason as a topic that never existed, and the sink asks
+// again after 10 s. Before, the sink kept the topic's handle: the replay's records were
+// refused by librdkafka's enqueue ("Unknown topic"), until librdkafka itself happened to
+// learn otherwise. (An exactly_once sink's producer fails fatally there: the host rebuilds
+// it, and the new one asks the cluster anyway.)
+TEST_F(KafkaBroker, ARoutedTopicDeletedWhileTheSinkRunsIsRejectedAtTheReplay) {
+  const std::string out = kt::unique("out"), gone = kt::unique("gone");
+  kt::create_topic(servers(), out, 1);
+  kt::create_topic(servers(), gone, 1);
+  const kt::Pairs cfg = {{"bootstrap.servers", servers()}, {"topic.from", "header:topic"},
+                         {"rdkafka.allow.auto.create.topics", "false"}};
+  SinkHarness sink(lib(), "kafka", cfg);
+  ASSERT_TRUE(sink.open().is_ok()) << sink.create_status().message();
+  Status st;
+  auto rejected = sink.write({routed(gone, "before"), routed(out, "a")}, &st);
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  ASSERT_TRUE(rejected.empty()) << rejected[0].second;
+  ASSERT_EQ(commit_and_read(sink, gone, 1).size(), 1u);
+
+  kt::delete_topic(servers(), gone);
+  const std::vector<OwnedRecord> round = {routed(out, "b"), routed(gone, "after"), routed(out, "c")};
+  rejected = sink.write(round, &st);
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  ASSERT_TRUE(rejected.empty()) << "the sink still holds the deleted topic's handle";
+  st = sink.prepare_commit();
+  ASSERT_FALSE(st.is_ok()) << "a record for a deleted topic was delivered";
+  EXPECT_NE(st.message().find(gone), std::string::npos) << st.message();
+  sink.abort();
+
+  // The replay: the deleted topic's record is rejected with the reason, the rest commits
+  // (at least once: b and c of the failed round were delivered too).
+  rejected = sink.write(round, &st);
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  ASSERT_EQ(rejected.size(), 1u);
+  EXPECT_EQ(rejected[0].first, 1u);
+  EXPECT_NE(rejected[0].second.find("names topic '" + gone + "', which "), std::string::npos)
+      << rejected[0].second;
+  auto read = commit_and_read(sink, out, 5);
+  ASSERT_EQ(read.size(), 5u);
+  EXPECT_EQ(read[0].value, "a");
+  EXPECT_EQ(read[3].value, "b");
+  EXPECT_EQ(read[4].value, "c");
+}
+
 TEST_F(KafkaBroker, OversizeRecordIsRejectedAndTheRestCommits) {
   const std::string out = kt::unique("out");
   kt::create_topic(servers(), out, 1);

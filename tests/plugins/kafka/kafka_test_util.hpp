@@ -269,6 +269,40 @@ inline void create_topic(const std::string& bootstrap, const std::string& name, 
   rd_kafka_destroy(rk);
 }
 
+// Deletes a topic and waits (up to 30 s) until the cluster's metadata no longer has it.
+inline void delete_topic(const std::string& bootstrap, const std::string& name) {
+  char err[512];
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf(bootstrap), err, sizeof(err));
+  ASSERT_NE(rk, nullptr) << err;
+  rd_kafka_DeleteTopic_t* dt = rd_kafka_DeleteTopic_new(name.c_str());
+  rd_kafka_queue_t* q = rd_kafka_queue_new(rk);
+  rd_kafka_DeleteTopics(rk, &dt, 1, nullptr, q);
+  rd_kafka_event_t* ev = rd_kafka_queue_poll(q, 30000);
+  ASSERT_NE(ev, nullptr);
+  size_t cnt = 0;
+  const rd_kafka_topic_result_t** tr =
+      rd_kafka_DeleteTopics_result_topics(rd_kafka_event_DeleteTopics_result(ev), &cnt);
+  ASSERT_EQ(cnt, 1u);
+  EXPECT_EQ(rd_kafka_topic_result_error(tr[0]), RD_KAFKA_RESP_ERR_NO_ERROR)
+      << rd_kafka_topic_result_error_string(tr[0]);
+  rd_kafka_event_destroy(ev);
+  rd_kafka_DeleteTopic_destroy(dt);
+  rd_kafka_queue_destroy(q);
+  bool gone = false;
+  for (int i = 0; i < 60 && !gone; ++i) {
+    const rd_kafka_metadata_t* md = nullptr;
+    if (rd_kafka_metadata(rk, 1, nullptr, &md, 5000) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+      gone = true;
+      for (int t = 0; t < md->topic_cnt; ++t)
+        if (name == md->topics[t].topic) gone = false;
+      rd_kafka_metadata_destroy(md);
+    }
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  EXPECT_TRUE(gone) << name << " still listed 30 s after its deletion";
+  rd_kafka_destroy(rk);
+}
+
 // The broker a real-broker suite uses: tests/run.sh's (EXACTLY_KAFKA_BOOTSTRAP) or, when
 // run alone, one started for the suite by tests/tools/kafka-broker.sh and stopped after.
 struct SuiteBroker {
