@@ -31,7 +31,10 @@ rocksdb::Status fold_claims(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
   constexpr size_t kAhead = 24;
   const char* arena = table.arena_data();
   auto fetch = [&](size_t j) {
-    __builtin_prefetch(&claims[order[j].index]);
+    // A 40-byte claim spans two cache lines half of the time: fetch both ends.
+    const char* claim = reinterpret_cast<const char*>(&claims[order[j].index]);
+    __builtin_prefetch(claim);
+    __builtin_prefetch(claim + sizeof(RoundClaims::Claim) - 1);
     __builtin_prefetch(arena + order[j].aux);
   };
   for (size_t j = 0; j < kAhead && j < order.size(); ++j) fetch(j);
