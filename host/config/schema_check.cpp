@@ -33,8 +33,8 @@ std::string type_name(ex_config_type t) {
     case EX_CFG_DOUBLE: return "a number";
     case EX_CFG_BOOL: return "true or false";
     case EX_CFG_LIST: return "a list";
-    case EX_CFG_DURATION: return "a duration such as 500ms, 5s, 2m, 1h";
-    case EX_CFG_SIZE: return "a size such as 512, 64KiB, 16MiB, 1GiB";
+    case EX_CFG_DURATION: return "a duration such as 500ms, 5s, 2m, 1h (at most 36500d)";
+    case EX_CFG_SIZE: return "a size such as 512, 64KiB, 16MiB, 1GiB (at most 4EiB)";
     case EX_CFG_MAP: return "a map";
   }
   return "a value";

@@ -52,16 +52,16 @@ void read_top_level(const std::vector<Flat>& flat, const std::string& file, Host
         continue;
       }
       if (!spec->metrics_listen.empty() && spec->metrics_listen != v)
-        ctx.error(c.marks[k], fmt::format("metrics.listen is set to '{}' already at {}", v,
-                                          spec->metrics_mark.str()));
+        ctx.error(c.marks[k], fmt::format("metrics.listen '{}': it is set to '{}' already at {}", v,
+                                          spec->metrics_listen, spec->metrics_mark.str()));
       spec->metrics_listen = v;
       spec->metrics_mark = c.marks[k];
     } else if (k == "stage.timeout" || k == "shutdown.timeout") {
       auto ms = parse_duration_ms(v);
       if (!ms || *ms < 0 || (k == "shutdown.timeout" && *ms == 0)) {
         ctx.error(c.marks[k], fmt::format("{} '{}': {}", k, v,
-                                          k == "shutdown.timeout" ? "must be a positive duration (e.g. 30s)"
-                                                                  : "must be a duration (e.g. 60s; 0 = never)"));
+                                          k == "shutdown.timeout" ? "must be a positive duration (e.g. 30s; at most 36500d)"
+                                                                  : "must be a duration (e.g. 60s; 0 = never; at most 36500d)"));
         continue;
       }
       int64_t& slot = k == "stage.timeout" ? spec->stage_timeout_ms : spec->shutdown_timeout_ms;

@@ -52,20 +52,34 @@ bool split_number_unit(const std::string& s, double* num, std::string* unit) {
 }
 }  // namespace
 
+namespace {
+// Anything longer is a typo, and a value near int64's end overflowed later, where
+// durations become microseconds or deadlines (a commit interval of 107000d spun at
+// full CPU handling nothing; 999999999999d came out negative).
+constexpr double kMaxDurationMs = kMaxDurationDays * 86400e3;
+// Sizes stop well before int64's end for the same reason (byte counts get added up).
+constexpr double kMaxSizeBytes = 4611686018427387904.0;  // 2^62
+
+std::optional<int64_t> within(double v, double max) {
+  if (!(v >= 0) || v > max) return std::nullopt;
+  return static_cast<int64_t>(std::llround(v));
+}
+}  // namespace
+
 std::optional<int64_t> parse_duration_ms(const std::string& s) {
-  if (auto i = parse_int(s)) return *i >= 0 ? std::optional<int64_t>(*i) : std::nullopt;
+  if (auto i = parse_int(s)) return within(static_cast<double>(*i), kMaxDurationMs);
   double n;
   std::string u;
   if (!split_number_unit(s, &n, &u)) return std::nullopt;
   static const std::vector<std::pair<std::string, double>> units = {
       {"ms", 1}, {"s", 1e3}, {"m", 60e3}, {"min", 60e3}, {"h", 3600e3}, {"d", 86400e3}};
   for (auto& [name, mul] : units)
-    if (u == name) return static_cast<int64_t>(std::llround(n * mul));
+    if (u == name) return within(n * mul, kMaxDurationMs);
   return std::nullopt;
 }
 
 std::optional<int64_t> parse_size_bytes(const std::string& s) {
-  if (auto i = parse_int(s)) return *i >= 0 ? std::optional<int64_t>(*i) : std::nullopt;
+  if (auto i = parse_int(s)) return within(static_cast<double>(*i), kMaxSizeBytes);
   double n;
   std::string u;
   if (!split_number_unit(s, &n, &u)) return std::nullopt;
@@ -74,7 +88,7 @@ std::optional<int64_t> parse_size_bytes(const std::string& s) {
       {"tb", 1e12},      {"kib", 1024.0},     {"mib", 1048576.0},   {"gib", 1073741824.0},
       {"tib", 1099511627776.0}, {"k", 1024.0}, {"m", 1048576.0},    {"g", 1073741824.0}};
   for (auto& [name, mul] : units)
-    if (u == name) return static_cast<int64_t>(std::llround(n * mul));
+    if (u == name) return within(n * mul, kMaxSizeBytes);
   return std::nullopt;
 }
 

@@ -32,6 +32,12 @@ std::string resolve_scalar(const std::string& text, const std::string& key, cons
     return text;
   }
   if (r.from_file || secrets::key_is_secret(key)) secrets::add(r.value);
+  // Plugins get settings as C strings: a NUL would cut the value short unseen (a file
+  // sink's path "out\0.x" wrote to "out", and its commit record over the output).
+  if (r.value.find('\0') != std::string::npos)
+    ctx.error(at, fmt::format("key '{}': the value contains a NUL character (\\0), which no "
+                              "setting can hold",
+                              key));
   return r.value;
 }
 

@@ -57,8 +57,11 @@ std::string CommitRecord::encode() const {
 sdk::Status CommitRecord::decode(const std::string& text, const std::string& path,
                                  CommitRecord& out) {
   auto bad = [&](const std::string& why) {
-    return sdk::Status::fatal(path + " is damaged or not a file-sink commit record (" + why +
-                              "); it decides what output is committed, so it is not guessed");
+    // The operator's to decide (a restart cannot change it): the pipeline stops.
+    return sdk::Status::error(EX_ERR_CONFIG,
+                              path + " is damaged or not a file-sink commit record (" + why +
+                                  "); it decides what output is committed, so it is not guessed",
+                              "path");
   };
   std::string_view t(text);
   if (t.substr(0, kMagic.size()) != kMagic) return bad("unknown header");

@@ -1,6 +1,7 @@
 #include "file_sink.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -43,13 +44,29 @@ Status FileSink::open(std::optional<sdk::Checkpoint>& stored) {
     fd_ = -1;
   }
   buffer_.clear();
+  fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) return Status::error(EX_ERR_CONFIG, errno_text("cannot open", path_), "path");
+  // One sink per file: two (two pipelines, a dead-letter sink on the main sink's path,
+  // two hosts) interleaved their records and replaced each other's commit records, and
+  // each resumed from the other's positions. The lock goes with the descriptor, so a
+  // sink that dies, or is rebuilt, lets go of it.
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int e = errno;
+    ::close(fd_);
+    fd_ = -1;
+    if (e == EWOULDBLOCK)
+      return Status::error(EX_ERR_CONFIG,
+                           path_ + " is in use by another file sink (another pipeline or "
+                                   "dead-letter sink, or another exactly process): two sinks "
+                                   "on one file would overwrite each other's records and commits",
+                           "path");
+    return Status::fatal("cannot lock " + path_ + ": " + std::strerror(e));
+  }
   std::optional<std::string> text;
   Status st = read_whole(commit_path_, text);
   if (!st) return st;
 
   CommitRecord rec;
-  fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd_ < 0) return Status::error(EX_ERR_CONFIG, errno_text("cannot open", path_), "path");
   struct stat sb {};
   if (::fstat(fd_, &sb) != 0) return Status::fatal(errno_text("cannot stat", path_));
   auto size = static_cast<uint64_t>(sb.st_size);
@@ -66,10 +83,13 @@ Status FileSink::open(std::optional<sdk::Checkpoint>& stored) {
     if (!st) return st;
   }
   if (size < rec.length)
-    return Status::fatal(path_ + " is shorter (" + std::to_string(size) +
-                         " bytes) than its committed length (" + std::to_string(rec.length) +
-                         "): it was truncated or replaced outside exactly; remove " +
-                         commit_path_ + " to start over");
+    // The operator's to decide (a restart cannot change it): the pipeline stops.
+    return Status::error(EX_ERR_CONFIG,
+                         path_ + " is shorter (" + std::to_string(size) +
+                             " bytes) than its committed length (" + std::to_string(rec.length) +
+                             "): it was truncated or replaced outside exactly; remove " +
+                             commit_path_ + " to start over",
+                         "path");
   if (size > rec.length)
     host_.info("dropping " + std::to_string(size - rec.length) +
                " uncommitted bytes at the end of " + path_);

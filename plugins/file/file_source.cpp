@@ -56,6 +56,13 @@ Status FileSource::open(const std::optional<sdk::Checkpoint>& resume) {
   if (fd_ >= 0) ::close(fd_);
   fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd_ < 0) return Status::error(EX_ERR_CONFIG, errno_text("cannot open", path_), "path");
+  // A directory opens fine and fails only at read() (EISDIR), which was retried for ever.
+  struct stat sb {};
+  if (::fstat(fd_, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+    ::close(fd_);
+    fd_ = -1;
+    return Status::error(EX_ERR_CONFIG, path_ + " is a directory, not a file of lines", "path");
+  }
   if (!buf_) {
     cap_ = kInitialBuffer;
     buf_ = std::make_unique<char[]>(cap_);

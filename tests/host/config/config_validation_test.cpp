@@ -241,6 +241,39 @@ TEST_F(ValidateTest, ACommitIntervalOfZeroIsRefused) {
   EXPECT_NE(r.err.find("key 'commit.interval' must be positive"), std::string::npos) << r.err;
 }
 
+// Durations past 100 years overflowed where they become microseconds or deadlines: a
+// commit interval of 107000d passed and then spun at full CPU handling nothing, and
+// 999999999999d came out as a negative number.
+TEST_F(ValidateTest, DurationsAndSizesPastTheirMaximumAreRefused) {
+  for (const std::string bad : {"107000d", "999999999999d", "36501d", "9223372036854775807"}) {
+    std::string y = kGood;
+    y.insert(y.find("    source:"), "    commit: { interval: " + bad + " }\n");
+    auto r = validate(y);
+    EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.err;
+    EXPECT_NE(r.err.find("key 'commit.interval' expects a duration such as 500ms, 5s, 2m, 1h (at most 36500d), got '" + bad + "'"),
+              std::string::npos) << r.err;
+  }
+  auto r = validate("shutdown.timeout: 999999999999d\n" + std::string(kGood));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("key 'shutdown.timeout' expects a duration such as 500ms, 5s, 2m, 1h (at most 36500d), got '999999999999d'"),
+            std::string::npos) << r.err;
+  std::string y = kGood;
+  y.insert(y.find("    source:"), "    commit: { interval: 36500d }\n");
+  auto ok = validate(y);
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+}
+
+// Plugins get settings as C strings: a NUL cut a value short unseen (a file sink's path
+// "out\0.evil" wrote to "out", and its commit record over the output).
+TEST_F(ValidateTest, ANulCharacterInAValueIsRefusedWithItsKey) {
+  std::string y = kGood;
+  y.replace(y.find("path: /tmp/x"), std::string("path: /tmp/x").size(), "path: \"/tmp/x\\0.evil\"");
+  auto r = validate(y);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find(file() + ":11:15: error: key 'path'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("key 'path': the value contains a NUL character"), std::string::npos) << r.err;
+}
+
 TEST_F(ValidateTest, ZeroConsecutiveAbortsIsRefused) {
   std::string y = kGood;
   y.insert(y.find("    source:"), "    errors: { max.consecutive.aborts: 0 }\n");
@@ -257,6 +290,13 @@ TEST_F(ValidateTest, MetricsListenMustBeAnAddressAndPort) {
   }
   auto ok = validate("metrics.listen: 127.0.0.1:0\n" + std::string(kGood));
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  // Set twice to different values: the message quotes both (it quoted the second twice).
+  write_file(dir / "other.yaml", "metrics.listen: 127.0.0.1:19464\n");
+  write_file(dir / "p.yaml", "plugin.path: [" + kPluginPath + "]\nmetrics.listen: 127.0.0.1:19465\n" + kGood);
+  auto twice = run(exactly_bin() + " validate " + (dir / "other.yaml").string() + " " + file(), dir);
+  EXPECT_EQ(twice.exit_code, 2) << twice.err;
+  EXPECT_NE(twice.err.find("metrics.listen '127.0.0.1:19465': it is set to '127.0.0.1:19464' already at"),
+            std::string::npos) << twice.err;
 }
 
 TEST_F(ValidateTest, APipelineNameMustBePrintableWithoutSpaces) {

@@ -159,6 +159,28 @@ TEST(FileSink, ValueWithNewlineIsRejectedNotSplit) {
   EXPECT_EQ(slurp(out), "ok1\nok2\n");
 }
 
+// Two sinks on one file (two pipelines, a dead-letter sink on the main sink's path, two
+// hosts) interleaved their lines and replaced each other's commit records; the second
+// is now refused while the first holds the file, as a config error that names the key.
+TEST(FileSink, ASecondSinkOnTheSameFileIsRefusedWhileTheFirstHoldsIt) {
+  TempDir dir;
+  std::string out = dir.file("out.jsonl");
+  {
+    SinkHarness first(lib(), "file", {{"path", out}});
+    ASSERT_TRUE(first.open().is_ok());
+    SinkHarness second(lib(), "file", {{"path", out}});
+    Status st = second.open();
+    EXPECT_EQ(st.code(), EX_ERR_CONFIG);
+    EXPECT_NE(st.message().find(out + " is in use by another file sink"), std::string::npos)
+        << st.message();
+    EXPECT_TRUE(first.write(recs({"mine"})).empty());
+    ASSERT_TRUE(first.commit(Checkpoint{"t", "1"}).is_ok());
+  }
+  SinkHarness later(lib(), "file", {{"path", out}});
+  EXPECT_TRUE(later.open().is_ok());
+  EXPECT_EQ(slurp(out), "mine\n");
+}
+
 TEST(FileSink, RefusesOutputShorterThanCommittedOrDamagedCommitRecord) {
   TempDir dir;
   std::string out = dir.file("out.jsonl");
@@ -173,7 +195,7 @@ TEST(FileSink, RefusesOutputShorterThanCommittedOrDamagedCommitRecord) {
   {
     SinkHarness s(lib(), "file", {{"path", out}});
     Status st = s.open();
-    EXPECT_EQ(st.code(), EX_ERR_FATAL);
+    EXPECT_EQ(st.code(), EX_ERR_CONFIG);
     EXPECT_NE(st.message().find("shorter"), std::string::npos) << st.message();
   }
   spit(out, "0123456789\n");
@@ -183,7 +205,7 @@ TEST(FileSink, RefusesOutputShorterThanCommittedOrDamagedCommitRecord) {
   {
     SinkHarness s(lib(), "file", {{"path", out}});
     Status st = s.open();
-    EXPECT_EQ(st.code(), EX_ERR_FATAL);
+    EXPECT_EQ(st.code(), EX_ERR_CONFIG);
     EXPECT_NE(st.message().find("damaged"), std::string::npos) << st.message();
   }
   spit(out + ".commit", sidecar);
@@ -210,7 +232,7 @@ TEST(FileSink, RefusesACommitRecordWhoseBlobLengthWrapsAround) {
   spit(out + ".commit", body + "fnv1a64 " + sum + "\n");
   SinkHarness s(lib(), "file", {{"path", out}});
   Status st = s.open();
-  EXPECT_EQ(st.code(), EX_ERR_FATAL);
+  EXPECT_EQ(st.code(), EX_ERR_CONFIG);
   EXPECT_NE(st.message().find("damaged"), std::string::npos) << st.message();
 }
 

@@ -260,6 +260,13 @@ TEST(FileSource, ErrorsNameTheProblem) {
 
   SourceHarness nopath(lib(), "file", {});
   EXPECT_EQ(nopath.create_status().key(), "path");
+
+  // A directory opened fine and failed at every read, retried for ever.
+  SourceHarness directory(lib(), "file", {{"path", dir.file("")}});
+  st = directory.open();
+  EXPECT_EQ(st.code(), EX_ERR_CONFIG);
+  EXPECT_EQ(st.key(), "path");
+  EXPECT_NE(st.message().find("is a directory"), std::string::npos) << st.message();
 }
 
 }  // namespace
