@@ -299,7 +299,7 @@ Pipeline::RunResult Pipeline::run_instance() {
           std::min<int64_t>(5000, 50LL << std::min<int64_t>(in.consecutive_aborts, 6))));
       continue;
     }
-    if (eoi) {
+    if (eoi && in.window.empty()) {
       log::info(scope, "end of input");
       return cleanup(RunResult::finished);
     }

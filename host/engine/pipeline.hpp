@@ -87,6 +87,10 @@ class Pipeline {
   // "<first record origin> and N more", for reports on a stage call.
   std::string batch_origin(const ex_batch* b) const;
   void apply_reconfigure(Instance& in);
+  // Answers a pending reconfigure "not in place" at once (the pipeline cannot reach a
+  // round boundary soon, e.g. waiting for a sink to finish its last records), so that
+  // the reload restarts it without first waiting out its reconfigure timeout.
+  void decline_reconfigure(const char* why);
   void fail(const std::string& msg);
   bool sleep_interruptible(std::chrono::milliseconds d);
   metrics::Registry::Labels labels(const std::string& stage = {}) const;

@@ -52,4 +52,13 @@ void Pipeline::apply_reconfigure(Instance& in) {
   reconf_spec_.reset();
 }
 
+void Pipeline::decline_reconfigure(const char* why) {
+  std::lock_guard<std::mutex> g(reconf_mu_);
+  if (!reconf_spec_) return;
+  log::info("pipeline:" + spec_.name, "cannot change in place while {}; restarting instead", why);
+  reconf_done_->set_value(false);
+  reconf_done_.reset();
+  reconf_spec_.reset();
+}
+
 }  // namespace exactly::engine

@@ -58,6 +58,17 @@ Outcome Pipeline::settle_window(Instance& in, bool final, std::string& format, s
     bool behind = false;
     for (const auto& x : parts) behind = behind || x.start_offset < in.window[x.id];
     if (!behind || !drain) break;
+    // A stop (signal, reload) does not wait for a slow downstream, not even at the end
+    // of a bounded input: the lowered positions are committed, and what is still in
+    // flight is sent again by the next start. It waited for every request before (a
+    // stop then ran into shutdown.timeout and exited 3 committing nothing).
+    if (stop_) {
+      if (in.source->has_checkpoint_at()) break;
+      return Outcome::make(EX_ERR_ABORTABLE,
+                           stage + " still has records in flight and the source cannot commit "
+                                   "below them: the round is replayed on the next start");
+    }
+    decline_reconfigure("the sink finishes the last records of its input");
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   std::vector<ex_partition> lowered;

@@ -1,6 +1,6 @@
 // A class rate edited in the YAML of a running `exactly run` takes effect in place: the
 // host hands the sink its new config at a round boundary (no drain, no restart), and the
-// server sees the new rate.
+// server sees the new rate. A stop or a restarting edit does not wait for a slow server.
 #include <gtest/gtest.h>
 
 #include <thread>
@@ -64,6 +64,59 @@ TEST(HttpSinkReload, RateEditAppliesInPlace) {
   EXPECT_LE(max_in_window(before, 1.0), 22u) << "rate 20 not kept before the edit";
   EXPECT_GE(max_in_window(after, 1.0), 100u) << "rate 200 not in effect after the edit";
   EXPECT_LE(max_in_window(after, 1.0), 202u);
+}
+
+// A bounded input (generator count) that has ended, and a server that answers each
+// request after 3 s: the final round waits for the sink to finish, but a stop or a
+// reload must not. Both used to wait for every request, so a signal ran into
+// shutdown.timeout and exited 3 committing nothing, and a reload that restarts the
+// pipeline took the whole host down the same way.
+std::string slow_yaml(const HttpTestServer& srv, int in_flight) {
+  return "shutdown.timeout: 20s\n"
+         "pipelines:\n"
+         "  - name: slow\n"
+         "    commit: { interval: 200ms }\n"
+         "    source: { plugin: generator, config: { count: 200 } }\n"
+         "    sink:\n      plugin: http\n      config:\n"
+         "        url: " + srv.base() + "/sleep/3000/100000/{/messageId}\n"
+         "        max.in.flight: " + std::to_string(in_flight) + "\n";
+}
+
+TEST(HttpSinkStop, AStopAtTheEndOfABoundedInputDoesNotWaitForTheServer) {
+  HttpTestServer srv;
+  fs::path dir = temp_dir("http-stop");
+  write_file(dir / "p.yaml", slow_yaml(srv, 4));
+  Child host({exactly_bin(), "run", "--no-watch", (dir / "p.yaml").string()}, dir / "host.log");
+  std::this_thread::sleep_for(std::chrono::seconds(4));
+  host.kill(SIGTERM);
+  EXPECT_EQ(host.wait(), 0) << read_file(dir / "host.log");
+  std::string log = read_file(dir / "host.log");
+  EXPECT_EQ(log.find("did not stop within shutdown.timeout"), std::string::npos) << log;
+  EXPECT_NE(log.find("slow                   stopped"), std::string::npos) << log;
+  EXPECT_LT(srv.requests().size(), 200u) << "the input was all delivered before the stop";
+}
+
+TEST(HttpSinkStop, ARestartingEditAtTheEndOfABoundedInputDoesNotWaitForTheServer) {
+  HttpTestServer srv;
+  fs::path dir = temp_dir("http-stop-reload");
+  write_file(dir / "p.yaml", slow_yaml(srv, 4));
+  Child host({exactly_bin(), "run", (dir / "p.yaml").string()}, dir / "host.log");
+  std::this_thread::sleep_for(std::chrono::seconds(4));
+  write_file(dir / "p.yaml", slow_yaml(srv, 5));
+  bool restarted = false;
+  for (int i = 0; i < 150 && !restarted; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    restarted = read_file(dir / "host.log").find("restarted=slow") != std::string::npos;
+  }
+  EXPECT_TRUE(restarted) << read_file(dir / "host.log");
+  // Answered at once instead of after the reconfigure's timeout (commit interval + 10 s).
+  EXPECT_NE(read_file(dir / "host.log").find("cannot change in place while the sink finishes the last "
+                                             "records of its input; restarting instead"),
+            std::string::npos) << read_file(dir / "host.log");
+  host.kill(SIGTERM);
+  EXPECT_EQ(host.wait(), 0) << read_file(dir / "host.log");
+  EXPECT_EQ(read_file(dir / "host.log").find("did not stop"), std::string::npos)
+      << read_file(dir / "host.log");
 }
 
 }  // namespace
