@@ -196,7 +196,7 @@ Status DedupeTransform::restore(Part& part, const std::atomic<bool>* cancel) {
   const sdk::Partition& p = part.partition;
   const std::string dir = part.store->dir();
   sdk::StateInfo info;
-  Status st = host_.state_open(changelog_topic_, p, info);
+  Status st = open_changelog(p, info);
   if (!st) return st;
   const StoreMeta& m = part.store->durable();
   const bool local_empty = m.fresh && m.next_seq == 0;
@@ -207,7 +207,7 @@ Status DedupeTransform::restore(Part& part, const std::atomic<bool>* cancel) {
   const auto settle = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   while (from > info.end && std::chrono::steady_clock::now() < settle) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    st = host_.state_open(changelog_topic_, p, info);
+    st = open_changelog(p, info);
     if (!st) return st;
   }
   bool wipe = false;
@@ -262,7 +262,7 @@ Status DedupeTransform::restore(Part& part, const std::atomic<bool>* cancel) {
          std::chrono::steady_clock::now() < deadline) {
     if (cancel != nullptr && cancel->load()) return Status::fatal("dedupe: restore cancelled");
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    st = host_.state_open(changelog_topic_, p, info);
+    st = open_changelog(p, info);
     if (!st) return st;
     if (info.end > part.store->durable().changelog) {
       st = read_changelog(*part.store, p, part.store->durable().changelog, Clock::time_point::max(), cancel);
@@ -309,10 +309,22 @@ Status DedupeTransform::decide_changelog() {
   if (changelog_decided_) return Status::ok();
   changelog_decided_ = true;
   use_changelog_ = settings_.changelog != ChangelogMode::off && host_.state_supported();
-  if (settings_.changelog == ChangelogMode::on && !use_changelog_)
-    return Status::config("changelog", "dedupe: changelog: on, but the pipeline's sink keeps "
-                                       "no state changelogs (use the kafka sink, or changelog: off)");
+  if (settings_.changelog == ChangelogMode::on && !use_changelog_) return no_changelog_sink();
   return Status::ok();
+}
+
+Status DedupeTransform::no_changelog_sink() {
+  return Status::config("changelog", "dedupe: changelog: on, but the pipeline's sink keeps "
+                                     "no state changelogs (use the kafka sink, or changelog: off)");
+}
+
+// A host with state calls whose sink keeps no changelogs (the file sink) answers them
+// "unsupported": that is this config's problem, not a failure to retry (the pipeline
+// restarted into it for ever).
+Status DedupeTransform::open_changelog(const sdk::Partition& p, sdk::StateInfo& info) {
+  Status st = host_.state_open(changelog_topic_, p, info);
+  if (st.code() == EX_ERR_UNSUPPORTED) return no_changelog_sink();
+  return st;
 }
 
 Status DedupeTransform::open_partition(const sdk::Partition& p, std::unique_ptr<Part>& out,

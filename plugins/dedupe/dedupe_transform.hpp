@@ -96,6 +96,8 @@ class DedupeTransform final : public sdk::Transform {
   using Clock = std::chrono::steady_clock;
 
   sdk::Status decide_changelog();
+  static sdk::Status no_changelog_sink();
+  sdk::Status open_changelog(const sdk::Partition& p, sdk::StateInfo& info);
   // `warm`: a standby copy of the partition to continue from instead of opening its store.
   sdk::Status open_partition(const sdk::Partition& p, std::unique_ptr<Part>& out,
                              std::unique_ptr<PartitionStore> warm);

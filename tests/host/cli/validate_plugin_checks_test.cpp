@@ -132,4 +132,26 @@ TEST(ValidatePluginChecks, TheSinkSeesThePipelinesDelivery) {
   EXPECT_NE(r.err.find("at_least_once"), std::string::npos) << r.err;
 }
 
+// dedupe's changelog: on behind a sink that keeps no changelogs (the file sink) is the
+// config's problem: the pipeline fails once, naming the key, instead of restarting into
+// "refused the assignment" for ever (a bounded run never ended).
+TEST(ValidatePluginChecks, AChangelogBehindASinkThatKeepsNoneFailsTheRunOnce) {
+  fs::path dir = temp_dir("run-changelog-file-sink");
+  write_file(dir / "p.yaml",
+             "pipelines:\n"
+             "  - name: p\n"
+             "    source: { plugin: generator, config: { count: 10 } }\n"
+             "    transforms:\n"
+             "      - plugin: dedupe\n"
+             "        config: { id.json: /messageId, state.dir: " + (dir / "st").string() + ", changelog: on }\n"
+             "    sink: { plugin: file, config: { path: " + (dir / "out.jsonl").string() + " } }\n");
+  auto r = run("timeout 60 " + exactly_bin() + " run --no-watch " + (dir / "p.yaml").string(), dir);
+  EXPECT_NE(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.exit_code, 124) << "still restarting after 60 s: " << r.err;
+  EXPECT_NE(r.err.find("failed, not restarted (fix the configuration)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("changelog: on, but the pipeline's sink keeps no state changelogs"),
+            std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("restarting in"), std::string::npos) << r.err;
+}
+
 }  // namespace
