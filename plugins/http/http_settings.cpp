@@ -1,4 +1,5 @@
 #include "http_settings.hpp"
+#include "header_text.hpp"
 
 #include <cmath>
 #include <cstdlib>
@@ -97,16 +98,33 @@ Settings Settings::from(const sdk::Config& c) {
   if (s.url_text.rfind("http://", 0) != 0 && s.url_text.rfind("https://", 0) != 0)
     throw sdk::ConfigError("url", "must start with http:// or https://");
   s.method = c.get_string("method", "POST");
-  for (auto& [name, value] : c.get_map("headers")) {
-    if (has_line_break(name) || has_line_break(value) || name.find(':') != std::string::npos)
-      throw sdk::ConfigError("headers." + name, "a header name or value with ':' or a line break");
-    s.headers.emplace_back(name, value);
-  }
   s.forward_headers = c.get_bool("forward.record.headers", true);
   s.content_type = c.get_string("content.type", "application/json");
   if (c.has("idempotency.key") && !c.get_string("idempotency.key").empty())
     s.idempotency_key = field_of("idempotency.key", c.get_string("idempotency.key"));
   s.idempotency_header = c.get_string("idempotency.header", "Idempotency-Key");
+  if (!token(s.idempotency_header))
+    throw sdk::ConfigError("idempotency.header", "'" + s.idempotency_header + "' is not an HTTP header name");
+  // Each configured header goes on the wire as given, so one libcurl or the server would
+  // read otherwise is refused here: a name with a space went out as is, and a second
+  // Content-Type or Idempotency-Key was sent beside the sink's own (a server that reads
+  // the first saw every record as the same request).
+  for (auto& [name, value] : c.get_map("headers")) {
+    if (!token(name))
+      throw sdk::ConfigError("headers." + name,
+                             "'" + name + "' is not an HTTP header name (letters, digits and "
+                             "!#$%&'*+-.^_`|~ only)");
+    if (has_line_break(value) || value.find('\0') != std::string::npos)
+      throw sdk::ConfigError("headers." + name, "a header value cannot hold a line break");
+    if (iequals(name, "Content-Type"))
+      throw sdk::ConfigError("headers." + name, "the content type is set by content.type");
+    if (iequals(name, "Content-Length") || iequals(name, "Transfer-Encoding"))
+      throw sdk::ConfigError("headers." + name, "the sink sets " + name + " from each record's body");
+    if (s.idempotency_key && iequals(name, s.idempotency_header))
+      throw sdk::ConfigError("headers." + name, "the sink sends " + s.idempotency_header +
+                                                    " itself, from idempotency.key, per record");
+    s.headers.emplace_back(name, value);
+  }
   s.max_in_flight = static_cast<int>(c.get_int("max.in.flight", 64));
   if (s.max_in_flight < 1 || s.max_in_flight > 4096)
     throw sdk::ConfigError("max.in.flight", "must be between 1 and 4096");

@@ -1,4 +1,5 @@
 #include "http_sink.hpp"
+#include "header_text.hpp"
 
 #include <curl/curl.h>
 
@@ -18,25 +19,6 @@ void curl_once() {
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
 }
 
-bool header_safe(std::string_view s) {
-  return s.find('\r') == std::string_view::npos && s.find('\n') == std::string_view::npos &&
-         s.find('\0') == std::string_view::npos;
-}
-
-bool token(std::string_view name) {
-  if (name.empty()) return false;
-  for (unsigned char c : name)
-    if (c <= 32 || c >= 127 || std::strchr("()<>@,;:\\\"/[]?={}", c) != nullptr) return false;
-  return true;
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i])))
-      return false;
-  return true;
-}
 
 }  // namespace
 
@@ -129,7 +111,9 @@ bool HttpSink::build(const ex_record& r, size_t i, Request& q, std::string& reas
   auto add = [&](std::string_view name, std::string_view value) {
     std::string line;
     line.reserve(name.size() + value.size() + 2);
-    line.append(name).append(": ").append(value);
+    // libcurl drops a header whose value is empty; "Name;" is its way to send one.
+    if (value.empty()) line.append(name).append(";");
+    else line.append(name).append(": ").append(value);
     q.headers = curl_slist_append(q.headers, line.c_str());
   };
   for (auto& [k, v] : s.headers) add(k, v);

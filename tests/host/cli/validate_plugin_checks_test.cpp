@@ -94,7 +94,19 @@ INSTANTIATE_TEST_SUITE_P(
              "        config: { field: /type, op: regex, value: '(' }\n",
              kFileSink, 6, "value", "not a valid regular expression"},
         Case{"HttpUrlScheme", kGen, "", "{ plugin: http, config: { url: 'ftp://example' } }", 4, "url",
-             "http://"}),
+             "http://"},
+        // Configured headers went on the wire unchecked: a name with a space as is, and a
+        // second Content-Type or Idempotency-Key beside the sink's own.
+        Case{"HttpHeaderName", kGen, "",
+             "{ plugin: http, config: { url: 'http://127.0.0.1:1/x', headers: { 'Bad Header': v } } }", 4,
+             "headers.Bad Header", "not an HTTP header name"},
+        Case{"HttpHeaderContentType", kGen, "",
+             "{ plugin: http, config: { url: 'http://127.0.0.1:1/x', headers: { Content-Type: text/plain } } }",
+             4, "headers.Content-Type", "content.type"},
+        Case{"HttpHeaderIdempotencyKey", kGen, "",
+             "{ plugin: http, config: { url: 'http://127.0.0.1:1/x', idempotency.key: /messageId, "
+             "headers: { idempotency-key: fixed } } }",
+             4, "headers.idempotency-key", "from idempotency.key"}),
     [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
 
 TEST(ValidatePluginChecks, AValidConfigStillPassesAndCreatesNothing) {

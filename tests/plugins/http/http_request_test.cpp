@@ -14,6 +14,7 @@ TEST(HttpSink, TemplatedUrlHeadersBodyAndIdempotencyKey) {
                 {{"url", srv.base() + "/orders/{/order/id}/{header:tenant}/{key}"},
                  {"method", "PUT"},
                  {"headers.X-Static", "yes"},
+                 {"headers.X-Empty", ""},
                  {"idempotency.key", "/order/id"}});
   ASSERT_TRUE(s.ok()) << s.create_status().message();
   ASSERT_TRUE(s.open().is_ok());
@@ -31,6 +32,9 @@ TEST(HttpSink, TemplatedUrlHeadersBodyAndIdempotencyKey) {
   EXPECT_EQ(seen[0].body, r.value);
   EXPECT_EQ(seen[0].header("idempotency-key"), "a b/c");
   EXPECT_EQ(seen[0].header("x-static"), "yes");
+  // A configured header with an empty value is sent (libcurl dropped "X-Empty:").
+  EXPECT_EQ(seen[0].headers.count("x-empty"), 1u);
+  EXPECT_EQ(seen[0].header("x-empty"), "");
   EXPECT_EQ(seen[0].header("x-trace"), "t1");
   EXPECT_EQ(seen[0].header("tenant"), "acme");
   EXPECT_EQ(seen[0].header("content-type"), "application/json");
