@@ -1,5 +1,7 @@
 #include "cli/test_cases.hpp"
 
+#include <charconv>
+
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -102,21 +104,38 @@ TestRecord parse_record(const YAML::Node& n, const std::string& where, bool expe
   } else if (!v.IsNull()) {
     r.value = v.Scalar();
   }
-  try {
-    if (n["key"] && !n["key"].IsNull()) r.key = n["key"].Scalar();
-    if (n["topic"]) r.topic = n["topic"].Scalar();
-    if (n["partition"]) r.partition = n["partition"].as<int32_t>();
-    r.placed = n["topic"] || n["partition"];
-    if (n["offset"]) r.offset = n["offset"].as<int64_t>();
-    if (n["timestamp"]) r.timestamp_ms = n["timestamp"].as<int64_t>();
-  } catch (const YAML::Exception&) {
-    fail(where, "partition, offset and timestamp are integers");
+  // A field's error names its key, and its column when it is on the record's line (flow
+  // maps and JSON lines, the usual forms).
+  auto field_fail = [&](const char* key, const std::string& what) {
+    const YAML::Mark m = n[key].Mark();
+    const bool same_line = !m.is_null() && m.line == n.Mark().line;
+    fail(same_line ? where + ":" + std::to_string(m.column + 1) : where,
+         "key '" + std::string(key) + "': " + what);
+  };
+  auto int_field = [&](const char* key, int64_t lo, int64_t hi) -> int64_t {
+    const YAML::Node f = n[key];
+    const std::string s = f.IsScalar() ? f.Scalar() : std::string();
+    int64_t v = 0;
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (!f.IsScalar() || ec != std::errc() || end != s.data() + s.size() || v < lo || v > hi)
+      field_fail(key, "expected an integer from " + std::to_string(lo) + " to " + std::to_string(hi) +
+                          ", got " + (f.IsScalar() ? "'" + s + "'" : std::string("a ") + (f.IsMap() ? "map" : "list")));
+    return v;
+  };
+  if (n["key"] && !n["key"].IsNull()) r.key = n["key"].Scalar();
+  if (n["topic"]) {
+    if (!n["topic"].IsScalar() || n["topic"].Scalar().empty()) field_fail("topic", "expected a topic name");
+    r.topic = n["topic"].Scalar();
+    r.topic_given = true;
+  }
+  if (n["partition"]) {
+    r.partition = static_cast<int32_t>(int_field("partition", 0, std::numeric_limits<int32_t>::max()));
+    r.partition_given = true;
   }
   // Offsets a case leaves out continue from the one before (offset + 1), as a record's
   // position is its offset + 1: both must fit in 64 bits.
-  if (n["offset"] && (r.offset < 0 || r.offset == std::numeric_limits<int64_t>::max()))
-    fail(where, "offset " + std::to_string(r.offset) + " is out of range: offsets go from 0 to " +
-                    std::to_string(std::numeric_limits<int64_t>::max() - 1));
+  if (n["offset"]) r.offset = int_field("offset", 0, std::numeric_limits<int64_t>::max() - 1);
+  if (n["timestamp"]) r.timestamp_ms = int_field("timestamp", 0, std::numeric_limits<int64_t>::max());
   if (const YAML::Node h = n["headers"]) {
     if (!h.IsMap()) fail(where, "headers is a map of name: value");
     for (const auto& kv : h) r.headers.emplace_back(kv.first.Scalar(), kv.second.Scalar());

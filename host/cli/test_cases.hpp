@@ -15,7 +15,8 @@ namespace exactly::cli {
 struct TestRecord {
   std::string topic = "test";
   int32_t partition = 0;
-  bool placed = false;  // topic or partition written: an expected record compares them
+  // Written in the record: an expected record compares only what it gives.
+  bool topic_given = false, partition_given = false;
   int64_t offset = -1;  // -1: the next one of its partition
   int64_t timestamp_ms = -1;
   std::optional<std::string> key;

@@ -156,10 +156,11 @@ std::vector<std::string> compare(const TestCase& c, const RunResult& r) {
                      (a.key ? shorten(*a.key) : std::string("(none)")));
     if (!e.headers.empty() && e.headers != a.headers) what.push_back("headers");
     auto tp = r.partitions.find(a.partition);
-    if (tp != r.partitions.end() && e.placed &&
-        (tp->second.first != e.topic || tp->second.second != e.partition))
-      what.push_back("partition: expected " + e.topic + "-" + std::to_string(e.partition) + ", actual " +
-                     tp->second.first + "-" + std::to_string(tp->second.second));
+    if (tp != r.partitions.end() && ((e.topic_given && tp->second.first != e.topic) ||
+                                     (e.partition_given && tp->second.second != e.partition)))
+      what.push_back("partition: expected " + (e.topic_given ? e.topic : std::string("(any topic)")) +
+                     "-" + (e.partition_given ? std::to_string(e.partition) : std::string("*")) +
+                     ", actual " + tp->second.first + "-" + std::to_string(tp->second.second));
     if (what.empty()) continue;
     ++shown;
     std::string line = "record " + std::to_string(i + 1) + " (" + e.where + "): ";

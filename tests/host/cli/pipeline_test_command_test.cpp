@@ -129,6 +129,30 @@ TEST(PipelineTest, ADirectoryOfPipelinesIgnoresItsTestFiles) {
   EXPECT_NE(r.out.find("1 pipeline(s) in 1 file(s) are valid"), std::string::npos) << r.out;
 }
 
+// An expected record compares only the topic and partition it gives: one that gives only
+// a partition matched a record of another topic against the default topic "test".
+TEST(PipelineTest, AnExpectedRecordComparesOnlyThePlacementItGives) {
+  auto dir = temp_dir("ptest");
+  write_file(dir / "orders.yaml", pipeline(dir / "state"));
+  auto test_with = [&](const std::string& expect) {
+    write_file(dir / "orders.test.yaml",
+               "tests:\n  - name: x\n    input:\n"
+               "      - { value: '{\"id\":\"a\",\"type\":\"order\"}', topic: orders, partition: 3 }\n"
+               "    expect:\n" + expect);
+    return run(exactly_bin() + " test " + (dir / "orders.yaml").string(), dir);
+  };
+  auto r = test_with("      - { value: { id: a, type: order }, partition: 3 }\n");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  r = test_with("      - { value: { id: a, type: order }, topic: orders }\n");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  r = test_with("      - { value: { id: a, type: order }, partition: 2 }\n");
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("partition: expected (any topic)-2, actual orders-3"), std::string::npos) << r.out;
+  r = test_with("      - { value: { id: a, type: order }, topic: other, partition: 3 }\n");
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("partition: expected other-3, actual orders-3"), std::string::npos) << r.out;
+}
+
 TEST(PipelineTest, TheQuickstartsCasesPass) {
   auto r = run(exactly_bin() + " test " + std::string(EXACTLY_SOURCE_DIR) + "/configs/quickstart.yaml");
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -148,12 +172,24 @@ TEST(PipelineTest, OffsetsOutOfRangeAreRefusedWithTheirLine) {
   };
   auto r = test_with("      - { value: '{\"id\":\"a\",\"type\":\"order\"}', offset: 9223372036854775807 }\n");
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
-  EXPECT_NE(r.err.find("orders.test.yaml:4: offset 9223372036854775807 is out of range: offsets go "
-                       "from 0 to 9223372036854775806"),
+  EXPECT_NE(r.err.find("orders.test.yaml:4:55: key 'offset': expected an integer from 0 to "
+                       "9223372036854775806, got '9223372036854775807'"),
             std::string::npos) << r.err;
   r = test_with("      - { value: '{\"id\":\"a\",\"type\":\"order\"}', offset: -3 }\n");
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
-  EXPECT_NE(r.err.find("orders.test.yaml:4: offset -3 is out of range"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("orders.test.yaml:4:55: key 'offset': expected an integer from 0"), std::string::npos) << r.err;
+  // Past int64 is a file error too, not a failed case (it was: exit 1).
+  r = test_with("      - { value: '{\"id\":\"a\",\"type\":\"order\"}', offset: 99999999999999999999 }\n");
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("key 'offset': expected an integer from 0"), std::string::npos) << r.err;
+  // Partitions are 0..2^31-1: -1 was taken, a number past int32 was "not an integer".
+  for (const std::string bad : {"-1", "99999999999"}) {
+    r = test_with("      - { value: '{\"id\":\"a\",\"type\":\"order\"}', partition: " + bad + " }\n");
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("orders.test.yaml:4:58: key 'partition': expected an integer from 0 to 2147483647, got '" +
+                         bad + "'"),
+              std::string::npos) << r.err;
+  }
   // The largest offset, then one left to take the next: the case fails naming that record.
   r = test_with("      - { value: '{\"id\":\"a\",\"type\":\"order\"}', offset: 9223372036854775806 }\n"
                 "      - { value: '{\"id\":\"b\",\"type\":\"order\"}' }\n");
