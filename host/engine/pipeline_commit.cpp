@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace exactly::engine {
 
 Outcome Pipeline::commit_round(Instance& in, bool final) {
@@ -96,9 +98,12 @@ Outcome Pipeline::commit_round(Instance& in, bool final) {
   in.last_format = fmt_s;
   in.last_data = data_s;
   stats_.records_in += in.round_records;
-  stats_.records_out += in.round_out;
+  // A record that failed late was counted out in the round that wrote it: the summary
+  // said "out 100, rejected 102" of 102 records none of which got through.
+  const uint64_t out_before = stats_.records_out.load();
+  stats_.records_out = out_before + in.round_out - std::min(out_before + in.round_out, in.round_late_rejected);
   stats_.rejected += in.round_rejected;
-  in.round_records = in.round_out = in.round_rejected = 0;
+  in.round_records = in.round_out = in.round_rejected = in.round_late_rejected = 0;
   in.consecutive_aborts = 0;
   stats_.commits++;
   metrics::global().add("commits_total", labels(), 1);
@@ -131,7 +136,7 @@ void Pipeline::abort_round(Instance& in, const std::string& why) {
     }
   }
   stats_.replayed += in.round_records;
-  in.round_records = in.round_out = in.round_rejected = 0;
+  in.round_records = in.round_out = in.round_rejected = in.round_late_rejected = 0;
   in.round_positions.clear();
   in.dlq_pending.clear();
   in.window.clear();  // the sink dropped what was in flight; the source replays it

@@ -71,6 +71,9 @@ struct Pipeline::Instance {
   std::string last_format, last_data;
   uint64_t round_records = 0;
   uint64_t round_out = 0, round_rejected = 0;  // folded into the stats when it commits
+  // Records a sink's completion window failed after an earlier round counted them out
+  // (pipeline_window.cpp): taken off records_out when this round commits.
+  uint64_t round_late_rejected = 0;
   // Per partition id: the source position after the last record read this round.
   std::map<int32_t, int64_t> round_positions;
   // ABI 1.4: partitions whose committed position is behind the scan position because the

@@ -28,7 +28,10 @@ Outcome Pipeline::settle_window(Instance& in, bool final, std::string& format, s
   // for good must leave nothing in flight: then the sink is asked until it is done.
   const bool drain = final || !in.source->has_checkpoint_at();
   const std::string stage = in.sink->id();
-  LateCtx ctx{[&](const ex_record& r, std::string why) { handle_reject(in, stage, r, why); }};
+  LateCtx ctx{[&](const ex_record& r, std::string why) {
+    ++in.round_late_rejected;
+    handle_reject(in, stage, r, why);
+  }};
   ex_record_errors errs{sizeof(ex_record_errors), reinterpret_cast<ex_record_errors_ctx>(&ctx),
                         [](ex_record_errors_ctx, size_t, const char*, size_t) -> int32_t {
                           return EX_ERR_FATAL;

@@ -3,6 +3,9 @@
 // which record and which HTTP status.
 #include <gtest/gtest.h>
 
+#include <sstream>
+#include <vector>
+
 #include "http_sink_fixture.hpp"
 
 using namespace exactly::test;
@@ -32,6 +35,20 @@ TEST(HttpSinkErrorPolicy, DeadLetterKeepsEveryRefusedRecord) {
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_EQ(lines_of(read_file(dir / "dlq.jsonl")).size(), 50u) << r.out << r.err;
   EXPECT_EQ(srv.requests().size(), 50u) << "a 404 was retried or a record not sent";
+  // The summary's row: refused late (by the completion window), none of them is "out"
+  // (it said "out 50 ... rejected 50").
+  std::istringstream table(r.out);
+  std::string line;
+  std::vector<std::string> row;
+  while (std::getline(table, line))
+    if (line.rfind("refused ", 0) == 0) {
+      std::istringstream cells(line);
+      for (std::string c; cells >> c;) row.push_back(c);
+    }
+  ASSERT_GE(row.size(), 6u) << r.out;
+  EXPECT_EQ(row[2], "50") << r.out;  // in
+  EXPECT_EQ(row[3], "0") << r.out;   // out
+  EXPECT_EQ(row[5], "50") << r.out;  // rejected
 }
 
 TEST(HttpSinkErrorPolicy, StopNamesTheRecordAndTheStatus) {
