@@ -319,11 +319,11 @@ Status DedupeTransform::no_changelog_sink() {
 }
 
 // A host with state calls whose sink keeps no changelogs (the file sink) answers them
-// "unsupported": that is this config's problem, not a failure to retry (the pipeline
-// restarted into it for ever).
+// "unsupported". With changelog: on that is this config's problem, not a failure to retry
+// (the pipeline restarted into it for ever); with auto, open_partition goes without one.
 Status DedupeTransform::open_changelog(const sdk::Partition& p, sdk::StateInfo& info) {
   Status st = host_.state_open(changelog_topic_, p, info);
-  if (st.code() == EX_ERR_UNSUPPORTED) return no_changelog_sink();
+  if (st.code() == EX_ERR_UNSUPPORTED && settings_.changelog == ChangelogMode::on) return no_changelog_sink();
   return st;
 }
 
