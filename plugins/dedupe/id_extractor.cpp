@@ -113,7 +113,14 @@ bool IdExtractor::from_json(std::string_view value, std::string& out, std::strin
   if (!err) err = doc.at_pointer(spec_.pointer).get(v);
   if (err == NO_SUCH_FIELD || err == INDEX_OUT_OF_BOUNDS) return accept({}, false, out, reason);
   if (err) {
-    reason = std::string("id.json: the value is not valid JSON here (") + error_message(err) + ")";
+    // The pointer itself was checked with the config: simdjson's "invalid pointer" or
+    // "incorrect type" here means the value is not a JSON object or array (plain text, a
+    // number), which it used to report as a pointer syntax error.
+    if (err == INVALID_JSON_POINTER || err == INCORRECT_TYPE)
+      reason = "id.json: the value is not a JSON object or array, so " + spec_.pointer +
+               " cannot be looked up in it";
+    else
+      reason = std::string("id.json: the value is not valid JSON (") + error_message(err) + ")";
     return false;
   }
   ondemand::json_type type;

@@ -25,18 +25,23 @@ TEST_F(DedupeTest, JsonIdErrorsAreRecordErrorsNotPasses) {
       raw(std::nullopt, "{\"messageId\":{\"a\":1}}", 5),              // not a scalar
       raw(std::nullopt, "{\"messageId\":null}", 6),                   // null = missing
       raw(std::nullopt, "{\"messageId\":\"" + std::string(40, 'y') + "\"}", 7),  // fits
+      raw(std::nullopt, "42", 8),                                     // JSON, not a container
   });
   EXPECT_THAT(out.kept, ElementsAre(7u));
-  ASSERT_EQ(out.rejected.size(), 7u);
+  ASSERT_EQ(out.rejected.size(), 8u);
   for (size_t i = 0; i < 7; ++i) EXPECT_EQ(out.rejected[i].first, i);
+  EXPECT_EQ(out.rejected[7].first, 8u);
+  // A number is "not a JSON object or array" (it said "Invalid JSON pointer syntax",
+  // about a pointer that is fine); text that is no JSON is "not valid JSON".
+  EXPECT_THAT(out.rejected[3].second, HasSubstr("not valid JSON"));
+  EXPECT_THAT(out.rejected[7].second, HasSubstr("not a JSON object or array, so /messageId cannot be looked up"));
   EXPECT_THAT(out.rejected[0].second, HasSubstr("missing id"));
   EXPECT_THAT(out.rejected[1].second, HasSubstr("empty id"));
   EXPECT_THAT(out.rejected[2].second, HasSubstr("id.max.bytes=40"));
-  EXPECT_THAT(out.rejected[3].second, HasSubstr("not valid JSON"));
   EXPECT_THAT(out.rejected[4].second, HasSubstr("not JSON"));
   EXPECT_THAT(out.rejected[5].second, HasSubstr("not a string or a number"));
   EXPECT_THAT(out.rejected[6].second, HasSubstr("missing id"));
-  EXPECT_EQ(metric("dedupe_id_errors_total"), 7);
+  EXPECT_EQ(metric("dedupe_id_errors_total"), 8);
 }
 
 TEST_F(DedupeTest, JsonNumbersAndNestedPointersWork) {
