@@ -45,7 +45,14 @@ void read_top_level(const std::vector<Flat>& flat, const std::string& file, Host
       out->insecure = out->insecure || v == "true";
     } else if (k == "plugin.path") {
       fs::path p(v);
-      out->plugin_dirs.push_back((p.is_absolute() ? p : base / p).lexically_normal().string());
+      const std::string dir = (p.is_absolute() ? p : base / p).lexically_normal().string();
+      // As --plugin-path: a typo would otherwise search nothing there, silently.
+      std::error_code ec;
+      if (!fs::is_directory(dir, ec)) {
+        ctx.error(c.marks[k], fmt::format("plugin.path '{}': {} is not a directory", v, dir));
+        continue;
+      }
+      out->plugin_dirs.push_back(dir);
     } else if (k == "metrics.listen") {
       if (std::string why = listen_problem(v); !why.empty()) {
         ctx.error(c.marks[k], fmt::format("metrics.listen '{}': {}", v, why));

@@ -274,6 +274,16 @@ TEST_F(ValidateTest, ANulCharacterInAValueIsRefusedWithItsKey) {
   EXPECT_NE(r.err.find("key 'path': the value contains a NUL character"), std::string::npos) << r.err;
 }
 
+// As --plugin-path: a directory that is not there was searched for nothing, silently.
+TEST_F(ValidateTest, APluginPathThatIsNoDirectoryIsRefused) {
+  write_file(dir / "p.yaml", "plugin.path: [" + kPluginPath + ", ./nonexistent]\n" + std::string(kGood));
+  auto r = run(exactly_bin() + " validate " + file(), dir);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find(file() + ":1:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("plugin.path './nonexistent': " + (dir / "nonexistent").string() + " is not a directory"),
+            std::string::npos) << r.err;
+}
+
 TEST_F(ValidateTest, ZeroConsecutiveAbortsIsRefused) {
   std::string y = kGood;
   y.insert(y.find("    source:"), "    errors: { max.consecutive.aborts: 0 }\n");
