@@ -12,6 +12,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <set>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -62,7 +63,16 @@ std::vector<std::string> expand_paths(const std::vector<std::string>& paths,
       errors->push_back({Mark{p, 0, 0}, "no such file or directory"});
     }
   }
-  return files;
+  // A file named twice (`run dir dir/a.yaml`, or the same path twice) is read once: read
+  // twice, every pipeline in it was "defined already" at its own line.
+  std::vector<std::string> once;
+  std::set<std::string> seen;
+  for (auto& f : files) {
+    std::error_code ec;
+    const std::string key = fs::weakly_canonical(f, ec).string();
+    if (seen.insert(ec ? f : key).second) once.push_back(f);
+  }
+  return once;
 }
 
 LoadResult load(const std::vector<std::string>& paths, plugin::Registry& registry) {

@@ -284,6 +284,15 @@ TEST_F(ValidateTest, APluginPathThatIsNoDirectoryIsRefused) {
             std::string::npos) << r.err;
 }
 
+// Named twice (a directory and a file in it, or the same path twice), a file is read once:
+// it used to report each of its pipelines as defined already, at its own line.
+TEST_F(ValidateTest, AFileNamedTwiceIsReadOnce) {
+  write_file(dir / "p.yaml", "plugin.path: [" + kPluginPath + "]\n" + std::string(kGood));
+  auto r = run(exactly_bin() + " validate " + file() + " " + dir.string() + " " + file(), dir);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("1 pipeline(s) in 1 file(s) are valid"), std::string::npos) << r.out;
+}
+
 TEST_F(ValidateTest, ZeroConsecutiveAbortsIsRefused) {
   std::string y = kGood;
   y.insert(y.find("    source:"), "    errors: { max.consecutive.aborts: 0 }\n");
