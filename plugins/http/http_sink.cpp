@@ -233,7 +233,8 @@ sdk::Status HttpSink::commit(const sdk::Checkpoint*, bool& stored_positions) {
 sdk::Status HttpSink::reconfigure(const sdk::Config& config) {
   Settings next = Settings::from(config);
   if (!next.same_connection_settings(settings_))
-    return sdk::Status::unsupported("only classes, fuse.failures and fuse.cooldown change in place");
+    return sdk::Status::unsupported(
+        "only classes, fuse.failures, fuse.cooldown, when.limited and when.fused change in place");
   std::unique_lock<std::mutex> lk(mu_);
   settings_.classes = next.classes;
   classes_.apply(settings_.classes, Clock::now());
