@@ -12,10 +12,22 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <regex>
 #include <string>
 
 namespace exactly::cli {
 namespace {
+// CLI11's wording for the two mistakes people make most, in the words of this CLI.
+std::string plain_parse_error(const std::string& what) {
+  static const std::regex flag_value(R"(^([A-Za-z0-9][A-Za-z0-9-]*) was given a disallowed flag override$)");
+  static const std::regex missing_value(R"(^(--[A-Za-z0-9-]+): \d+ required \S+ missing$)");
+  std::smatch m;
+  if (std::regex_match(what, m, flag_value))
+    return "--" + m[1].str() + " is a flag and takes no value (give it, or leave it out)";
+  if (std::regex_match(what, m, missing_value)) return m[1].str() + " needs a value";
+  return what;
+}
+
 
 constexpr int kUsageError = 2;
 
@@ -109,7 +121,8 @@ int dispatch(int argc, char** argv) {
       print_usage();
     } else {
       std::string who = chosen.empty() ? "exactly" : "exactly " + chosen.front()->get_name();
-      std::fprintf(stderr, "%s: %s\n(see '%s --help')\n", who.c_str(), e.what(), who.c_str());
+      std::fprintf(stderr, "%s: %s\n(see '%s --help')\n", who.c_str(), plain_parse_error(e.what()).c_str(),
+                   who.c_str());
     }
     return kUsageError;
   }
