@@ -216,7 +216,8 @@ void read_pipeline(const YAML::Node& node, const Mark& at, const std::string& fi
       p.dead_letter = std::move(cs);
     }
   }
-  if (p.error_policy == ErrorPolicy::dead_letter && !p.dead_letter)
+  // Only when none is given: a given one that is refused has its own error already.
+  if (p.error_policy == ErrorPolicy::dead_letter && !p.dead_letter && dlq == nullptr)
     ctx.error(at, fmt::format("{}: errors.policy is dead-letter but no 'errors.dead-letter' "
                               "sink is configured",
                               context));

@@ -293,6 +293,23 @@ TEST_F(ValidateTest, AFileNamedTwiceIsReadOnce) {
   EXPECT_NE(r.out.find("1 pipeline(s) in 1 file(s) are valid"), std::string::npos) << r.out;
 }
 
+// A dead-letter sink that is given but refused gets its own error only: it was also
+// reported as "no 'errors.dead-letter' sink is configured".
+TEST_F(ValidateTest, ARefusedDeadLetterSinkIsNotAlsoReportedMissing) {
+  std::string y = kGood;
+  y.insert(y.find("    source:"), "    errors: { policy: dead-letter, dead-letter: { plugin: counter } }\n");
+  auto r = validate(y);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("errors.dead-letter: unknown sink plugin 'counter'"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("sink is configured"), std::string::npos) << r.err;
+  y = kGood;
+  y.insert(y.find("    source:"), "    errors: { policy: dead-letter }\n");
+  r = validate(y);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("errors.policy is dead-letter but no 'errors.dead-letter' sink is configured"),
+            std::string::npos) << r.err;
+}
+
 TEST_F(ValidateTest, ZeroConsecutiveAbortsIsRefused) {
   std::string y = kGood;
   y.insert(y.find("    source:"), "    errors: { max.consecutive.aborts: 0 }\n");
