@@ -114,7 +114,7 @@ Settings Settings::from(const sdk::Config& c) {
       throw sdk::ConfigError("headers." + name,
                              "'" + name + "' is not an HTTP header name (letters, digits and "
                              "!#$%&'*+-.^_`|~ only)");
-    if (has_line_break(value) || value.find('\0') != std::string::npos)
+    if (!header_safe(value))
       throw sdk::ConfigError("headers." + name, "a header value cannot hold a line break");
     if (iequals(name, "Content-Type"))
       throw sdk::ConfigError("headers." + name, "the content type is set by content.type");

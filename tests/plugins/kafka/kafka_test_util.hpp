@@ -248,24 +248,37 @@ inline std::string shell(const std::string& cmd, int* rc) {
   return out;
 }
 
+// One admin request about one topic on `rk` (issued by `issue` onto a queue), and a check
+// that its one result is no error.
+template <typename Issue, typename Results>
+inline void admin_one_topic(rd_kafka_t* rk, Issue issue, Results results) {
+  rd_kafka_queue_t* q = rd_kafka_queue_new(rk);
+  issue(q);
+  rd_kafka_event_t* ev = rd_kafka_queue_poll(q, 30000);
+  if (ev != nullptr) {
+    size_t cnt = 0;
+    const rd_kafka_topic_result_t** tr = results(ev, &cnt);
+    EXPECT_EQ(cnt, 1u);
+    if (cnt == 1)
+      EXPECT_EQ(rd_kafka_topic_result_error(tr[0]), RD_KAFKA_RESP_ERR_NO_ERROR)
+          << rd_kafka_topic_result_error_string(tr[0]);
+    rd_kafka_event_destroy(ev);
+  }
+  rd_kafka_queue_destroy(q);
+  ASSERT_NE(ev, nullptr) << "no answer to an admin request in 30 s";
+}
+
 inline void create_topic(const std::string& bootstrap, const std::string& name, int parts) {
   char err[512];
   rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf(bootstrap), err, sizeof(err));
   ASSERT_NE(rk, nullptr) << err;
   rd_kafka_NewTopic_t* nt = rd_kafka_NewTopic_new(name.c_str(), parts, 1, err, sizeof(err));
-  rd_kafka_queue_t* q = rd_kafka_queue_new(rk);
-  rd_kafka_CreateTopics(rk, &nt, 1, nullptr, q);
-  rd_kafka_event_t* ev = rd_kafka_queue_poll(q, 30000);
-  ASSERT_NE(ev, nullptr);
-  size_t cnt = 0;
-  const rd_kafka_topic_result_t** tr =
-      rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &cnt);
-  ASSERT_EQ(cnt, 1u);
-  EXPECT_EQ(rd_kafka_topic_result_error(tr[0]), RD_KAFKA_RESP_ERR_NO_ERROR)
-      << rd_kafka_topic_result_error_string(tr[0]);
-  rd_kafka_event_destroy(ev);
+  admin_one_topic(
+      rk, [&](rd_kafka_queue_t* q) { rd_kafka_CreateTopics(rk, &nt, 1, nullptr, q); },
+      [](rd_kafka_event_t* ev, size_t* n) {
+        return rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), n);
+      });
   rd_kafka_NewTopic_destroy(nt);
-  rd_kafka_queue_destroy(q);
   rd_kafka_destroy(rk);
 }
 
@@ -275,19 +288,12 @@ inline void delete_topic(const std::string& bootstrap, const std::string& name) 
   rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf(bootstrap), err, sizeof(err));
   ASSERT_NE(rk, nullptr) << err;
   rd_kafka_DeleteTopic_t* dt = rd_kafka_DeleteTopic_new(name.c_str());
-  rd_kafka_queue_t* q = rd_kafka_queue_new(rk);
-  rd_kafka_DeleteTopics(rk, &dt, 1, nullptr, q);
-  rd_kafka_event_t* ev = rd_kafka_queue_poll(q, 30000);
-  ASSERT_NE(ev, nullptr);
-  size_t cnt = 0;
-  const rd_kafka_topic_result_t** tr =
-      rd_kafka_DeleteTopics_result_topics(rd_kafka_event_DeleteTopics_result(ev), &cnt);
-  ASSERT_EQ(cnt, 1u);
-  EXPECT_EQ(rd_kafka_topic_result_error(tr[0]), RD_KAFKA_RESP_ERR_NO_ERROR)
-      << rd_kafka_topic_result_error_string(tr[0]);
-  rd_kafka_event_destroy(ev);
+  admin_one_topic(
+      rk, [&](rd_kafka_queue_t* q) { rd_kafka_DeleteTopics(rk, &dt, 1, nullptr, q); },
+      [](rd_kafka_event_t* ev, size_t* n) {
+        return rd_kafka_DeleteTopics_result_topics(rd_kafka_event_DeleteTopics_result(ev), n);
+      });
   rd_kafka_DeleteTopic_destroy(dt);
-  rd_kafka_queue_destroy(q);
   bool gone = false;
   for (int i = 0; i < 60 && !gone; ++i) {
     const rd_kafka_metadata_t* md = nullptr;
