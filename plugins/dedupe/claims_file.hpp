@@ -1,0 +1,102 @@
+// A file of folded claims in a format of the store's own, beside the RocksDB SST file
+// that fold_claims writes today (docs/claims-file.md says why and what is left before a
+// store uses it).
+//
+// An SST entry carries RocksDB's framing (an 8-byte sequence-and-type suffix, three
+// length varints) that only zstd brings under 30 bytes per UUID id, and zstd plus the
+// table builder are most of a fold's CPU. Here a claim is its key and a value of fixed
+// width chosen per file: the sequence number relative to the file's lowest, the owner's
+// distance from it, the fingerprint. A UUID id takes 16 + 3 + 1 + 4 = 24 bytes, and
+// writing a file is a sort by hash and one sequential pass.
+//
+// Layout (little-endian):
+//   entries   sorted by the key's XXH3 hash; each is the key (fixed width, or a varint
+//             length and the key when a file's keys differ in length), then
+//             seq - seq_base (seq_bytes), (offset - seq) - dist_base (dist_bytes) and
+//             the fingerprint (fp_bytes); seq_base and dist_base are the file's
+//             smallest, so the widths follow one fold's spread, not the store's age
+//   directory 2^dir_bits + 1 u64: where the entries of each value of the hash's top
+//             dir_bits bits begin (relative to the first entry); the last is the end
+//   filter    blocked Bloom filter of the hashes, one 64-byte block per key
+//   footer    kFooterBytes: the fields of Footer, the XXH3 of every byte before its
+//             checksum field, and the magic again as the file's last 8 bytes
+// A file is written under a temporary name, synced and renamed: it exists whole or not.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "claim_codec.hpp"
+#include "round_claims.hpp"
+
+namespace exactly::dedupe {
+
+struct ClaimsFileStats {
+  uint64_t claims = 0;
+  uint64_t bytes = 0;  // the whole file
+  uint64_t seq_base = 0, seq_end = 0;
+  uint32_t key_width = 0;  // 0: keys of several lengths
+  uint32_t value_width = 0;
+};
+
+// Writes the claims of `table` indexed by `live` to `path`. Every claim's seq must be
+// below `seq_end` (the file's label: once a store's floor reaches it, the whole file is
+// evicted). `pace`, when set, is called with the share written so far every few thousand
+// claims and may sleep. On failure returns false with `error` naming the file, and
+// leaves no file behind.
+bool write_claims_file(const std::string& path, const RoundClaims& table,
+                       const std::vector<uint32_t>& live, uint32_t fp_bytes, uint64_t seq_end,
+                       ClaimsFileStats& stats, std::string& error,
+                       const std::function<void(double)>& pace = {});
+
+class ClaimsFile {
+ public:
+  ClaimsFile() = default;
+  ~ClaimsFile();
+  ClaimsFile(ClaimsFile&& o) noexcept { *this = std::move(o); }
+  ClaimsFile& operator=(ClaimsFile&& o) noexcept;
+  ClaimsFile(const ClaimsFile&) = delete;
+  ClaimsFile& operator=(const ClaimsFile&) = delete;
+
+  // Maps `path` and checks its footer, its sections' bounds and (when `verify`) its
+  // checksum. False with `error` naming the file and what is wrong.
+  bool open(const std::string& path, bool verify, std::string& error);
+
+  // The claim of `key` whose XXH3 hash is `hash`, if this file holds one.
+  bool find(std::string_view key, uint64_t hash, ClaimValue& out) const;
+  // False when the filter rules the hash out (about 1% false positives).
+  bool may_contain(uint64_t hash) const;
+  void prefetch(uint64_t hash) const;
+
+  // Every claim in file order; `f(key, claim)` returns false to stop. False when an
+  // entry does not decode (only possible in a file opened without `verify`).
+  bool for_each(const std::function<bool(std::string_view, const ClaimValue&)>& f) const;
+
+  const ClaimsFileStats& stats() const { return stats_; }
+  const std::string& path() const { return path_; }
+
+  static constexpr size_t kFooterBytes = 128;
+
+ private:
+  void close();
+  const char* filter_block(uint64_t hash) const;
+  bool decode_value(const char* p, ClaimValue& out) const;
+
+  std::string path_;
+  const char* map_ = nullptr;
+  size_t map_size_ = 0;
+  const char* entries_ = nullptr;
+  uint64_t entries_bytes_ = 0;
+  const uint64_t* dir_ = nullptr;
+  uint32_t dir_bits_ = 0;
+  const char* filter_ = nullptr;
+  uint64_t filter_blocks_ = 0;
+  uint32_t seq_bytes_ = 0, dist_bytes_ = 0, fp_bytes_ = 0;
+  uint64_t dist_base_ = 0;
+  ClaimsFileStats stats_;
+};
+
+}  // namespace exactly::dedupe
