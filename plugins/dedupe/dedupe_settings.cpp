@@ -114,6 +114,10 @@ Settings Settings::parse(const sdk::Config& c) {
   if (files < 0 || files > 100000)
     throw ConfigError("rocksdb.fold.files.max", "must be between 0 and 100000");
   s.tuning.fold_files_max = static_cast<size_t>(files);
+  const std::string format = c.get_string("claims.format", "own");
+  if (format != "own" && format != "sst")
+    throw ConfigError("claims.format", "expected own or sst, got '" + format + "'");
+  s.tuning.own_files = format == "own";
   return s;
 }
 
@@ -136,8 +140,8 @@ bool same_store_layout(const Settings& a, const Settings& b, std::string& what) 
       a.tuning.filter_bits_per_key != b.tuning.filter_bits_per_key ||
       a.tuning.compression != b.tuning.compression ||
       a.tuning.background_fold != b.tuning.background_fold ||
-      a.tuning.fold_files_max != b.tuning.fold_files_max) {
-    what = "store options (fingerprint.bytes, rocksdb.*) changed: stores must be reopened";
+      a.tuning.fold_files_max != b.tuning.fold_files_max || a.tuning.own_files != b.tuning.own_files) {
+    what = "store options (fingerprint.bytes, claims.format, rocksdb.*) changed: stores must be reopened";
     return false;
   }
   return true;

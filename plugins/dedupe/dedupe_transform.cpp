@@ -119,6 +119,7 @@ Status DedupeTransform::open_store(const std::string& dir, int32_t id, bool wipe
     rocksdb::Status rs = rocksdb::DestroyDB(dir, o);
     if (!rs.ok())
       return Status::fatal("dedupe: cannot clear store " + dir + " before a restore: " + rs.ToString());
+    PartitionStore::remove_claims_files(dir);
   }
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <cstdio>
 #include <ctime>
 
@@ -120,14 +121,18 @@ sdk::Status PartitionStore::open(const std::string& dir, const StoreTuning& tuni
   s->background_fold_ = tuning.background_fold;
   s->sst_options_ = rocksdb::Options(make_db_options(tuning), cfs[0].options);
   s->fold_files_max_ = tuning.fold_files_max;
+  s->cf_has_claims_ = s->int_property(s->claims_, "rocksdb.estimate-num-keys") != 0 ||
+                      s->int_property(s->claims_, "rocksdb.total-sst-files-size") != 0;
+  sdk::Status own = s->load_own_files();
+  if (!own) return own;
+  s->own_mode_ = !s->own_files_.empty() || (tuning.own_files && !s->compacting_ && !s->cf_has_claims_);
   s->keep_fold_layout();
   s->fold_compression_ = fold_compression(tuning);
   sdk::Status replayed = s->replay_chunks();
   if (!replayed) return replayed;
 
   s->load_oldest_chunk_ms();
-  if (s->int_property(s->claims_, "rocksdb.estimate-num-keys") == 0 &&
-      s->int_property(s->claims_, "rocksdb.total-sst-files-size") == 0)
+  if (!s->cf_has_claims_ && s->own_files_.empty())
     s->presence_ = std::make_unique<PresenceFilter>();  // nothing stored: exact at once
   else
     s->start_filter_build();
@@ -296,7 +301,7 @@ void PartitionStore::make_spare() {
       if (!stepped) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     // The first fold's sort arrays too (no fold runs before take_spare joins this).
-    if (spare && !spare_stop_.load(std::memory_order_relaxed)) fold_order_.prepare(n);
+    if (spare && !own_mode_ && !spare_stop_.load(std::memory_order_relaxed)) fold_order_.prepare(n);
     spare_ = std::move(t);  // read by the pipeline thread after the join
   });
 }
@@ -357,7 +362,6 @@ void PartitionStore::start_fold() {
   fold_done_.store(false, std::memory_order_release);
   fold_path_ = dir_ + "/claims-" + std::to_string(fold_target_) + ".sst";
   fold_options_ = sst_options_;
-  fold_options_.table_properties_collector_factories.push_back(fold_label(fold_target_));
   // SstFileWriter compresses with the bottommost setting. A file that stays as folded is
   // where its claims live for good: compress it, at a fast level (zstd's default level
   // cost more CPU than the rest of the fold). A file that compactions will rewrite is
@@ -376,8 +380,15 @@ void PartitionStore::start_fold() {
     // ~1.4M claims into a fresh array held a round up by 10-35 ms).
     const auto& claims = folding_.claims();
     fold_live_.reserve(claims.size());
+    // The file's label: every claim in it is below. A restore folds claims of a round
+    // whose meta has not been read yet, which are past fold_target_: a label below them
+    // would let the file go while they are still live.
+    uint64_t label = fold_target_;
     for (uint32_t i = 0; i < claims.size(); ++i)
-      if (claims[i].seq >= floor) fold_live_.push_back(i);
+      if (claims[i].seq >= floor) {
+        fold_live_.push_back(i);
+        label = std::max(label, claims[i].seq + 1);
+      }
     if (fold_live_.empty()) {
       fold_priority_->leave();
       fold_done_.store(true, std::memory_order_release);
@@ -400,9 +411,22 @@ void PartitionStore::start_fold() {
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
       }
     };
-    fold_status_ = fold_claims(db_, claims_, fold_options_, fold_path_, folding_, fold_live_,
-                               fold_fp_bytes_, fold_order_,
-                               paced ? std::function<void(double)>(pace) : std::function<void(double)>());
+    const auto paced_by = paced ? std::function<void(double)>(pace) : std::function<void(double)>();
+    if (own_mode_) {
+      ClaimsFileStats stats;
+      std::string error;
+      const std::string path = dir_ + "/claims-" + std::to_string(label) + ".xc";
+      auto file = std::make_shared<ClaimsFile>();
+      if (!write_claims_file(path, folding_, fold_live_, fold_fp_bytes_, label, stats, error, paced_by) ||
+          !file->open(path, false, error))
+        fold_status_ = rocksdb::Status::IOError(error);
+      else
+        fold_file_ = std::move(file);
+    } else {
+      fold_options_.table_properties_collector_factories.push_back(fold_label(label));
+      fold_status_ = fold_claims(db_, claims_, fold_options_, fold_path_, folding_, fold_live_,
+                                 fold_fp_bytes_, fold_order_, paced_by);
+    }
     if (fold_adds_filter_)
       add_folded_keys(claims, fold_live_, [&](uint64_t h) { presence_->prefetch_background(h); },
                       [&](uint64_t h) { presence_->add_background(h); });
@@ -431,6 +455,8 @@ sdk::Status PartitionStore::finish_fold(bool wait) {
     return sdk::Status::fatal("dedupe: cannot fold claims into store " + dir_ + ": " +
                               fold_status_.ToString());
   }
+  if (fold_file_) add_own_file(std::move(fold_file_));
+  fold_file_.reset();
   const auto& claims = folding_.claims();
   if (presence_ && !fold_adds_filter_)
     add_folded_keys(claims, fold_live_, [&](uint64_t h) { presence_->prefetch_add(h); },
@@ -442,7 +468,7 @@ sdk::Status PartitionStore::finish_fold(bool wait) {
   // full layers ~1%).
   if (!fold_live_.empty() && presence_ && !building_ &&
       (presence_->layers() > 5 ||
-       presence_->count() > 2 * std::max<uint64_t>(int_property(claims_, "rocksdb.estimate-num-keys"), 1u << 20)))
+       presence_->count() > 2 * std::max<uint64_t>(stored_keys(), 1u << 20)))
     start_filter_build();
   // The folded chunks keep only their time now.
   rocksdb::WriteBatch wb;
@@ -473,6 +499,17 @@ sdk::Status PartitionStore::finish_fold(bool wait) {
 }
 
 void PartitionStore::keep_fold_layout() {
+  if (own_mode_) {
+    // Own files go whole once the floor passes their label, like folded SST files. One
+    // that cannot be removed now is removed at the next open (load_own_files).
+    while (!own_files_.empty() && own_files_.front()->stats().seq_end <= meta_.floor) {
+      std::remove(own_files_.front()->path().c_str());
+      own_claims_ -= own_files_.front()->stats().claims;
+      own_bytes_ -= own_files_.front()->stats().bytes;
+      own_files_.erase(own_files_.begin());
+    }
+    return;
+  }
   while (!compacting_) {
     FoldFiles f = inspect_fold_files(db_, claims_);
     if (f.unlabelled || f.files.size() > fold_files_max_) {
@@ -496,14 +533,16 @@ void PartitionStore::start_filter_build() {
   build_done_.store(false);
   build_stop_.store(false);
   folded_while_building_.clear();
-  const uint64_t expected = int_property(claims_, "rocksdb.estimate-num-keys");
-  // The iterator is a consistent view from here on; keys folded later are collected in
-  // folded_while_building_ and added when the result is adopted.
+  const uint64_t expected = stored_keys();
+  // The iterator and the list of own files are a consistent view from here on; keys
+  // folded later are collected in folded_while_building_ and added when the result is
+  // adopted. The files stay mapped while the builder holds them, removed or not.
   rocksdb::ReadOptions ro;
   ro.fill_cache = false;
   ro.readahead_size = 4u << 20;
-  std::shared_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, claims_));
-  builder_ = std::thread([this, it, expected] {
+  std::shared_ptr<rocksdb::Iterator> it;
+  if (cf_has_claims_ || !own_mode_) it.reset(db_->NewIterator(ro, claims_));
+  builder_ = std::thread([this, it, expected, files = own_files_] {
     pthread_setname_np(pthread_self(), "dedupe-filter");
     nice_background();
     // Room to grow to twice the size before the next layer.
@@ -513,16 +552,27 @@ void PartitionStore::start_filter_build() {
     // small ring while their blocks load.
     constexpr size_t kRing = 16;
     uint64_t ring[kRing];
-    for (it->SeekToFirst(); it->Valid(); it->Next()) {
-      if ((n & 4095) == 0 && build_stop_.load(std::memory_order_relaxed)) break;
-      uint64_t h = XXH3_64bits(it->key().data(), it->key().size());
+    auto add = [&](const char* key, size_t len) {
+      if ((n & 4095) == 0 && build_stop_.load(std::memory_order_relaxed)) return false;
+      uint64_t h = XXH3_64bits(key, len);
       f->prefetch(h);
       if (n >= kRing) f->add(ring[n % kRing]);
       ring[n % kRing] = h;
       ++n;
+      return true;
+    };
+    bool whole = true;
+    if (it) {
+      for (it->SeekToFirst(); it->Valid(); it->Next())
+        if (!add(it->key().data(), it->key().size())) break;
+      whole = it->status().ok();
     }
+    for (const auto& file : files)
+      whole = whole && file->for_each([&](std::string_view key, const ClaimValue&) {
+        return add(key.data(), key.size());
+      });
     for (uint64_t j = n > kRing ? n - kRing : 0; j < n; ++j) f->add(ring[j % kRing]);
-    if (it->status().ok() && !build_stop_.load()) built_ = std::move(f);
+    if (whole && !build_stop_.load()) built_ = std::move(f);
     add_thread_cpu(build_cpu_);
     build_done_.store(true, std::memory_order_release);
   });
@@ -570,7 +620,103 @@ PartitionStore::~PartitionStore() {
 void PartitionStore::lookup(size_t n, const rocksdb::Slice* keys, rocksdb::PinnableSlice* values,
                             rocksdb::Status* statuses) {
   if (n == 0) return;
-  db_->MultiGet(read_, claims_, n, keys, values, statuses, /*sorted_input=*/true);
+  if (!own_mode_) {
+    db_->MultiGet(read_, claims_, n, keys, values, statuses, /*sorted_input=*/true);
+    return;
+  }
+  // Own files hold every claim folded since the store took them up, so a claim found
+  // there is newer than any in the column family (which only a store made before holds).
+  std::vector<size_t> rest;
+  char buf[kMaxClaimValue];
+  for (size_t i = 0; i < n; ++i) {
+    const std::string_view key(keys[i].data(), keys[i].size());
+    const uint64_t hash = XXH3_64bits(key.data(), key.size());
+    ClaimValue v;
+    bool hit = false;
+    for (auto f = own_files_.rbegin(); f != own_files_.rend() && !hit; ++f) hit = (*f)->find(key, hash, v);
+    if (hit) {
+      values[i].PinSelf(rocksdb::Slice(buf, encode_claim(buf, v.seq, v.offset, v.fingerprint, v.fingerprint_bytes)));
+      statuses[i] = rocksdb::Status::OK();
+    } else if (cf_has_claims_) {
+      rest.push_back(i);
+    } else {
+      statuses[i] = rocksdb::Status::NotFound();
+    }
+  }
+  if (rest.empty()) return;
+  std::vector<rocksdb::Slice> k(rest.size());
+  std::vector<rocksdb::PinnableSlice> v(rest.size());
+  std::vector<rocksdb::Status> st(rest.size());
+  for (size_t j = 0; j < rest.size(); ++j) k[j] = keys[rest[j]];
+  db_->MultiGet(read_, claims_, rest.size(), k.data(), v.data(), st.data(), /*sorted_input=*/true);
+  for (size_t j = 0; j < rest.size(); ++j) {
+    statuses[rest[j]] = st[j];
+    if (st[j].ok()) values[rest[j]].PinSelf(v[j]);
+  }
+}
+
+void PartitionStore::remove_claims_files(const std::string& dir) {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("claims-", 0) == 0 &&
+        (name.size() > 3 && (name.compare(name.size() - 3, 3, ".xc") == 0 ||
+                             (name.size() > 7 && name.compare(name.size() - 7, 7, ".xc.tmp") == 0))))
+      std::filesystem::remove(e.path(), ec);
+  }
+}
+
+sdk::Status PartitionStore::load_own_files() {
+  std::vector<std::pair<uint64_t, std::string>> found;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir_, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("claims-", 0) != 0) continue;
+    // A fold that died before its rename: its claims are still in their chunks.
+    if (name.size() > 7 && name.compare(name.size() - 7, 7, ".xc.tmp") == 0) {
+      std::filesystem::remove(e.path(), ec);
+      continue;
+    }
+    if (name.size() <= 10 || name.compare(name.size() - 3, 3, ".xc") != 0) continue;
+    const std::string digits = name.substr(7, name.size() - 10);
+    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 19)
+      continue;
+    found.emplace_back(std::stoull(digits), e.path().string());
+  }
+  if (ec)
+    return sdk::Status::fatal("dedupe: cannot list store " + dir_ + ": " + ec.message());
+  std::sort(found.begin(), found.end());
+  for (const auto& [end, path] : found) {
+    auto f = std::make_shared<ClaimsFile>();
+    std::string error;
+    if (!f->open(path, true, error))
+      return sdk::Status::fatal(
+          "dedupe: store " + dir_ + " has a damaged claims file (" + error + "): the store "
+          "cannot be trusted. Move the directory away to start the partition over (with a "
+          "changelog it is restored from the changelog; without one, ids it had seen pass again)");
+    add_own_file(std::move(f));
+  }
+  return sdk::Status::ok();
+}
+
+void PartitionStore::add_own_file(std::shared_ptr<const ClaimsFile> f) {
+  // A fold done again after a crash may make a file of the same name: it replaces it.
+  for (auto it = own_files_.begin(); it != own_files_.end(); ++it)
+    if ((*it)->path() == f->path()) {
+      own_claims_ -= (*it)->stats().claims;
+      own_bytes_ -= (*it)->stats().bytes;
+      own_files_.erase(it);
+      break;
+    }
+  own_claims_ += f->stats().claims;
+  own_bytes_ += f->stats().bytes;
+  auto at = std::upper_bound(own_files_.begin(), own_files_.end(), f->stats().seq_end,
+                             [](uint64_t end, const auto& g) { return end < g->stats().seq_end; });
+  own_files_.insert(at, std::move(f));
+}
+
+uint64_t PartitionStore::stored_keys() const {
+  return own_claims_ + (cf_has_claims_ || !own_mode_ ? int_property(claims_, "rocksdb.estimate-num-keys") : 0);
 }
 
 void PartitionStore::claim(std::string_view key, uint64_t hash, int64_t offset, uint64_t fp,
@@ -619,6 +765,8 @@ uint64_t PartitionStore::int_property(rocksdb::ColumnFamilyHandle* cf, const cha
 }
 
 double PartitionStore::bytes_per_key() const {
+  if (own_mode_ && own_claims_ > 1000 && !cf_has_claims_)
+    return static_cast<double>(own_bytes_) / static_cast<double>(own_claims_);
   uint64_t sst = int_property(claims_, "rocksdb.total-sst-files-size");
   uint64_t all = int_property(claims_, "rocksdb.estimate-num-keys");
   uint64_t mem = int_property(claims_, "rocksdb.num-entries-active-mem-table") +
@@ -868,7 +1016,7 @@ sdk::Status PartitionStore::finish_restore(int64_t changelog_position) {
 StoreGauges PartitionStore::gauges(int64_t now_ms) const {
   StoreGauges g;
   g.keys = static_cast<double>(meta_.next_seq - meta_.floor);
-  g.bytes = static_cast<double>(int_property(claims_, "rocksdb.total-sst-files-size") +
+  g.bytes = static_cast<double>(own_bytes_ + int_property(claims_, "rocksdb.total-sst-files-size") +
                                 int_property(seq_, "rocksdb.total-sst-files-size") +
                                 int_property(claims_, "rocksdb.cur-size-all-mem-tables") +
                                 int_property(seq_, "rocksdb.cur-size-all-mem-tables"));

@@ -23,6 +23,7 @@
 
 #include "background_priority.hpp"
 #include "claim_codec.hpp"
+#include "claims_file.hpp"
 #include "eviction_filter.hpp"
 #include "key_order.hpp"
 #include "presence_filter.hpp"
@@ -52,14 +53,17 @@ class PartitionStore {
                           const std::shared_ptr<rocksdb::Cache>& cache, uint32_t partition_id,
                           std::unique_ptr<PartitionStore>& out);
   ~PartitionStore();
+  // Removes a store's own claims files (with DestroyDB, a store's wipe).
+  static void remove_claims_files(const std::string& dir);
   PartitionStore(const PartitionStore&) = delete;
   PartitionStore& operator=(const PartitionStore&) = delete;
 
   const std::string& dir() const { return dir_; }
   const StoreMeta& durable() const { return meta_; }
 
-  // One MultiGet for the batch's ids that the round does not hold yet; `keys` must be
-  // in byte-wise order (KeyOrder).
+  // The stored claims of the batch's ids that the round does not hold yet: the store's
+  // own claims files, newest first, then one MultiGet of the claims column family for
+  // the rest (if it holds any); `keys` must be in byte-wise order (KeyOrder).
   void lookup(size_t n, const rocksdb::Slice* keys, rocksdb::PinnableSlice* values,
               rocksdb::Status* statuses);
   // False when the key (by its XXH3 hash) is certainly not in the claims column family,
@@ -180,6 +184,11 @@ class PartitionStore {
   // While the claims are a row of folded files (fold_files.hpp): drops the oldest files
   // the floor has passed, or turns compactions on when the store leaves that layout.
   void keep_fold_layout();
+  // The store's own claims files (claims-<end>.xc): read at open, oldest first; files
+  // whose claims the floor has passed are removed.
+  sdk::Status load_own_files();
+  void add_own_file(std::shared_ptr<const ClaimsFile> f);
+  uint64_t stored_keys() const;  // claims in files (own and SST), evicted ones included
 
   std::string dir_;
   EvictionFilter filter_;  // outlives db_ (declared first, destroyed last)
@@ -217,6 +226,14 @@ class PartitionStore {
   rocksdb::CompressionType fold_compression_ = rocksdb::kNoCompression;
   size_t fold_files_max_ = 256;
   bool compacting_ = false;
+  // Folds write claims files of the store's own (claims_file.hpp) instead of SST files:
+  // a store made with claims.format own, or one that holds such files already. The
+  // claims column family then only holds what a store had before (cf_has_claims_).
+  bool own_mode_ = false;
+  bool cf_has_claims_ = false;
+  std::vector<std::shared_ptr<const ClaimsFile>> own_files_;  // oldest claims first
+  uint64_t own_claims_ = 0, own_bytes_ = 0;
+  std::shared_ptr<const ClaimsFile> fold_file_;  // the fold thread's, adopted by finish_fold
   uint64_t next_seq_ = 0;
   int64_t round_high_ = -1;
   int64_t round_position_ = -1;

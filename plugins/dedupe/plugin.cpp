@@ -13,6 +13,7 @@ const char* const kBehind[] = {"fail", "ignore", nullptr};
 const char* const kChangelog[] = {"auto", "on", "off", nullptr};
 const char* const kFilters[] = {"bloom", "ribbon", nullptr};
 const char* const kCompression[] = {"none", "lz4", "zstd", nullptr};
+const char* const kClaimsFormats[] = {"own", "sst", nullptr};
 
 const ex_config_field kFields[] = {
     field("id.key", EX_CFG_BOOL,
@@ -100,6 +101,13 @@ const ex_config_field kFields[] = {
           "leave as whole files) until the store holds this many; then it compacts as a "
           "size-tiered LSM (0: from the start)",
           "256"),
+    field("claims.format", EX_CFG_STRING,
+          "how a new store keeps its folded claims: own (claims files of the store's own, "
+          "about 26.6 bytes per UUID id uncompressed and a sixth of the fold CPU of sst; "
+          "rocksdb.compression, rocksdb.filter* and rocksdb.fold.files.max do not apply to "
+          "them) or sst (RocksDB SST files). A store keeps the format it was made with: a "
+          "store that holds SST claims stays sst, one that holds own files stays own",
+          "own", kClaimsFormats),
 };
 
 const char* const kDurability[] = {"none", "aof-always", "replicas", nullptr};

@@ -24,6 +24,9 @@ struct StoreTuning {
   // Folded files kept as they are (no compaction; whole files dropped once evicted)
   // before the store compacts (size-tiered); 0 = compact from the start.
   size_t fold_files_max = 256;
+  // New stores fold into claims files of their own (claims_file.hpp) instead of SST
+  // files; a store keeps the format it was made with.
+  bool own_files = true;
 };
 
 inline constexpr const char* kSeqColumnFamily = "seq";

@@ -11,9 +11,11 @@
 // flushes and fully compacts the store and measures its bytes per key on disk.
 #include <exactly/testing/harness.hpp>
 #include <rocksdb/db.h>
+#include <rocksdb/sst_file_writer.h>
 #include <rocksdb/table_properties.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
@@ -24,6 +26,8 @@
 #include <string>
 #include <vector>
 
+#include "claim_codec.hpp"
+#include "claims_file.hpp"
 #include "fold_files.hpp"
 #include "store_options.hpp"
 
@@ -48,6 +52,7 @@ struct Args {
   std::string compression = "zstd";
   std::string fold_files_max = "256";
   std::string fingerprint = "4";
+  std::string format = "own";  // claims.format
   bool keep = false;
 };
 
@@ -122,13 +127,14 @@ bool parse(int argc, char** argv, Args& a) {
     else if (k == "--compression") a.compression = next();
     else if (k == "--fold-files-max") a.fold_files_max = next();
     else if (k == "--fingerprint") a.fingerprint = next();
+    else if (k == "--claims-format") a.format = next();
     else if (k == "--keep") a.keep = true;
     else {
       std::fprintf(stderr,
                    "usage: bench_dedupe [--keys N] [--dup R] [--batch N] [--round N] "
                    "[--reads N] [--payload BYTES] [--id json|key] [--dir PATH] [--cache BYTES] "
                    "[--filter bloom|ribbon] [--filter-bits N] [--compression none|lz4|zstd] [--write-buffer BYTES] "
-                   "[--fingerprint 0|4|8] [--fold-files-max N] [--keep]\n");
+                   "[--fingerprint 0|4|8] [--fold-files-max N] [--claims-format own|sst] [--keep]\n");
       return false;
     }
   }
@@ -154,6 +160,7 @@ int main(int argc, char** argv) {
                                  {"rocksdb.compression", a.compression},
                                  {"rocksdb.fold.files.max", a.fold_files_max},
                                  {"fingerprint.bytes", a.fingerprint},
+                                 {"claims.format", a.format},
                                  {"rocksdb.write.buffer.size", a.write_buffer}};
   cfg.emplace_back(a.id == "key" ? "id.key" : "id.json", a.id == "key" ? "true" : "/messageId");
   if (!a.filter_bits.empty()) cfg.emplace_back("rocksdb.filter.bits.per.key", a.filter_bits);
@@ -303,8 +310,76 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "reopen: %s\n", st.ToString().c_str());
     return 1;
   }
+  // A store of the own format keeps its claims outside RocksDB: the reference is then a
+  // RocksDB store holding the same claims as the sst format would have folded them (one
+  // SST file per own file, in fold order, with the fold's options).
+  rocksdb::DB* ref = db;
+  rocksdb::ColumnFamilyHandle* ref_cf = h[0];
+  std::unique_ptr<rocksdb::DB> ref_owner;
+  uint64_t own_bytes = 0, own_claims = 0;
+  {
+    std::vector<std::pair<uint64_t, fs::path>> own;
+    for (auto& e : fs::directory_iterator(store))
+      if (e.path().extension() == ".xc")
+        own.emplace_back(std::stoull(e.path().stem().string().substr(7)), e.path());
+    std::sort(own.begin(), own.end());
+    if (!own.empty()) {
+      const auto r0 = Clock::now();
+      rocksdb::Options ro_opts(exactly::dedupe::make_db_options(tuning), cfs[0].options);
+      rocksdb::DB* rdb = nullptr;
+      auto rs = rocksdb::DB::Open(ro_opts, (fs::path(a.dir) / "reference").string(), &rdb);
+      if (!rs.ok()) {
+        std::fprintf(stderr, "reference: %s\n", rs.ToString().c_str());
+        return 1;
+      }
+      ref_owner.reset(rdb);
+      ref = rdb;
+      ref_cf = rdb->DefaultColumnFamily();
+      rocksdb::Options fo = ro_opts;
+      fo.bottommost_compression = rocksdb::kDisableCompressionOption;
+      fo.compression = exactly::dedupe::fold_compression(tuning);
+      fo.compression_opts.level = 1;
+      for (const auto& [end, path] : own) {
+        exactly::dedupe::ClaimsFile f;
+        std::string error;
+        if (!f.open(path.string(), true, error)) {
+          std::fprintf(stderr, "%s\n", error.c_str());
+          return 1;
+        }
+        own_bytes += f.stats().bytes;
+        own_claims += f.stats().claims;
+        std::vector<std::pair<std::string, std::string>> kv;
+        kv.reserve(f.stats().claims);
+        f.for_each([&](std::string_view k, const exactly::dedupe::ClaimValue& v) {
+          char buf[exactly::dedupe::kMaxClaimValue];
+          size_t n = exactly::dedupe::encode_claim(buf, v.seq, v.offset, v.fingerprint, v.fingerprint_bytes);
+          kv.emplace_back(std::string(k), std::string(buf, n));
+          return true;
+        });
+        std::sort(kv.begin(), kv.end());
+        const std::string sst = (fs::path(a.dir) / ("reference-" + std::to_string(end) + ".sst")).string();
+        rocksdb::SstFileWriter w(rocksdb::EnvOptions(), fo);
+        rs = w.Open(sst);
+        for (size_t i = 0; rs.ok() && i < kv.size(); ++i) rs = w.Put(kv[i].first, kv[i].second);
+        if (rs.ok()) rs = w.Finish();
+        rocksdb::IngestExternalFileOptions io;
+        io.move_files = true;
+        io.snapshot_consistency = true;
+        const rocksdb::Snapshot* snap = rdb->GetSnapshot();
+        if (rs.ok()) rs = rdb->IngestExternalFile({sst}, io);
+        rdb->ReleaseSnapshot(snap);
+        if (!rs.ok()) {
+          std::fprintf(stderr, "reference: %s\n", rs.ToString().c_str());
+          return 1;
+        }
+      }
+      std::printf("readmissing reference: a RocksDB store made from the run's %zu own claims files "
+                  "(%" PRIu64 " claims), one SST each as claims.format sst folds them (%.1f s, not "
+                  "counted)\n", own.size(), own_claims, seconds(Clock::now() - r0));
+    }
+  }
   std::string levels;
-  db->GetProperty(h[0], "rocksdb.levelstats", &levels);
+  ref->GetProperty(ref_cf, "rocksdb.levelstats", &levels);
   rocksdb::ReadOptions ro = exactly::dedupe::make_lookup_read_options();
   std::string value;
   uint64_t found = 0;
@@ -315,7 +390,7 @@ int main(int argc, char** argv) {
     uint64_t x = splitmix(i ^ 0xabcdef), y = splitmix(i + 0x1234567);
     std::memcpy(key, &x, 8);
     std::memcpy(key + 8, &y, 8);
-    if (db->Get(ro, h[0], rocksdb::Slice(key, 16), &value).ok()) ++found;
+    if (ref->Get(ro, ref_cf, rocksdb::Slice(key, 16), &value).ok()) ++found;
   }
   const double readmissing = static_cast<double>(a.reads) / seconds(Clock::now() - r0);
   const double readmissing_cpu = static_cast<double>(a.reads) / (thread_cpu() - rc0);
@@ -324,7 +399,8 @@ int main(int argc, char** argv) {
               a.reads, readmissing, readmissing_cpu, found);
   std::printf("ratio: dedupe records/s / readmissing lookups/s = %.2f (wall), %.2f (thread CPU)\n",
               rate / readmissing, cpu_rate / readmissing_cpu);
-  std::printf("levels of the store after the run:\n%s", levels.c_str());
+  std::printf("levels of the %s after the run:\n%s", ref == db ? "store" : "reference", levels.c_str());
+  ref_owner.reset();
 
   // ------------------------------------------------------------ phase 3: bytes per key
   // A store that compacts (more than rocksdb.fold.files.max folded files) rewrites every
@@ -372,10 +448,11 @@ int main(int argc, char** argv) {
   delete db;
   const uint64_t all = dir_bytes(store), sst = dir_bytes(store, ".sst");
   const double k = static_cast<double>(distinct);
-  std::printf("disk: %.2f bytes/key in SST files (claims %.2f + sequence index %.2f), "
-              "%.2f bytes/key for the whole store directory (%" PRIu64 " bytes)\n",
-              static_cast<double>(sst) / k, static_cast<double>(claims_sst) / k,
-              static_cast<double>(seq_sst) / k, static_cast<double>(all) / k, all);
+  std::printf("disk: %.2f bytes/key in claims and SST files (claims %.2f: %s; sequence index "
+              "%.2f), %.2f bytes/key for the whole store directory (%" PRIu64 " bytes)\n",
+              static_cast<double>(sst + own_bytes) / k, static_cast<double>(claims_sst + own_bytes) / k,
+              own_bytes ? "own claims files" : "SST", static_cast<double>(seq_sst) / k,
+              static_cast<double>(all) / k, all);
   if (!a.keep) fs::remove_all(a.dir);
   return correct ? 0 : 1;
 }

@@ -171,12 +171,12 @@ TEST_F(ChangelogTest, ARestoredStoreFoldsItsNextFillAtItsStaggeredSize) {
   ASSERT_TRUE(stage_->positions({part(1, "events-1", off)}).is_ok());
   commit_round();
   auto& b = start(on("host-b", small), {part(1, "events-1", off)});
-  const size_t restored = sst_files(dir_ / "host-b" / "events-1");
+  const size_t restored = folded_files(dir_ / "host-b" / "events-1");
   EXPECT_GE(restored, 1u);
   b.process(range(20000, 37000, off, 1));  // 17,000 new ids: past 3/4, short of the whole
   ASSERT_TRUE(stage_->positions({part(1, "events-1", off)}).is_ok());
   commit_round();
-  EXPECT_EQ(sst_files(dir_ / "host-b" / "events-1"), restored + 1);
+  EXPECT_EQ(folded_files(dir_ / "host-b" / "events-1"), restored + 1);
   EXPECT_THAT(b.process(range(0, 37000, off, 1)).kept, ::testing::IsEmpty());
 }
 

@@ -58,9 +58,11 @@ inline std::vector<OwnedRecord> range(int from, int to, int64_t& offset, int32_t
 inline std::vector<size_t> kept(const TransformOutput& o) { return o.kept; }
 
 // SST files in a store's directory: one per fold, while the store is a row of them.
-inline size_t sst_files(const fs::path& dir) {
+// Files of folded claims in a store: SST files (claims.format sst, and the sequence
+// index's own flushes) or the store's own claims files (claims-<end>.xc).
+inline size_t folded_files(const fs::path& dir) {
   size_t n = 0;
-  for (auto& e : fs::directory_iterator(dir)) n += e.path().extension() == ".sst";
+  for (auto& e : fs::directory_iterator(dir)) n += e.path().extension() == ".sst" || e.path().extension() == ".xc";
   return n;
 }
 

@@ -1,8 +1,11 @@
 // A store is a row of folded files that are never compacted: evicted claims leave as
-// whole files, and only a store that grows past rocksdb.fold.files.max compacts.
+// whole files, and only an SST store that grows past rocksdb.fold.files.max compacts.
+// A store keeps the claims format it was made with (claims.format).
 #include "dedupe_fixture.hpp"
 
 #include <rocksdb/db.h>
+
+#include <fstream>
 
 namespace dedupe_test {
 namespace {
@@ -34,12 +37,22 @@ size_t total(const std::vector<size_t>& v) {
   return n;
 }
 
-TEST_F(DedupeTest, EvictedClaimsLeaveAsWholeFilesWithoutACompaction) {
+size_t own_files(const fs::path& store) {
+  size_t n = 0;
+  for (auto& e : fs::directory_iterator(store)) n += e.path().extension() == ".xc";
+  return n;
+}
+
+class FoldFormats : public DedupeTest, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(FoldFormats, EvictedClaimsLeaveAsWholeFilesWithoutACompaction) {
   // 1 MiB write buffer: a fold about every 21845 claims, on the pipeline thread so the
   // counts below do not race it. 30000 claims retained: about two files' worth.
+  const std::string format = GetParam();
   Pairs small = {{"rocksdb.write.buffer.size", "1048576"},
                  {"rocksdb.fold.background", "false"},
-                 {"retention.max.keys", "30000"}};
+                 {"retention.max.keys", "30000"},
+                 {"claims.format", format}};
   auto& t = start(small);
   int64_t off = 0;
   double bytes_early = 0;
@@ -57,14 +70,77 @@ TEST_F(DedupeTest, EvictedClaimsLeaveAsWholeFilesWithoutACompaction) {
   stage_.reset();
   auto files = claim_files_per_level(dir_ / "events-0");
   ASSERT_FALSE(files.empty());
-  EXPECT_LE(total(files), 4u);
+  if (format == "sst") {
+    EXPECT_LE(total(files), 4u);
+    EXPECT_EQ(own_files(dir_ / "events-0"), 0u);
+  } else {
+    EXPECT_EQ(total(files), 0u);  // nothing went through RocksDB's claims
+    EXPECT_GE(own_files(dir_ / "events-0"), 1u);
+    EXPECT_LE(own_files(dir_ / "events-0"), 4u);
+  }
   for (size_t l = 1; l + 1 < files.size(); ++l) EXPECT_EQ(files[l], 0u) << "level " << l;
+}
+
+INSTANTIATE_TEST_SUITE_P(ClaimsFormat, FoldFormats, ::testing::Values("sst", "own"));
+
+TEST_F(DedupeTest, AStoreOfOwnClaimsFilesAnswersAfterReopenAndStaysInItsFormat) {
+  Pairs small = {{"rocksdb.write.buffer.size", "1048576"}, {"rocksdb.fold.background", "false"}};
+  auto& t = start(small);
+  int64_t off = 0;
+  for (int round = 0; round < 3; ++round) {
+    t.process(range(round * 22000, (round + 1) * 22000, off));
+    commit_round();
+  }
+  EXPECT_GE(own_files(dir_ / "events-0"), 2u);
+  // A fold that died before its rename leaves a temporary file: the next open removes it.
+  { std::ofstream((dir_ / "events-0" / "claims-99.xc.tmp").string()) << "partial"; }
+  stage_.reset();
+  Pairs sst = small;
+  sst.emplace_back("claims.format", "sst");
+  auto& again = start(sst, {part(0, "events-0", off)});
+  EXPECT_FALSE(fs::exists(dir_ / "events-0" / "claims-99.xc.tmp"));
+  EXPECT_THAT(again.process(range(0, 66000, off)).kept, IsEmpty());
+  EXPECT_EQ(again.process(range(66000, 90000, off)).kept.size(), 24000u);
+  commit_round();
+  // It still folds into its own files, and nothing into RocksDB's claims.
+  const size_t before = own_files(dir_ / "events-0");
+  again.process(range(90000, 112000, off));
+  commit_round();
+  EXPECT_GT(own_files(dir_ / "events-0"), before);
+  stage_.reset();
+  EXPECT_EQ(total(claim_files_per_level(dir_ / "events-0")), 0u);
+}
+
+TEST_F(DedupeTest, ADamagedOwnClaimsFileStopsTheStoreWithItsName) {
+  Pairs small = {{"rocksdb.write.buffer.size", "1048576"}, {"rocksdb.fold.background", "false"}};
+  auto& t = start(small);
+  int64_t off = 0;
+  t.process(range(0, 30000, off));
+  commit_round();
+  stage_.reset();
+  fs::path damaged;
+  for (auto& e : fs::directory_iterator(dir_ / "events-0"))
+    if (e.path().extension() == ".xc") damaged = e.path();
+  ASSERT_FALSE(damaged.empty());
+  {
+    std::fstream f(damaged.string(), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(100);
+    f.put('\x7f');
+  }
+  FakeHost other;
+  TransformHarness reopened(library(), "dedupe", config(small), &other);
+  ASSERT_TRUE(reopened.ok());
+  auto st = reopened.assign({part(0, "events-0", off)});
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_THAT(st.message(), ::testing::HasSubstr("damaged claims file"));
+  EXPECT_THAT(st.message(), ::testing::HasSubstr(damaged.filename().string()));
 }
 
 TEST_F(DedupeTest, AStoreOfMoreFilesThanFoldFilesMaxCompactsAndStillAnswers) {
   Pairs small = {{"rocksdb.write.buffer.size", "1048576"},
                  {"rocksdb.fold.background", "false"},
-                 {"rocksdb.fold.files.max", "2"}};
+                 {"rocksdb.fold.files.max", "2"},
+                 {"claims.format", "sst"}};
   auto& t = start(small);
   int64_t off = 0;
   for (int round = 0; round < 2; ++round) {
@@ -80,14 +156,17 @@ TEST_F(DedupeTest, AStoreOfMoreFilesThanFoldFilesMaxCompactsAndStillAnswers) {
   // Every id is still known, whether or not a compaction has run yet.
   EXPECT_THAT(t.process(range(0, 5 * 22000, off)).kept, IsEmpty());
   commit_round();
-  // Reopened with the default limit, a store that has compacted keeps compacting.
+  // Reopened with the defaults (claims.format own), a store that has compacted keeps
+  // compacting.
   auto& again = start({{"rocksdb.write.buffer.size", "1048576"}}, {part(0, "events-0", off)});
   EXPECT_THAT(again.process(range(0, 5 * 22000, off)).kept, IsEmpty());
 }
 
 TEST_F(DedupeTest, AStoreMadeBeforeFoldedFilesReopensAsALeveledStore) {
   Pairs small = {{"rocksdb.write.buffer.size", "1048576"}, {"rocksdb.fold.background", "false"}};
-  auto& t = start(small);
+  Pairs sst = small;
+  sst.emplace_back("claims.format", "sst");
+  auto& t = start(sst);
   int64_t off = 0;
   t.process(range(0, 50000, off));
   commit_round();
@@ -109,6 +188,8 @@ TEST_F(DedupeTest, AStoreMadeBeforeFoldedFilesReopensAsALeveledStore) {
     delete db;
   }
   EXPECT_GT(claim_files_per_level(dir_ / "events-0").back(), 0u);
+  // Reopened with the default claims.format (own): its claims are in SST files, so it
+  // stays as it is.
   auto& again = start(small, {part(0, "events-0", off)});
   EXPECT_THAT(again.process(range(0, 50000, off)).kept, IsEmpty());
   EXPECT_EQ(again.process(range(50000, 50010, off)).kept.size(), 10u);

@@ -31,10 +31,10 @@ TEST_F(DedupeTest, FoldedAndUnfoldedClaimsSurviveACrashImage) {
   int64_t off = 0;
   t.process(range(0, 15000, off));
   commit_round();
-  EXPECT_EQ(sst_files(dir_ / "events-0"), 0u);
+  EXPECT_EQ(folded_files(dir_ / "events-0"), 0u);
   t.process(range(15000, 25000, off));
   commit_round();
-  EXPECT_GE(sst_files(dir_ / "events-0"), 1u);  // folded
+  EXPECT_GE(folded_files(dir_ / "events-0"), 1u);  // folded
   const int64_t round3 = off;
   t.process(range(25000, 25500, off));
   commit_round();
@@ -68,11 +68,11 @@ TEST_F(DedupeTest, PartitionsThatReachTheThresholdTogetherFoldInTurns) {
   TwoPartitions both;
   t.process(both(0, 25000));
   commit_round();
-  EXPECT_EQ(sst_files(dir_ / "events-0") + sst_files(dir_ / "events-1"), 1u);
+  EXPECT_EQ(folded_files(dir_ / "events-0") + folded_files(dir_ / "events-1"), 1u);
   t.process(both(25000, 25010));
   commit_round();
-  EXPECT_GE(sst_files(dir_ / "events-0"), 1u);
-  EXPECT_GE(sst_files(dir_ / "events-1"), 1u);
+  EXPECT_GE(folded_files(dir_ / "events-0"), 1u);
+  EXPECT_GE(folded_files(dir_ / "events-1"), 1u);
   // Every id is still known in both, folded or not.
   EXPECT_THAT(t.process(both(0, 25010)).kept, IsEmpty());
 }
@@ -85,7 +85,7 @@ TEST_F(DedupeTest, PartitionsFoldTheirFirstFillsAtStaggeredSizesAndKeepThePhase)
   auto& t = start(small, {part(0, "events-0"), part(1, "events-1")});
   TwoPartitions both;
   auto files = [&] {
-    return std::make_pair(sst_files(dir_ / "events-0"), sst_files(dir_ / "events-1"));
+    return std::make_pair(folded_files(dir_ / "events-0"), folded_files(dir_ / "events-1"));
   };
   t.process(both(0, 17000));
   commit_round();
@@ -115,9 +115,9 @@ TEST_F(DedupeTest, NewIdsSkipTheStoreReadAndStoredIdsAreStillFoundAfterReopen) {
   commit_round();
   // The fold runs beside, at SCHED_IDLE: on a machine kept busy by other tests it may
   // wait long for a free core (nothing here waits for it, so nothing raises it).
-  for (int i = 0; i < 600 && sst_files(dir_ / "events-0") == 0; ++i)
+  for (int i = 0; i < 600 && folded_files(dir_ / "events-0") == 0; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  ASSERT_GE(sst_files(dir_ / "events-0"), 1u);
+  ASSERT_GE(folded_files(dir_ / "events-0"), 1u);
   EXPECT_GE(metric("dedupe_lookups_skipped_total"), 25000);
 
   FakeHost other;

@@ -3,6 +3,8 @@
 
 #include "dedupe_fixture.hpp"
 
+#include "claims_file.hpp"
+
 namespace dedupe_test {
 namespace {
 
@@ -121,6 +123,18 @@ TEST_F(DedupeTest, UuidTextIsStoredAs16Bytes) {
   it.reset();
   for (auto* x : h) db->DestroyColumnFamilyHandle(x);
   delete db;
+  // And the store's own claims files (claims.format own, the default).
+  for (auto& e : fs::directory_iterator(dir_ / "events-0")) {
+    if (e.path().extension() != ".xc") continue;
+    exactly::dedupe::ClaimsFile f;
+    std::string error;
+    ASSERT_TRUE(f.open(e.path().string(), true, error)) << error;
+    EXPECT_LE(f.stats().value_width, 3u + 3u + 8u);
+    f.for_each([&](std::string_view k, const exactly::dedupe::ClaimValue&) {
+      sizes[k.size()]++;
+      return true;
+    });
+  }
   EXPECT_EQ(sizes[16], 500);
   EXPECT_EQ(sizes[33], 1);
   EXPECT_EQ(sizes[37], 1);
