@@ -75,7 +75,7 @@ const ex_config_field kFields[] = {
           "block cache shared by this stage's stores", "536870912"),
     field("rocksdb.write.buffer.size", EX_CFG_SIZE,
           "per store: claims gathered in memory before they are folded into the store as "
-          "one SST file (about this size / 48 claims; a store's first fold comes earlier "
+          "one claims file (about this size / 48 claims; a store's first fold comes earlier "
           "by up to 7/16 of that, by partition id, so that partitions fold at different "
           "times), and the memtable size",
           "67108864"),

@@ -358,7 +358,7 @@ int main(int argc, char** argv) {
         });
         std::sort(kv.begin(), kv.end());
         const std::string sst = (fs::path(a.dir) / ("reference-" + std::to_string(end) + ".sst")).string();
-        rocksdb::SstFileWriter w(rocksdb::EnvOptions(), fo);
+        rocksdb::SstFileWriter w(rocksdb::EnvOptions(), fo, nullptr, /*invalidate_page_cache=*/false);
         rs = w.Open(sst);
         for (size_t i = 0; rs.ok() && i < kv.size(); ++i) rs = w.Put(kv[i].first, kv[i].second);
         if (rs.ok()) rs = w.Finish();
@@ -373,6 +373,17 @@ int main(int argc, char** argv) {
           return 1;
         }
       }
+      // Reopened, as phase 2 reopens a store of the sst format: its table readers load
+      // their filters and indexes the same way.
+      ref_owner.reset();
+      rs = rocksdb::DB::Open(ro_opts, (fs::path(a.dir) / "reference").string(), &rdb);
+      if (!rs.ok()) {
+        std::fprintf(stderr, "reference: %s\n", rs.ToString().c_str());
+        return 1;
+      }
+      ref_owner.reset(rdb);
+      ref = rdb;
+      ref_cf = rdb->DefaultColumnFamily();
       std::printf("readmissing reference: a RocksDB store made from the run's %zu own claims files "
                   "(%" PRIu64 " claims), one SST each as claims.format sst folds them (%.1f s, not "
                   "counted)\n", own.size(), own_claims, seconds(Clock::now() - r0));
