@@ -203,8 +203,7 @@ rd_kafka_topic_t* KafkaSink::routed_handle(std::string_view topic, std::string& 
     return nullptr;
   }
   auto missing = [&] {
-    why = "kafka sink: " + router_.source() + " names topic '" + std::string(topic) + "', which " +
-          cluster_.display + " does not have (and does not create on first use)";
+    why = missing_reason(topic);
     return nullptr;
   };
   auto known_missing = missing_until_.find(topic);
@@ -220,14 +219,36 @@ rd_kafka_topic_t* KafkaSink::routed_handle(std::string_view topic, std::string& 
     return rkt;
   }
   rd_kafka_topic_destroy(rkt);
+  remember_missing(std::move(name));
+  return missing();
+}
+
+std::string KafkaSink::missing_reason(std::string_view topic) const {
+  return "kafka sink: " + router_.source() + " names topic '" + std::string(topic) + "', which " +
+         cluster_.display + " does not have (and does not create on first use)";
+}
+
+void KafkaSink::remember_missing(std::string name) {
   // Records that each name another missing topic must not grow this without bound.
   if (missing_until_.size() >= kMissingKept) {
     const int64_t now = now_ms();
     std::erase_if(missing_until_, [now](const auto& m) { return m.second <= now; });
     if (missing_until_.size() >= kMissingKept) missing_until_.clear();  // asked again
   }
-  missing_until_.emplace(std::move(name), now_ms() + kMissingRecheckMs);
-  return missing();
+  missing_until_.insert_or_assign(std::move(name), now_ms() + kMissingRecheckMs);
+}
+
+// librdkafka refused a routed record as an unknown topic: it learnt that before the
+// cluster's answer to the sink did (a deleted topic whose deletion the broker asked has
+// not reached yet). The same outcome as a topic the cluster says it lacks.
+std::string KafkaSink::refuse_unknown_routed(std::string_view topic) {
+  auto it = routed_.find(topic);
+  if (it != routed_.end()) {
+    rd_kafka_topic_destroy(it->second);
+    routed_.erase(it);
+  }
+  remember_missing(std::string(topic));
+  return missing_reason(topic);
 }
 
 void KafkaSink::forget_vanished_topics() {
@@ -412,6 +433,9 @@ sdk::Status KafkaSink::write(const sdk::Batch& in, const sdk::RecordErrors& erro
         errors.reject(i, "kafka sink: record of " +
                              std::to_string(r.value.len + r.key.len) +
                              " bytes is larger than max.message.bytes=" + max_message_bytes_);
+      else if (!router_.is_fixed() && (code == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC ||
+                                       code == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART))
+        errors.reject(i, refuse_unknown_routed(topic));
       else
         errors.reject(i, "kafka sink: cannot produce to " + std::string(topic) + ": " +
                              rd_kafka_error_string(e.get()));

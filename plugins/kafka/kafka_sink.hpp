@@ -80,6 +80,9 @@ class KafkaSink final : public sdk::Sink, public ClientContext {
   // also refuses names Kafka cannot have and topics the cluster lacks (topic.from).
   rd_kafka_topic_t* topic_handle(std::string_view topic);
   rd_kafka_topic_t* routed_handle(std::string_view topic, std::string& why);
+  std::string missing_reason(std::string_view topic) const;
+  void remember_missing(std::string name);
+  std::string refuse_unknown_routed(std::string_view topic);
   // True only when the cluster answered that the topic does not exist (and did not
   // create it); a timeout or any other answer is not an answer.
   bool cluster_lacks(rd_kafka_topic_t* rkt);
