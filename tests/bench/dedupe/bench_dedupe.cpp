@@ -327,14 +327,20 @@ int main(int argc, char** argv) {
       const auto r0 = Clock::now();
       rocksdb::Options ro_opts(exactly::dedupe::make_db_options(tuning), cfs[0].options);
       rocksdb::DB* rdb = nullptr;
-      auto rs = rocksdb::DB::Open(ro_opts, (fs::path(a.dir) / "reference").string(), &rdb);
-      if (!rs.ok()) {
-        std::fprintf(stderr, "reference: %s\n", rs.ToString().c_str());
-        return 1;
-      }
-      ref_owner.reset(rdb);
-      ref = rdb;
-      ref_cf = rdb->DefaultColumnFamily();
+      rocksdb::Status rs;
+      auto open_reference = [&] {
+        ref_owner.reset();
+        rs = rocksdb::DB::Open(ro_opts, (fs::path(a.dir) / "reference").string(), &rdb);
+        if (!rs.ok()) {
+          std::fprintf(stderr, "reference: %s\n", rs.ToString().c_str());
+          return false;
+        }
+        ref_owner.reset(rdb);
+        ref = rdb;
+        ref_cf = rdb->DefaultColumnFamily();
+        return true;
+      };
+      if (!open_reference()) return 1;
       rocksdb::Options fo = ro_opts;
       fo.bottommost_compression = rocksdb::kDisableCompressionOption;
       fo.compression = exactly::dedupe::fold_compression(tuning);
@@ -375,15 +381,7 @@ int main(int argc, char** argv) {
       }
       // Reopened, as phase 2 reopens a store of the sst format: its table readers load
       // their filters and indexes the same way.
-      ref_owner.reset();
-      rs = rocksdb::DB::Open(ro_opts, (fs::path(a.dir) / "reference").string(), &rdb);
-      if (!rs.ok()) {
-        std::fprintf(stderr, "reference: %s\n", rs.ToString().c_str());
-        return 1;
-      }
-      ref_owner.reset(rdb);
-      ref = rdb;
-      ref_cf = rdb->DefaultColumnFamily();
+      if (!open_reference()) return 1;
       std::printf("readmissing reference: a RocksDB store made from the run's %zu own claims files "
                   "(%" PRIu64 " claims), one SST each as claims.format sst folds them (%.1f s, not "
                   "counted)\n", own.size(), own_claims, seconds(Clock::now() - r0));
