@@ -94,7 +94,7 @@ inline bool same_content(uint64_t a, uint32_t a_bytes, uint64_t b, uint32_t b_by
 // Sequence index ("seq" column family): one entry per round, not per key. Key = the
 // round's first sequence number, big-endian so chunks sort oldest first. Value = the
 // round's wall-clock time in ms (varint), then, until the round's claims are folded
-// into the claims column family, the claims themselves in seq order: a byte of
+// into the store's files, the claims themselves in seq order: a byte of
 // fingerprint length, then per claim varint key length, key, varint zigzag(offset -
 // seq), fingerprint. A chunk covers [its seq, next chunk's seq).
 inline std::string seq_key(uint64_t seq) {
@@ -177,7 +177,7 @@ struct StoreMeta {
   uint64_t floor = 0;      // claims with seq < floor are evicted (logically at once)
   int64_t high_water = -1; // highest offset whose claims are durable
   uint64_t seek_hint = 0;  // first live chunk: scans start here, never over tombstones
-  uint64_t indexed = 0;    // claims below this seq are in the claims column family
+  uint64_t indexed = 0;    // claims below this seq are in the store's folded files
   bool fresh = true;       // no claim yet: the first one sets the sequence base
   int64_t position = -1;   // source position the claims cover (records before it seen)
   int64_t changelog = -1;  // next changelog position to apply; -1 = never restored

@@ -3,6 +3,8 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include <exactly/durable_file.hpp>
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -150,13 +152,9 @@ class Output {
     fd_ = -1;
     if (::rename(tmp_.c_str(), path_.c_str()) != 0) return fail("cannot rename into place", error);
     done_ = true;
-    std::string dir = path_.substr(0, path_.find_last_of('/') == std::string::npos ? 0 : path_.find_last_of('/'));
-    int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-      (void)::fsync(dfd);
-      ::close(dfd);
-    }
-    return true;
+    sdk::Status st = sdk::sync_parent_directory(path_);
+    if (!st) error = "claims file " + path_ + ": " + st.message();
+    return st.is_ok();
   }
 
  private:
@@ -196,6 +194,24 @@ struct Entry {
 };
 
 }  // namespace
+
+std::string claims_file_path(const std::string& dir, uint64_t seq_end) {
+  return dir + "/claims-" + std::to_string(seq_end) + ".xc";
+}
+
+ClaimsFileName parse_claims_file_name(std::string_view name, uint64_t& seq_end) {
+  constexpr std::string_view kPrefix = "claims-", kSuffix = ".xc", kTmp = ".tmp";
+  if (!name.starts_with(kPrefix)) return ClaimsFileName::other;
+  name.remove_prefix(kPrefix.size());
+  const bool tmp = name.ends_with(kTmp);
+  if (tmp) name.remove_suffix(kTmp.size());
+  if (!name.ends_with(kSuffix)) return ClaimsFileName::other;
+  name.remove_suffix(kSuffix.size());
+  if (name.empty() || name.size() > 19 || name.find_first_not_of("0123456789") != std::string_view::npos)
+    return ClaimsFileName::other;
+  seq_end = std::stoull(std::string(name));
+  return tmp ? ClaimsFileName::unfinished : ClaimsFileName::whole;
+}
 
 bool write_claims_file(const std::string& path, const RoundClaims& table,
                        const std::vector<uint32_t>& live, uint32_t fp_bytes, uint64_t seq_end,
@@ -455,14 +471,12 @@ bool ClaimsFile::may_contain(uint64_t hash) const {
   return all;
 }
 
-void ClaimsFile::prefetch(uint64_t hash) const { __builtin_prefetch(filter_block(hash)); }
 
-bool ClaimsFile::decode_value(const char* p, ClaimValue& out) const {
+void ClaimsFile::decode_value(const char* p, ClaimValue& out) const {
   out.seq = stats_.seq_base + get_le(p, seq_bytes_);
   out.offset = static_cast<int64_t>(out.seq + dist_base_ + get_le(p + seq_bytes_, dist_bytes_));
   out.fingerprint = get_le(p + seq_bytes_ + dist_bytes_, fp_bytes_);
   out.fingerprint_bytes = fp_bytes_;
-  return true;
 }
 
 bool ClaimsFile::find(std::string_view key, uint64_t hash, ClaimValue& out) const {
@@ -475,7 +489,10 @@ bool ClaimsFile::find(std::string_view key, uint64_t hash, ClaimValue& out) cons
     if (key.size() != stats_.key_width) return false;
     const size_t stride = stats_.key_width + vw;
     for (; p + stride <= end; p += stride)
-      if (std::memcmp(p, key.data(), key.size()) == 0) return decode_value(p + key.size(), out);
+      if (std::memcmp(p, key.data(), key.size()) == 0) {
+        decode_value(p + key.size(), out);
+        return true;
+      }
     return false;
   }
   while (p < end) {
@@ -483,8 +500,10 @@ bool ClaimsFile::find(std::string_view key, uint64_t hash, ClaimValue& out) cons
     if (!get_varint(p, end, len) || len > static_cast<uint64_t>(end - p) ||
         vw > static_cast<uint64_t>(end - p) - len)
       return false;
-    if (len == key.size() && std::memcmp(p, key.data(), key.size()) == 0)
-      return decode_value(p + len, out);
+    if (len == key.size() && std::memcmp(p, key.data(), key.size()) == 0) {
+      decode_value(p + len, out);
+      return true;
+    }
     p += len + vw;
   }
   return false;

@@ -34,6 +34,12 @@
 
 namespace exactly::dedupe {
 
+// A store's claims files are named by their label: <dir>/claims-<seq_end>.xc, and
+// claims-<seq_end>.xc.tmp while one is written.
+std::string claims_file_path(const std::string& dir, uint64_t seq_end);
+enum class ClaimsFileName { other, whole, unfinished };
+ClaimsFileName parse_claims_file_name(std::string_view name, uint64_t& seq_end);
+
 struct ClaimsFileStats {
   uint64_t claims = 0;
   uint64_t bytes = 0;  // the whole file
@@ -69,7 +75,6 @@ class ClaimsFile {
   bool find(std::string_view key, uint64_t hash, ClaimValue& out) const;
   // False when the filter rules the hash out (about 1% false positives).
   bool may_contain(uint64_t hash) const;
-  void prefetch(uint64_t hash) const;
 
   // Every claim in file order; `f(key, claim)` returns false to stop. False when an
   // entry does not decode (only possible in a file opened without `verify`).
@@ -83,7 +88,7 @@ class ClaimsFile {
  private:
   void close();
   const char* filter_block(uint64_t hash) const;
-  bool decode_value(const char* p, ClaimValue& out) const;
+  void decode_value(const char* p, ClaimValue& out) const;
 
   std::string path_;
   const char* map_ = nullptr;

@@ -115,11 +115,8 @@ Status DedupeTransform::open_store(const std::string& dir, int32_t id, bool wipe
                                    std::unique_ptr<PartitionStore>& out) {
   out.reset();
   if (wipe) {
-    rocksdb::Options o;
-    rocksdb::Status rs = rocksdb::DestroyDB(dir, o);
-    if (!rs.ok())
-      return Status::fatal("dedupe: cannot clear store " + dir + " before a restore: " + rs.ToString());
-    PartitionStore::remove_claims_files(dir);
+    Status st = PartitionStore::destroy(dir);
+    if (!st) return st;
   }
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -484,7 +481,7 @@ Status DedupeTransform::process(const sdk::Batch& in, const sdk::Emitter& out) {
     part->batch_ids = part->batch_key_bytes = 0;
   }
 
-  // 2. One MultiGet per partition for the ids this round has not claimed yet.
+  // 2. One lookup per partition for the ids this round has not claimed yet.
   for (auto& [id, part] : parts_) part->lookup_items.clear();
   // The tables and the filter are far larger than the caches and each check is a miss:
   // records a few places ahead start loading theirs while this one is checked.
@@ -503,7 +500,7 @@ Status DedupeTransform::process(const sdk::Batch& in, const sdk::Emitter& out) {
     PartitionStore& store = *it.part->store;
     const auto* u = it.unindexed = store.find_unindexed(key, it.hash);
     if (u != nullptr && store.live(u->seq)) continue;
-    if (!store.may_be_stored(it.hash)) {  // a new id: no RocksDB read at all
+    if (!store.may_be_stored(it.hash)) {  // a new id: no read of the store's files at all
       ++it.part->counts.lookups_skipped;
       continue;
     }
@@ -518,15 +515,18 @@ Status DedupeTransform::process(const sdk::Batch& in, const sdk::Emitter& out) {
     };
     const auto& order = part->order.sort(m, key_of);
     part->keys.clear();
+    part->hashes.clear();
     if (part->values.size() < m) part->values.resize(m);
     part->statuses.assign(m, rocksdb::Status());
     for (size_t j = 0; j < m; ++j) {
       Item& it = items_[part->lookup_items[order[j]]];
       it.lookup = static_cast<int32_t>(j);
       part->keys.emplace_back(keys_.data() + it.key_pos, it.key_len);
+      part->hashes.push_back(it.hash);
       part->values[j].Reset();
     }
-    part->store->lookup(m, part->keys.data(), part->values.data(), part->statuses.data());
+    part->store->lookup(m, part->keys.data(), part->hashes.data(), part->values.data(),
+                        part->statuses.data());
   }
 
   // 3. Decisions, in input order.

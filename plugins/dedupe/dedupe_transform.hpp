@@ -62,6 +62,7 @@ class DedupeTransform final : public sdk::Transform {
     std::vector<uint32_t> lookup_items;  // batch indices, then sorted by key
     KeyOrder order;
     std::vector<rocksdb::Slice> keys;
+    std::vector<uint64_t> hashes;  // of keys
     std::vector<rocksdb::PinnableSlice> values;
     std::vector<rocksdb::Status> statuses;
     size_t batch_ids = 0, batch_key_bytes = 0;  // what the batch may claim (reserve_round)

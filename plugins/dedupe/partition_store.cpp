@@ -361,14 +361,9 @@ void PartitionStore::start_fold() {
   fold_status_ = rocksdb::Status::OK();
   fold_done_.store(false, std::memory_order_release);
   fold_path_ = dir_ + "/claims-" + std::to_string(fold_target_) + ".sst";
-  fold_options_ = sst_options_;
-  // SstFileWriter compresses with the bottommost setting. A file that stays as folded is
-  // where its claims live for good: compress it, at a fast level (zstd's default level
-  // cost more CPU than the rest of the fold). A file that compactions will rewrite is
-  // written plain; the compaction compresses what reaches the bottom.
-  fold_options_.bottommost_compression = rocksdb::kDisableCompressionOption;
-  fold_options_.compression = compacting_ ? rocksdb::kNoCompression : fold_compression_;
-  fold_options_.compression_opts.level = 1;
+  // A file that compactions will rewrite is written plain; the compaction compresses
+  // what reaches the bottom.
+  fold_options_ = fold_sst_options(sst_options_, compacting_ ? rocksdb::kNoCompression : fold_compression_);
   fold_priority_ = std::make_unique<YieldingThread>();
   folder_ = std::thread([this, prefault = std::move(prefault), floor = meta_.floor] {
     // Lowered before it is named: a thread seen as "dedupe-fold" already runs at the
@@ -415,7 +410,7 @@ void PartitionStore::start_fold() {
     if (own_mode_) {
       ClaimsFileStats stats;
       std::string error;
-      const std::string path = dir_ + "/claims-" + std::to_string(label) + ".xc";
+      const std::string path = claims_file_path(dir_, label);
       auto file = std::make_shared<ClaimsFile>();
       if (!write_claims_file(path, folding_, fold_live_, fold_fp_bytes_, label, stats, error, paced_by) ||
           !file->open(path, false, error))
@@ -504,8 +499,6 @@ void PartitionStore::keep_fold_layout() {
     // that cannot be removed now is removed at the next open (load_own_files).
     while (!own_files_.empty() && own_files_.front()->stats().seq_end <= meta_.floor) {
       std::remove(own_files_.front()->path().c_str());
-      own_claims_ -= own_files_.front()->stats().claims;
-      own_bytes_ -= own_files_.front()->stats().bytes;
       own_files_.erase(own_files_.begin());
     }
     return;
@@ -541,7 +534,7 @@ void PartitionStore::start_filter_build() {
   ro.fill_cache = false;
   ro.readahead_size = 4u << 20;
   std::shared_ptr<rocksdb::Iterator> it;
-  if (cf_has_claims_ || !own_mode_) it.reset(db_->NewIterator(ro, claims_));
+  if (reads_cf()) it.reset(db_->NewIterator(ro, claims_));
   builder_ = std::thread([this, it, expected, files = own_files_] {
     pthread_setname_np(pthread_self(), "dedupe-filter");
     nice_background();
@@ -617,8 +610,8 @@ PartitionStore::~PartitionStore() {
   delete db_;
 }
 
-void PartitionStore::lookup(size_t n, const rocksdb::Slice* keys, rocksdb::PinnableSlice* values,
-                            rocksdb::Status* statuses) {
+void PartitionStore::lookup(size_t n, const rocksdb::Slice* keys, const uint64_t* hashes,
+                            rocksdb::PinnableSlice* values, rocksdb::Status* statuses) {
   if (n == 0) return;
   if (!own_mode_) {
     db_->MultiGet(read_, claims_, n, keys, values, statuses, /*sorted_input=*/true);
@@ -630,14 +623,13 @@ void PartitionStore::lookup(size_t n, const rocksdb::Slice* keys, rocksdb::Pinna
   char buf[kMaxClaimValue];
   for (size_t i = 0; i < n; ++i) {
     const std::string_view key(keys[i].data(), keys[i].size());
-    const uint64_t hash = XXH3_64bits(key.data(), key.size());
     ClaimValue v;
     bool hit = false;
-    for (auto f = own_files_.rbegin(); f != own_files_.rend() && !hit; ++f) hit = (*f)->find(key, hash, v);
+    for (auto f = own_files_.rbegin(); f != own_files_.rend() && !hit; ++f) hit = (*f)->find(key, hashes[i], v);
     if (hit) {
       values[i].PinSelf(rocksdb::Slice(buf, encode_claim(buf, v.seq, v.offset, v.fingerprint, v.fingerprint_bytes)));
       statuses[i] = rocksdb::Status::OK();
-    } else if (cf_has_claims_) {
+    } else if (reads_cf()) {
       rest.push_back(i);
     } else {
       statuses[i] = rocksdb::Status::NotFound();
@@ -655,33 +647,38 @@ void PartitionStore::lookup(size_t n, const rocksdb::Slice* keys, rocksdb::Pinna
   }
 }
 
-void PartitionStore::remove_claims_files(const std::string& dir) {
+sdk::Status PartitionStore::destroy(const std::string& dir) {
+  rocksdb::Status rs = rocksdb::DestroyDB(dir, rocksdb::Options());
+  if (!rs.ok())
+    return sdk::Status::fatal("dedupe: cannot clear store " + dir + " before a restore: " + rs.ToString());
+  // DestroyDB leaves files it does not know: the store's own claims files.
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
-    const std::string name = e.path().filename().string();
-    if (name.rfind("claims-", 0) == 0 &&
-        (name.size() > 3 && (name.compare(name.size() - 3, 3, ".xc") == 0 ||
-                             (name.size() > 7 && name.compare(name.size() - 7, 7, ".xc.tmp") == 0))))
-      std::filesystem::remove(e.path(), ec);
+    uint64_t end = 0;
+    if (parse_claims_file_name(e.path().filename().string(), end) != ClaimsFileName::other &&
+        !std::filesystem::remove(e.path(), ec))
+      break;
   }
+  if (ec) return sdk::Status::fatal("dedupe: cannot clear store " + dir + " before a restore: " + ec.message());
+  return sdk::Status::ok();
 }
 
 sdk::Status PartitionStore::load_own_files() {
   std::vector<std::pair<uint64_t, std::string>> found;
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(dir_, ec)) {
-    const std::string name = e.path().filename().string();
-    if (name.rfind("claims-", 0) != 0) continue;
-    // A fold that died before its rename: its claims are still in their chunks.
-    if (name.size() > 7 && name.compare(name.size() - 7, 7, ".xc.tmp") == 0) {
-      std::filesystem::remove(e.path(), ec);
-      continue;
+    uint64_t end = 0;
+    switch (parse_claims_file_name(e.path().filename().string(), end)) {
+      case ClaimsFileName::other:
+        break;
+      case ClaimsFileName::unfinished:
+        // A fold that died before its rename: its claims are still in their chunks.
+        std::filesystem::remove(e.path(), ec);
+        break;
+      case ClaimsFileName::whole:
+        found.emplace_back(end, e.path().string());
+        break;
     }
-    if (name.size() <= 10 || name.compare(name.size() - 3, 3, ".xc") != 0) continue;
-    const std::string digits = name.substr(7, name.size() - 10);
-    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 19)
-      continue;
-    found.emplace_back(std::stoull(digits), e.path().string());
   }
   if (ec)
     return sdk::Status::fatal("dedupe: cannot list store " + dir_ + ": " + ec.message());
@@ -701,22 +698,23 @@ sdk::Status PartitionStore::load_own_files() {
 
 void PartitionStore::add_own_file(std::shared_ptr<const ClaimsFile> f) {
   // A fold done again after a crash may make a file of the same name: it replaces it.
-  for (auto it = own_files_.begin(); it != own_files_.end(); ++it)
-    if ((*it)->path() == f->path()) {
-      own_claims_ -= (*it)->stats().claims;
-      own_bytes_ -= (*it)->stats().bytes;
-      own_files_.erase(it);
-      break;
-    }
-  own_claims_ += f->stats().claims;
-  own_bytes_ += f->stats().bytes;
+  std::erase_if(own_files_, [&](const auto& g) { return g->path() == f->path(); });
   auto at = std::upper_bound(own_files_.begin(), own_files_.end(), f->stats().seq_end,
                              [](uint64_t end, const auto& g) { return end < g->stats().seq_end; });
   own_files_.insert(at, std::move(f));
 }
 
+PartitionStore::OwnTotals PartitionStore::own_totals() const {
+  OwnTotals t;
+  for (const auto& f : own_files_) {
+    t.claims += f->stats().claims;
+    t.bytes += f->stats().bytes;
+  }
+  return t;
+}
+
 uint64_t PartitionStore::stored_keys() const {
-  return own_claims_ + (cf_has_claims_ || !own_mode_ ? int_property(claims_, "rocksdb.estimate-num-keys") : 0);
+  return own_totals().claims + (reads_cf() ? int_property(claims_, "rocksdb.estimate-num-keys") : 0);
 }
 
 void PartitionStore::claim(std::string_view key, uint64_t hash, int64_t offset, uint64_t fp,
@@ -765,8 +763,9 @@ uint64_t PartitionStore::int_property(rocksdb::ColumnFamilyHandle* cf, const cha
 }
 
 double PartitionStore::bytes_per_key() const {
-  if (own_mode_ && own_claims_ > 1000 && !cf_has_claims_)
-    return static_cast<double>(own_bytes_) / static_cast<double>(own_claims_);
+  if (own_mode_ && !cf_has_claims_)
+    if (const OwnTotals t = own_totals(); t.claims > 1000)
+      return static_cast<double>(t.bytes) / static_cast<double>(t.claims);
   uint64_t sst = int_property(claims_, "rocksdb.total-sst-files-size");
   uint64_t all = int_property(claims_, "rocksdb.estimate-num-keys");
   uint64_t mem = int_property(claims_, "rocksdb.num-entries-active-mem-table") +
@@ -1016,7 +1015,7 @@ sdk::Status PartitionStore::finish_restore(int64_t changelog_position) {
 StoreGauges PartitionStore::gauges(int64_t now_ms) const {
   StoreGauges g;
   g.keys = static_cast<double>(meta_.next_seq - meta_.floor);
-  g.bytes = static_cast<double>(own_bytes_ + int_property(claims_, "rocksdb.total-sst-files-size") +
+  g.bytes = static_cast<double>(own_totals().bytes + int_property(claims_, "rocksdb.total-sst-files-size") +
                                 int_property(seq_, "rocksdb.total-sst-files-size") +
                                 int_property(claims_, "rocksdb.cur-size-all-mem-tables") +
                                 int_property(seq_, "rocksdb.cur-size-all-mem-tables"));

@@ -1,11 +1,13 @@
-// One input partition's dedupe state: a RocksDB with the claims (id -> owner) in the
-// default column family and the sequence index + bookkeeping in "seq".
+// One input partition's dedupe state: the folded claims (id -> owner) in claims files of
+// the store's own (claims_file.hpp; or, for claims.format sst and stores made before,
+// in RocksDB's default column family), and a RocksDB with the sequence index +
+// bookkeeping in "seq".
 //
 // A round's claims are written as one value of the sequence index (the round's chunk),
 // in one synced WriteBatch with eviction and the meta: one memtable entry per round
 // instead of one skiplist insert per id. Claims stay in an in-memory table (the running
-// round's from the moment they are made) until enough have gathered; then they are folded into the claims column family as
-// one sorted SST file (IngestExternalFile) and the chunks shrink to their timestamps.
+// round's from the moment they are made) until enough have gathered; then they are folded
+// into one claims file (or one ingested SST file) and the chunks shrink to their timestamps.
 // On open, chunks not folded yet are read back into the table.
 #pragma once
 
@@ -53,8 +55,9 @@ class PartitionStore {
                           const std::shared_ptr<rocksdb::Cache>& cache, uint32_t partition_id,
                           std::unique_ptr<PartitionStore>& out);
   ~PartitionStore();
-  // Removes a store's own claims files (with DestroyDB, a store's wipe).
-  static void remove_claims_files(const std::string& dir);
+  // Removes a store (before a restore starts it over): its RocksDB files and its own
+  // claims files.
+  static sdk::Status destroy(const std::string& dir);
   PartitionStore(const PartitionStore&) = delete;
   PartitionStore& operator=(const PartitionStore&) = delete;
 
@@ -63,9 +66,10 @@ class PartitionStore {
 
   // The stored claims of the batch's ids that the round does not hold yet: the store's
   // own claims files, newest first, then one MultiGet of the claims column family for
-  // the rest (if it holds any); `keys` must be in byte-wise order (KeyOrder).
-  void lookup(size_t n, const rocksdb::Slice* keys, rocksdb::PinnableSlice* values,
-              rocksdb::Status* statuses);
+  // the rest (if it holds any); `keys` must be in byte-wise order (KeyOrder), `hashes`
+  // their XXH3 hashes.
+  void lookup(size_t n, const rocksdb::Slice* keys, const uint64_t* hashes,
+              rocksdb::PinnableSlice* values, rocksdb::Status* statuses);
   // False when the key (by its XXH3 hash) is certainly not in the claims column family,
   // so lookup() can be skipped; true while the presence filter is being built.
   bool may_be_stored(uint64_t hash) {
@@ -189,6 +193,12 @@ class PartitionStore {
   sdk::Status load_own_files();
   void add_own_file(std::shared_ptr<const ClaimsFile> f);
   uint64_t stored_keys() const;  // claims in files (own and SST), evicted ones included
+  struct OwnTotals {
+    uint64_t claims = 0, bytes = 0;
+  };
+  OwnTotals own_totals() const;
+  // Whether lookups and filter builds read the claims column family.
+  bool reads_cf() const { return cf_has_claims_ || !own_mode_; }
 
   std::string dir_;
   EvictionFilter filter_;  // outlives db_ (declared first, destroyed last)
@@ -232,7 +242,6 @@ class PartitionStore {
   bool own_mode_ = false;
   bool cf_has_claims_ = false;
   std::vector<std::shared_ptr<const ClaimsFile>> own_files_;  // oldest claims first
-  uint64_t own_claims_ = 0, own_bytes_ = 0;
   std::shared_ptr<const ClaimsFile> fold_file_;  // the fold thread's, adopted by finish_fold
   uint64_t next_seq_ = 0;
   int64_t round_high_ = -1;

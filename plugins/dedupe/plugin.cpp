@@ -106,7 +106,7 @@ const ex_config_field kFields[] = {
           "about 26.6 bytes per UUID id uncompressed and a sixth of the fold CPU of sst; "
           "rocksdb.compression, rocksdb.filter* and rocksdb.fold.files.max do not apply to "
           "them) or sst (RocksDB SST files). A store keeps the format it was made with: a "
-          "store that holds SST claims stays sst, one that holds own files stays own",
+          "store that holds SST claims stays sst, one that holds own files stays own.",
           "own", kClaimsFormats),
 };
 

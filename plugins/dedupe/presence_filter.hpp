@@ -1,13 +1,12 @@
-// In front of a store's MultiGet: a new id (99%+ of records in a dedupe stream) costs one
-// probe of this in-memory filter instead of a RocksDB lookup through the memtables and
-// every level's SST filter. It holds the hash of every key folded into the claims column
-// family and never forgets one (an evicted key only costs a wasted lookup), so "absent"
+// In front of a store's lookups: a new id (99%+ of records in a dedupe stream) costs one
+// probe of this in-memory filter instead of a probe of every folded file's filter. It
+// holds the hash of every key folded into the store's files and never forgets one (an evicted key only costs a wasted lookup), so "absent"
 // is exact and correctness never depends on it.
 //
 // Blocked Bloom filter: one 512-bit block (a cache line) per probe, 8 bits set per key
 // in its block, 16 bits of filter per key: about 0.2% false positives per full layer.
-// 10 bits gave 1.2%, and each false positive is a MultiGet through every folded file's
-// SST filter, which at 100M keys cost more than the extra memory saves
+// 10 bits gave 1.2%, and each false positive is a lookup through every folded file's
+// filter, which at 100M keys cost more than the extra memory saves
 // (docs/benchmarks.md). It grows by layers (each twice the previous capacity) instead
 // of rehashing, since the keys themselves are not at hand; the store rebuilds it in one
 // layer when there are more than five (PartitionStore::finish_fold).

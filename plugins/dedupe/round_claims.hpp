@@ -1,5 +1,5 @@
 // An in-memory table of claims: id -> (seq, owner offset, fingerprint). Holds the claims
-// not yet folded into the claims column family, the running round's included (a
+// not yet folded into the store's files, the running round's included (a
 // duplicate later in the same batch or round must see them; an abort takes them out
 // again, see claim() and truncate()). Open addressing over one key arena.
 #pragma once

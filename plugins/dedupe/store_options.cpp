@@ -33,6 +33,16 @@ rocksdb::CompressionType fold_compression(const StoreTuning& t) {
   return rocksdb::kNoCompression;
 }
 
+rocksdb::Options fold_sst_options(rocksdb::Options base, rocksdb::CompressionType c) {
+  // SstFileWriter compresses with the bottommost setting unless it is disabled. A folded
+  // file is where its claims live for good: compressed at a fast level (zstd's default
+  // level cost more CPU than the rest of the fold).
+  base.bottommost_compression = rocksdb::kDisableCompressionOption;
+  base.compression = c;
+  base.compression_opts.level = 1;
+  return base;
+}
+
 rocksdb::ColumnFamilyOptions make_claims_options(const StoreTuning& t,
                                                  const std::shared_ptr<rocksdb::Cache>& cache,
                                                  const rocksdb::CompactionFilter* eviction,

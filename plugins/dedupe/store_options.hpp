@@ -54,5 +54,8 @@ rocksdb::ReadOptions make_lookup_read_options();
 // `rocksdb.compression` as RocksDB's type: of the bottom level, and of folded files
 // that are never compacted.
 rocksdb::CompressionType fold_compression(const StoreTuning& t);
+// The options SstFileWriter writes a folded file with: `base` (the claims column
+// family's) compressed with `c` at zstd's fast level 1.
+rocksdb::Options fold_sst_options(rocksdb::Options base, rocksdb::CompressionType c);
 
 }  // namespace exactly::dedupe

@@ -239,28 +239,28 @@ void KafkaSink::remember_missing(std::string name) {
 }
 
 // librdkafka refused a routed record as an unknown topic: it learnt that before the
-// cluster's answer to the sink did (a deleted topic whose deletion the broker asked has
-// not reached yet). The same outcome as a topic the cluster says it lacks.
+// cluster's answer to the sink did (a deleted topic that the broker the sink asked still
+// listed). The same outcome as a topic the cluster says it lacks.
 std::string KafkaSink::refuse_unknown_routed(std::string_view topic) {
-  auto it = routed_.find(topic);
-  if (it != routed_.end()) {
-    rd_kafka_topic_destroy(it->second);
-    routed_.erase(it);
-  }
+  drop_routed(topic);
   remember_missing(std::string(topic));
   return missing_reason(topic);
 }
 
+bool KafkaSink::drop_routed(std::string_view topic) {
+  auto it = routed_.find(topic);
+  if (it == routed_.end()) return false;
+  rd_kafka_topic_destroy(it->second);
+  routed_.erase(it);
+  return true;
+}
+
 void KafkaSink::forget_vanished_topics() {
-  for (const std::string& name : vanished_) {
-    auto it = routed_.find(name);
-    if (it == routed_.end()) continue;
-    host_.warn("kafka sink: topic '" + name + "' (" + router_.source() +
-               ") failed delivery as unknown to " + cluster_.display +
-               "; the cluster is asked again before its next record");
-    rd_kafka_topic_destroy(it->second);
-    routed_.erase(it);
-  }
+  for (const std::string& name : vanished_)
+    if (drop_routed(name))
+      host_.warn("kafka sink: topic '" + name + "' (" + router_.source() +
+                 ") failed delivery as unknown to " + cluster_.display +
+                 "; the cluster is asked again before its next record");
   vanished_.clear();
 }
 

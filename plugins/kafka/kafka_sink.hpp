@@ -83,6 +83,8 @@ class KafkaSink final : public sdk::Sink, public ClientContext {
   std::string missing_reason(std::string_view topic) const;
   void remember_missing(std::string name);
   std::string refuse_unknown_routed(std::string_view topic);
+  // Destroys the handle of a routed topic, if the sink holds one.
+  bool drop_routed(std::string_view topic);
   // True only when the cluster answered that the topic does not exist (and did not
   // create it); a timeout or any other answer is not an answer.
   bool cluster_lacks(rd_kafka_topic_t* rkt);

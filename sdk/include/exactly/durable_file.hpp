@@ -15,6 +15,19 @@
 
 namespace exactly::sdk {
 
+// Makes a rename or creation of `path` durable: fsyncs the directory that holds it.
+inline Status sync_parent_directory(const std::string& path) {
+  auto slash = path.find_last_of('/');
+  std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return Status::fatal("cannot open directory " + dir + ": " + std::strerror(errno));
+  int rc = ::fsync(dfd);
+  int e = errno;
+  ::close(dfd);
+  if (rc != 0) return Status::fatal("cannot fsync directory " + dir + ": " + std::strerror(e));
+  return Status::ok();
+}
+
 // `sync` false skips both fsyncs (the rename stays atomic, only durability is given up).
 inline Status replace_file_atomically(const std::string& path, std::string_view content,
                                       bool sync = true) {
@@ -44,16 +57,7 @@ inline Status replace_file_atomically(const std::string& path, std::string_view 
   }
   if (::close(fd) != 0) return failed("cannot close", tmp);
   if (::rename(tmp.c_str(), path.c_str()) != 0) return failed("cannot rename " + tmp + " to", path);
-  if (sync) {
-    auto slash = path.find_last_of('/');
-    std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-    int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0) return failed("cannot open directory", dir);
-    int rc = ::fsync(dfd);
-    ::close(dfd);
-    if (rc != 0) return failed("cannot fsync directory", dir);
-  }
-  return Status::ok();
+  return sync ? sync_parent_directory(path) : Status::ok();
 }
 
 }  // namespace exactly::sdk

@@ -319,9 +319,12 @@ int main(int argc, char** argv) {
   uint64_t own_bytes = 0, own_claims = 0;
   {
     std::vector<std::pair<uint64_t, fs::path>> own;
-    for (auto& e : fs::directory_iterator(store))
-      if (e.path().extension() == ".xc")
-        own.emplace_back(std::stoull(e.path().stem().string().substr(7)), e.path());
+    for (auto& e : fs::directory_iterator(store)) {
+      uint64_t end = 0;
+      if (exactly::dedupe::parse_claims_file_name(e.path().filename().string(), end) ==
+          exactly::dedupe::ClaimsFileName::whole)
+        own.emplace_back(end, e.path());
+    }
     std::sort(own.begin(), own.end());
     if (!own.empty()) {
       const auto r0 = Clock::now();
@@ -341,10 +344,8 @@ int main(int argc, char** argv) {
         return true;
       };
       if (!open_reference()) return 1;
-      rocksdb::Options fo = ro_opts;
-      fo.bottommost_compression = rocksdb::kDisableCompressionOption;
-      fo.compression = exactly::dedupe::fold_compression(tuning);
-      fo.compression_opts.level = 1;
+      const rocksdb::Options fo =
+          exactly::dedupe::fold_sst_options(ro_opts, exactly::dedupe::fold_compression(tuning));
       for (const auto& [end, path] : own) {
         exactly::dedupe::ClaimsFile f;
         std::string error;

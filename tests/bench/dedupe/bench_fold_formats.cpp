@@ -152,11 +152,8 @@ int main(int argc, char** argv) {
     uint64_t bytes_sst = 0;
     ClaimsFileStats stats;
     auto run_sst = [&] {
-      rocksdb::Options fo = options;
+      rocksdb::Options fo = fold_sst_options(options, fold_compression(tuning));
       fo.table_properties_collector_factories.push_back(fold_label(seq_end));
-      fo.bottommost_compression = rocksdb::kDisableCompressionOption;
-      fo.compression = fold_compression(tuning);
-      fo.compression_opts.level = 1;
       const uint64_t before = sst_bytes(db.get());
       const double c0 = thread_cpu();
       rocksdb::Status s = fold_claims(db.get(), db->DefaultColumnFamily(), fo,

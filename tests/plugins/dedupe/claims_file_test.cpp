@@ -227,6 +227,21 @@ TEST_F(ClaimsFileTest, AClaimAtOrPastTheFileEndIsRefusedAndLeavesNoFile) {
   EXPECT_NE(error.find("no-such-dir"), std::string::npos) << error;
 }
 
+TEST(ClaimsFileName, OnlyAStoresClaimsFilesAreRecognised) {
+  using exactly::dedupe::ClaimsFileName;
+  using exactly::dedupe::claims_file_path;
+  using exactly::dedupe::parse_claims_file_name;
+  uint64_t end = 0;
+  EXPECT_EQ(claims_file_path("/s", 42), "/s/claims-42.xc");
+  EXPECT_EQ(parse_claims_file_name("claims-42.xc", end), ClaimsFileName::whole);
+  EXPECT_EQ(end, 42u);
+  EXPECT_EQ(parse_claims_file_name("claims-7.xc.tmp", end), ClaimsFileName::unfinished);
+  EXPECT_EQ(end, 7u);
+  for (const char* other : {"claims-.xc", "claims-4a.xc", "claims-42.sst", "claims-42.xc.old",
+                            "000012.sst", "claims-99999999999999999999.xc", "xclaims-1.xc"})
+    EXPECT_EQ(parse_claims_file_name(other, end), ClaimsFileName::other) << other;
+}
+
 std::string read_all(const std::string& p) {
   std::ifstream in(p, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), {});
