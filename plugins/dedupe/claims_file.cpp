@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -42,6 +43,7 @@ enum : size_t {
   kFilterAt = 64,
   kFilterBlocksAt = 72,
   kDistBaseAt = 80,
+  kMergedFromAt = 88,  // 0 in a fold's file (and in files written before merges)
   kChecksumAt = 112,
   kTailMagicAt = 120,
 };
@@ -73,6 +75,12 @@ uint32_t width_of(uint64_t max) {
   return w;
 }
 uint64_t align(uint64_t v, uint64_t to) { return (v + to - 1) / to * to; }
+// The owner's distance from the sequence number (a claim's offset less its seq): both
+// grow over a store's life (duplicates since it began), their spread within one file
+// does not. Wrapping arithmetic, like offset_from.
+int64_t distance(uint64_t seq, int64_t offset) {
+  return static_cast<int64_t>(static_cast<uint64_t>(offset) - seq);
+}
 
 uint64_t filter_block_index(uint64_t hash, uint64_t blocks) {
   return static_cast<uint64_t>((static_cast<unsigned __int128>(hash >> 32) * blocks) >> 32);
@@ -193,6 +201,140 @@ struct Entry {
   uint32_t key_low;  // low 32 bits of where the key lives, for its prefetch
 };
 
+// Writes entries that arrive in hash order: the directory and the filter grow as they
+// come, the footer closes the file. `claims` bounds how many will come (it sizes the
+// directory and the filter); the widths hold every value that will.
+class FileWriter {
+ public:
+  struct Layout {
+    uint64_t claims = 0;
+    uint32_t key_width = 0;  // 0: keys of several lengths
+    uint64_t seq_base = 0, seq_end = 0;
+    int64_t dist_min = 0;
+    uint32_t seq_bytes = 0, dist_bytes = 0, fp_bytes = 0;
+    uint64_t merged_from = 0;
+  };
+
+  FileWriter(const std::string& path, const Layout& l) : out_(path), l_(l) {
+    while (dir_bits_ < 32 && (l.claims >> (dir_bits_ + 1)) >= kBucketEntries) ++dir_bits_;
+    buckets_ = uint64_t{1} << dir_bits_;
+    filter_blocks_ = std::max<uint64_t>(1, (l.claims * kFilterBitsPerKey + 511) / 512);
+    filter_.assign(filter_blocks_ * 8, 0);
+    dir_.assign(buckets_ + 1, 0);
+    value_width_ = l.seq_bytes + l.dist_bytes + l.fp_bytes;
+  }
+  bool open(std::string& error) { return out_.open(error); }
+
+  bool add(uint64_t hash, std::string_view key, uint64_t seq, int64_t offset, uint64_t fp,
+           std::string& error) {
+    const uint64_t b = dir_bits_ ? hash >> (64 - dir_bits_) : 0;
+    while (next_bucket_ <= b) dir_[next_bucket_++] = out_.written();
+    uint64_t* block = filter_.data() + 8 * filter_block_index(hash, filter_blocks_);
+    for_each_filter_bit(hash, [&](unsigned bit) { block[bit >> 6] |= uint64_t{1} << (bit & 63); });
+    // Keys are at most 2^17 bytes (RoundClaims::Claim::key_len): always within the buffer.
+    char* p = out_.room(10 + key.size() + value_width_, error);
+    if (p == nullptr) return false;
+    char* q = p;
+    if (!l_.key_width) q = put_varint(q, key.size());
+    std::memcpy(q, key.data(), key.size());
+    q += key.size();
+    put_le(q, seq - l_.seq_base, l_.seq_bytes);
+    put_le(q + l_.seq_bytes, static_cast<uint64_t>(distance(seq, offset)) - static_cast<uint64_t>(l_.dist_min),
+           l_.dist_bytes);
+    put_le(q + l_.seq_bytes + l_.dist_bytes, fp, l_.fp_bytes);
+    q += value_width_;
+    out_.commit(static_cast<size_t>(q - p));
+    ++count_;
+    return true;
+  }
+
+  bool finish(ClaimsFileStats& stats, std::string& error) {
+    const uint64_t entries_bytes = out_.written();
+    while (next_bucket_ <= buckets_) dir_[next_bucket_++] = entries_bytes;
+    const uint64_t dir_at = align(entries_bytes, 8);
+    if (!out_.zeros(dir_at - entries_bytes, error) ||
+        !out_.write(reinterpret_cast<const char*>(dir_.data()), dir_.size() * 8, error))
+      return false;
+    const uint64_t filter_at = align(out_.written(), 64);
+    if (!out_.zeros(filter_at - out_.written(), error) ||
+        !out_.write(reinterpret_cast<const char*>(filter_.data()), filter_.size() * 8, error))
+      return false;
+
+    char footer[ClaimsFile::kFooterBytes] = {};
+    put64(footer + kMagicAt, kMagic);
+    put32(footer + kVersionAt, kVersion);
+    put32(footer + kKeyWidthAt, l_.key_width);
+    footer[kWidthsAt] = static_cast<char>(l_.seq_bytes);
+    footer[kWidthsAt + 1] = static_cast<char>(l_.dist_bytes);
+    footer[kWidthsAt + 2] = static_cast<char>(l_.fp_bytes);
+    footer[kWidthsAt + 3] = static_cast<char>(dir_bits_);
+    put32(footer + kProbesAt, kFilterProbes);
+    put64(footer + kClaimsAt, count_);
+    put64(footer + kSeqBaseAt, l_.seq_base);
+    put64(footer + kSeqEndAt, l_.seq_end);
+    put64(footer + kEntriesBytesAt, entries_bytes);
+    put64(footer + kDirAt, dir_at);
+    put64(footer + kFilterAt, filter_at);
+    put64(footer + kFilterBlocksAt, filter_blocks_);
+    put64(footer + kDistBaseAt, static_cast<uint64_t>(l_.dist_min));
+    put64(footer + kMergedFromAt, l_.merged_from);
+    if (!out_.write(footer, kChecksumAt, error)) return false;
+    bool ok = false;
+    const uint64_t sum = out_.checksum(error, ok);
+    if (!ok) return false;
+    put64(footer + kChecksumAt, sum);
+    put64(footer + kTailMagicAt, kMagic);
+    if (!out_.finish(footer + kChecksumAt, ClaimsFile::kFooterBytes - kChecksumAt, error)) return false;
+
+    stats.claims = count_;
+    stats.bytes = filter_at + filter_.size() * 8 + ClaimsFile::kFooterBytes;
+    stats.seq_base = l_.seq_base;
+    stats.seq_end = l_.seq_end;
+    stats.key_width = l_.key_width;
+    stats.value_width = value_width_;
+    stats.fp_bytes = l_.fp_bytes;
+    stats.merged_from = l_.merged_from;
+    return true;
+  }
+
+ private:
+  Output out_;
+  Layout l_;
+  uint32_t dir_bits_ = 0;
+  uint64_t buckets_ = 1, filter_blocks_ = 1, next_bucket_ = 0, count_ = 0;
+  uint32_t value_width_ = 0;
+  std::vector<uint64_t> filter_, dir_;
+};
+
+// What the widths of a file must hold, gathered claim by claim.
+struct Spread {
+  uint64_t n = 0, seq_base = UINT64_MAX, seq_max = 0;
+  int64_t dist_min = INT64_MAX, dist_max = INT64_MIN;
+  size_t key_len = 0;
+  bool same_len = true;
+  void add(size_t len, uint64_t seq, int64_t offset) {
+    if (n++ == 0) key_len = len;
+    seq_base = std::min(seq_base, seq);
+    seq_max = std::max(seq_max, seq);
+    dist_min = std::min(dist_min, distance(seq, offset));
+    dist_max = std::max(dist_max, distance(seq, offset));
+    same_len = same_len && len == key_len;
+  }
+  FileWriter::Layout layout(uint32_t fp_bytes, uint64_t seq_end, uint64_t merged_from) const {
+    FileWriter::Layout l;
+    l.claims = n;
+    l.key_width = n && same_len && key_len > 0 ? static_cast<uint32_t>(key_len) : 0;
+    l.seq_base = n ? seq_base : 0;
+    l.seq_end = seq_end;
+    l.dist_min = n ? dist_min : 0;
+    l.seq_bytes = width_of(n ? seq_max - seq_base : 0);
+    l.dist_bytes = n ? width_of(static_cast<uint64_t>(dist_max) - static_cast<uint64_t>(dist_min)) : 0;
+    l.fp_bytes = fp_bytes;
+    l.merged_from = merged_from;
+    return l;
+  }
+};
+
 }  // namespace
 
 std::string claims_file_path(const std::string& dir, uint64_t seq_end) {
@@ -224,32 +366,14 @@ bool write_claims_file(const std::string& path, const RoundClaims& table,
   const auto& claims = table.claims();
   const uint64_t n = live.size();
   // Widths: one pass over the claims in table order (sequential).
-  // The owner's distance from the sequence number, relative to the file's smallest:
-  // both grow over a store's life (duplicates since it began), their spread within one
-  // fold does not. Wrapping arithmetic, like offset_from.
-  auto distance = [](const RoundClaims::Claim& c) { return static_cast<int64_t>(static_cast<uint64_t>(c.offset) - c.seq); };
-  uint64_t seq_base = UINT64_MAX, seq_max = 0;
-  int64_t dist_min = INT64_MAX, dist_max = INT64_MIN;
-  size_t key_len = n ? claims[live[0]].key_len : 0;
-  bool same_len = true;
-  for (uint32_t i : live) {
-    const auto& c = claims[i];
-    seq_base = std::min(seq_base, c.seq);
-    seq_max = std::max(seq_max, c.seq);
-    dist_min = std::min(dist_min, distance(c));
-    dist_max = std::max(dist_max, distance(c));
-    same_len = same_len && c.key_len == key_len;
-  }
-  if (n == 0) seq_base = 0, dist_min = dist_max = 0;
-  if (n && seq_max >= seq_end) {
-    error = "claims file " + path + ": a claim's sequence number " + std::to_string(seq_max) +
+  Spread spread;
+  for (uint32_t i : live) spread.add(claims[i].key_len, claims[i].seq, claims[i].offset);
+  if (n && spread.seq_max >= seq_end) {
+    error = "claims file " + path + ": a claim's sequence number " + std::to_string(spread.seq_max) +
             " is not below the file's end " + std::to_string(seq_end);
     return false;
   }
-  const uint32_t key_width = same_len && key_len > 0 ? static_cast<uint32_t>(key_len) : 0;
-  const uint32_t seq_bytes = width_of(n ? seq_max - seq_base : 0);
-  const uint32_t dist_bytes = width_of(static_cast<uint64_t>(dist_max) - static_cast<uint64_t>(dist_min));
-  const uint32_t value_width = seq_bytes + dist_bytes + fp_bytes;
+  FileWriter w(path, spread.layout(fp_bytes, seq_end, 0));
 
   uint32_t dir_bits = 0;
   while (dir_bits < 32 && (n >> (dir_bits + 1)) >= kBucketEntries) ++dir_bits;
@@ -273,12 +397,7 @@ bool write_claims_file(const std::string& path, const RoundClaims& table,
               order.begin() + static_cast<ptrdiff_t>(start[b + 1]),
               [](const Entry& x, const Entry& y) { return x.hash < y.hash; });
 
-  const uint64_t filter_blocks = std::max<uint64_t>(1, (n * kFilterBitsPerKey + 511) / 512);
-  std::vector<uint64_t> filter(filter_blocks * 8, 0);
-  std::vector<uint64_t> dir(buckets + 1, 0);
-
-  Output out(path);
-  if (!out.open(error)) return false;
+  if (!w.open(error)) return false;
   constexpr size_t kAhead = 16;
   const char* arena = table.arena_data();
   auto fetch = [&](size_t j) {
@@ -287,73 +406,92 @@ bool write_claims_file(const std::string& path, const RoundClaims& table,
     __builtin_prefetch(arena + order[j].key_low);
   };
   for (size_t j = 0; j < kAhead && j < n; ++j) fetch(j);
-  uint64_t next_bucket = 0;
   for (size_t j = 0; j < n; ++j) {
     if (j + kAhead < n) fetch(j + kAhead);
     if (pace && (j & 8191) == 0) pace(static_cast<double>(j) / static_cast<double>(n));
     const auto& c = claims[order[j].index];
-    const uint64_t b = bucket_of(c.hash);
-    while (next_bucket <= b) dir[next_bucket++] = out.written();
-    uint64_t* block = filter.data() + 8 * filter_block_index(c.hash, filter_blocks);
-    for_each_filter_bit(c.hash, [&](unsigned bit) { block[bit >> 6] |= uint64_t{1} << (bit & 63); });
-    const std::string_view key = table.key_of(c);
-    // Keys are at most 2^17 bytes (RoundClaims::Claim::key_len): always within the buffer.
-    char* p = out.room(10 + key.size() + value_width, error);
-    if (p == nullptr) return false;
-    char* q = p;
-    if (!key_width) q = put_varint(q, key.size());
-    std::memcpy(q, key.data(), key.size());
-    q += key.size();
-    put_le(q, c.seq - seq_base, seq_bytes);
-    put_le(q + seq_bytes, static_cast<uint64_t>(distance(c)) - static_cast<uint64_t>(dist_min), dist_bytes);
-    put_le(q + seq_bytes + dist_bytes, c.fingerprint, fp_bytes);
-    q += value_width;
-    out.commit(static_cast<size_t>(q - p));
+    if (!w.add(c.hash, table.key_of(c), c.seq, c.offset, c.fingerprint, error)) return false;
   }
-  const uint64_t entries_bytes = out.written();
-  while (next_bucket <= buckets) dir[next_bucket++] = entries_bytes;
+  return w.finish(stats, error);
+}
 
-  const uint64_t dir_at = align(entries_bytes, 8);
-  if (!out.zeros(dir_at - entries_bytes, error) ||
-      !out.write(reinterpret_cast<const char*>(dir.data()), dir.size() * 8, error))
-    return false;
-  const uint64_t filter_at = align(out.written(), 64);
-  if (!out.zeros(filter_at - out.written(), error) ||
-      !out.write(reinterpret_cast<const char*>(filter.data()), filter.size() * 8, error))
-    return false;
+bool merge_claims_files(const std::string& path, const std::vector<const ClaimsFile*>& inputs,
+                        uint64_t floor, uint64_t merged_from, ClaimsFileStats& stats,
+                        std::string& error, const std::atomic<bool>* stop) {
+  auto stopped = [&] {
+    if (stop == nullptr || !stop->load(std::memory_order_relaxed)) return false;
+    error = "claims file " + path + ": merge stopped";
+    return true;
+  };
+  // Widths, and the end: the highest of the inputs' (the merged file goes when the
+  // floor passes its newest claim).
+  Spread spread;
+  uint32_t fp_bytes = 8;
+  uint64_t seq_end = 0;
+  for (const ClaimsFile* f : inputs) {
+    fp_bytes = std::min(fp_bytes, f->stats().fp_bytes);
+    seq_end = std::max(seq_end, f->stats().seq_end);
+    if (!f->for_each([&](std::string_view key, const ClaimValue& v) {
+          if (v.seq >= floor) spread.add(key.size(), v.seq, v.offset);
+          return true;
+        })) {
+      error = "claims file " + f->path() + ": an entry does not decode";
+      return false;
+    }
+    if (stopped()) return false;
+  }
+  FileWriter w(path, spread.layout(fp_bytes, seq_end, merged_from));
+  if (!w.open(error)) return false;
 
-  char footer[ClaimsFile::kFooterBytes] = {};
-  put64(footer + kMagicAt, kMagic);
-  put32(footer + kVersionAt, kVersion);
-  put32(footer + kKeyWidthAt, key_width);
-  footer[kWidthsAt] = static_cast<char>(seq_bytes);
-  footer[kWidthsAt + 1] = static_cast<char>(dist_bytes);
-  footer[kWidthsAt + 2] = static_cast<char>(fp_bytes);
-  footer[kWidthsAt + 3] = static_cast<char>(dir_bits);
-  put32(footer + kProbesAt, kFilterProbes);
-  put64(footer + kClaimsAt, n);
-  put64(footer + kSeqBaseAt, seq_base);
-  put64(footer + kSeqEndAt, seq_end);
-  put64(footer + kEntriesBytesAt, entries_bytes);
-  put64(footer + kDirAt, dir_at);
-  put64(footer + kFilterAt, filter_at);
-  put64(footer + kFilterBlocksAt, filter_blocks);
-  put64(footer + kDistBaseAt, static_cast<uint64_t>(dist_min));
-  if (!out.write(footer, kChecksumAt, error)) return false;
-  bool ok = false;
-  const uint64_t sum = out.checksum(error, ok);
-  if (!ok) return false;
-  put64(footer + kChecksumAt, sum);
-  put64(footer + kTailMagicAt, kMagic);
-  if (!out.finish(footer + kChecksumAt, ClaimsFile::kFooterBytes - kChecksumAt, error)) return false;
-
-  stats.claims = n;
-  stats.bytes = filter_at + filter.size() * 8 + ClaimsFile::kFooterBytes;
-  stats.seq_base = seq_base;
-  stats.seq_end = seq_end;
-  stats.key_width = key_width;
-  stats.value_width = value_width;
-  return true;
+  // Every input is in hash order: a k-way merge keeps it. A key in several inputs (an
+  // evicted claim and the claim made again later) keeps its newest claim.
+  struct Head {
+    ClaimsFile::Cursor cursor;
+    std::string_view key;
+    ClaimValue value;
+    uint64_t hash = 0;
+    bool live = false;
+  };
+  std::vector<Head> heads;
+  heads.reserve(inputs.size());
+  auto advance = [&](Head& h) {
+    while ((h.live = h.cursor.next(h.key, h.value)) && h.value.seq < floor) {
+    }
+    if (h.live) h.hash = XXH3_64bits(h.key.data(), h.key.size());
+  };
+  for (const ClaimsFile* f : inputs) {
+    heads.push_back(Head{ClaimsFile::Cursor(*f), {}, {}, 0, false});
+    advance(heads.back());
+  }
+  const uint64_t fp_mask = fp_bytes >= 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * fp_bytes)) - 1;
+  // All entries of the lowest hash at once (two keys may share a hash, in any order
+  // within an input): of the claims of one key, the newest is kept.
+  std::vector<std::pair<std::string_view, ClaimValue>> group;
+  for (uint64_t groups = 0;; ++groups) {
+    if ((groups & 65535) == 0 && stopped()) return false;
+    const Head* low = nullptr;
+    for (const Head& h : heads)
+      if (h.live && (low == nullptr || h.hash < low->hash)) low = &h;
+    if (low == nullptr) break;
+    const uint64_t hash = low->hash;
+    group.clear();
+    for (Head& h : heads)
+      while (h.live && h.hash == hash) {
+        group.emplace_back(h.key, h.value);
+        advance(h);
+      }
+    for (size_t i = 0; i < group.size(); ++i) {
+      bool newer_elsewhere = false;
+      for (size_t j = 0; j < group.size() && !newer_elsewhere; ++j)
+        newer_elsewhere = j != i && group[j].first == group[i].first &&
+                          (group[j].second.seq > group[i].second.seq ||
+                           (group[j].second.seq == group[i].second.seq && j < i));
+      if (newer_elsewhere) continue;
+      const ClaimValue& v = group[i].second;
+      if (!w.add(hash, group[i].first, v.seq, v.offset, v.fingerprint & fp_mask, error)) return false;
+    }
+  }
+  return w.finish(stats, error);
 }
 
 ClaimsFile::~ClaimsFile() { close(); }
@@ -453,6 +591,8 @@ bool ClaimsFile::open(const std::string& path, bool verify, std::string& error) 
   stats_.seq_end = get64(f + kSeqEndAt);
   stats_.key_width = key_width;
   stats_.value_width = seq_bytes_ + dist_bytes_ + fp_bytes_;
+  stats_.fp_bytes = fp_bytes_;
+  stats_.merged_from = get64(f + kMergedFromAt);
   if (key_width != 0 && stats_.claims * (key_width + stats_.value_width) != entries_bytes_)
     return bad("its entries do not add up to " + std::to_string(stats_.claims) + " claims");
   return true;
@@ -507,6 +647,19 @@ bool ClaimsFile::find(std::string_view key, uint64_t hash, ClaimValue& out) cons
     p += len + vw;
   }
   return false;
+}
+
+bool ClaimsFile::Cursor::next(std::string_view& key, ClaimValue& v) {
+  const char* end = f_->entries_ + f_->entries_bytes_;
+  const uint32_t vw = f_->stats_.value_width;
+  if (p_ >= end) return false;
+  uint64_t len = f_->stats_.key_width;
+  if (len == 0 && !get_varint(p_, end, len)) return false;
+  if (len > static_cast<uint64_t>(end - p_) || vw > static_cast<uint64_t>(end - p_) - len) return false;
+  key = std::string_view(p_, len);
+  f_->decode_value(p_ + len, v);
+  p_ += len + vw;
+  return true;
 }
 
 bool ClaimsFile::for_each(const std::function<bool(std::string_view, const ClaimValue&)>& f) const {

@@ -23,6 +23,7 @@
 // A file is written under a temporary name, synced and renamed: it exists whole or not.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -46,6 +47,11 @@ struct ClaimsFileStats {
   uint64_t seq_base = 0, seq_end = 0;
   uint32_t key_width = 0;  // 0: keys of several lengths
   uint32_t value_width = 0;
+  uint32_t fp_bytes = 0;
+  // 0 for a fold's file. For a merged one, 1 + the label of the newest file below its
+  // inputs (0 when none): every other file labelled in [merged_from, seq_end) was an
+  // input and is superseded by it (a crash may leave one behind).
+  uint64_t merged_from = 0;
 };
 
 // Writes the claims of `table` indexed by `live` to `path`. Every claim's seq must be
@@ -57,6 +63,17 @@ bool write_claims_file(const std::string& path, const RoundClaims& table,
                        const std::vector<uint32_t>& live, uint32_t fp_bytes, uint64_t seq_end,
                        ClaimsFileStats& stats, std::string& error,
                        const std::function<void(double)>& pace = {});
+
+class ClaimsFile;
+
+// Writes one file of the claims of `inputs` (files of one store) whose seq is at or above
+// `floor`; a key that several hold keeps its newest claim. The file's label is the
+// highest of theirs, its fingerprints the narrowest of theirs; `merged_from` goes into
+// its footer (ClaimsFileStats). Written like write_claims_file (under `path`.tmp, synced,
+// renamed over whatever `path` was); `stop`, when set, ends it early without a file.
+bool merge_claims_files(const std::string& path, const std::vector<const ClaimsFile*>& inputs,
+                        uint64_t floor, uint64_t merged_from, ClaimsFileStats& stats,
+                        std::string& error, const std::atomic<bool>* stop = nullptr);
 
 class ClaimsFile {
  public:
@@ -79,6 +96,19 @@ class ClaimsFile {
   // Every claim in file order; `f(key, claim)` returns false to stop. False when an
   // entry does not decode (only possible in a file opened without `verify`).
   bool for_each(const std::function<bool(std::string_view, const ClaimValue&)>& f) const;
+
+  // Reads the entries one by one, in file (hash) order. The file must outlive it.
+  class Cursor {
+   public:
+    explicit Cursor(const ClaimsFile& f) : f_(&f), p_(f.entries_) {}
+    // False at the end, or at an entry that does not decode (a file opened without
+    // `verify`).
+    bool next(std::string_view& key, ClaimValue& v);
+
+   private:
+    const ClaimsFile* f_;
+    const char* p_;
+  };
 
   const ClaimsFileStats& stats() const { return stats_; }
   const std::string& path() const { return path_; }

@@ -118,6 +118,10 @@ Settings Settings::parse(const sdk::Config& c) {
   if (format != "own" && format != "sst")
     throw ConfigError("claims.format", "expected own or sst, got '" + format + "'");
   s.tuning.own_files = format == "own";
+  int64_t own_max = c.get_int("claims.files.max", 256);
+  if (own_max < 2 || own_max > 100000)
+    throw ConfigError("claims.files.max", "must be between 2 and 100000");
+  s.tuning.own_files_max = static_cast<size_t>(own_max);
   return s;
 }
 
@@ -140,8 +144,9 @@ bool same_store_layout(const Settings& a, const Settings& b, std::string& what) 
       a.tuning.filter_bits_per_key != b.tuning.filter_bits_per_key ||
       a.tuning.compression != b.tuning.compression ||
       a.tuning.background_fold != b.tuning.background_fold ||
-      a.tuning.fold_files_max != b.tuning.fold_files_max || a.tuning.own_files != b.tuning.own_files) {
-    what = "store options (fingerprint.bytes, claims.format, rocksdb.*) changed: stores must be reopened";
+      a.tuning.fold_files_max != b.tuning.fold_files_max || a.tuning.own_files != b.tuning.own_files ||
+      a.tuning.own_files_max != b.tuning.own_files_max) {
+    what = "store options (fingerprint.bytes, claims.*, rocksdb.*) changed: stores must be reopened";
     return false;
   }
   return true;

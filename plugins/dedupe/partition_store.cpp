@@ -121,6 +121,7 @@ sdk::Status PartitionStore::open(const std::string& dir, const StoreTuning& tuni
   s->background_fold_ = tuning.background_fold;
   s->sst_options_ = rocksdb::Options(make_db_options(tuning), cfs[0].options);
   s->fold_files_max_ = tuning.fold_files_max;
+  s->own_files_max_ = tuning.own_files_max;
   s->cf_has_claims_ = s->int_property(s->claims_, "rocksdb.estimate-num-keys") != 0 ||
                       s->int_property(s->claims_, "rocksdb.total-sst-files-size") != 0;
   sdk::Status own = s->load_own_files();
@@ -490,6 +491,8 @@ sdk::Status PartitionStore::finish_fold(bool wait) {
   meta_ = next;
   // The floor is durable now (synced above): files below it may go.
   keep_fold_layout();
+  // Not at open: a fold replayed there may remake a file under a name a merge would take.
+  if (own_mode_) start_merge();
   return sdk::Status::ok();
 }
 
@@ -592,7 +595,8 @@ void PartitionStore::stop_filter_build() {
 
 PartitionStore::~PartitionStore() {
   drop_round();         // an uncommitted round's claims must not be folded below
-  closing_ = true;      // the fold below must not start another build
+  closing_ = true;      // the fold below must not start another build or merge
+  stop_merge();         // its inputs stay; a merge is started again after the next open
   fold_hurry_.store(true, std::memory_order_relaxed);
   finish_sizing(true);
   spare_stop_.store(true, std::memory_order_relaxed);
@@ -682,8 +686,16 @@ sdk::Status PartitionStore::load_own_files() {
   }
   if (ec)
     return sdk::Status::fatal("dedupe: cannot list store " + dir_ + ": " + ec.message());
-  std::sort(found.begin(), found.end());
+  // Newest first: a merged file names the labels it covers, and inputs that a crash left
+  // behind it (below it, within them) are removed unread.
+  std::sort(found.begin(), found.end(), std::greater<>());
+  uint64_t covered_from = UINT64_MAX;
   for (const auto& [end, path] : found) {
+    if (end >= covered_from) {
+      std::filesystem::remove(path, ec);
+      if (ec) return sdk::Status::fatal("dedupe: cannot remove " + path + ": " + ec.message());
+      continue;
+    }
     auto f = std::make_shared<ClaimsFile>();
     std::string error;
     if (!f->open(path, true, error))
@@ -691,6 +703,7 @@ sdk::Status PartitionStore::load_own_files() {
           "dedupe: store " + dir_ + " has a damaged claims file (" + error + "): the store "
           "cannot be trusted. Move the directory away to start the partition over (with a "
           "changelog it is restored from the changelog; without one, ids it had seen pass again)");
+    if (f->stats().merged_from != 0) covered_from = f->stats().merged_from;
     add_own_file(std::move(f));
   }
   return sdk::Status::ok();
@@ -702,6 +715,88 @@ void PartitionStore::add_own_file(std::shared_ptr<const ClaimsFile> f) {
   auto at = std::upper_bound(own_files_.begin(), own_files_.end(), f->stats().seq_end,
                              [](uint64_t end, const auto& g) { return end < g->stats().seq_end; });
   own_files_.insert(at, std::move(f));
+}
+
+void PartitionStore::start_merge() {
+  const size_t n = own_files_.size();
+  if (merging_ || closing_ || n <= own_files_max_) return;
+  // The run of neighbours with the fewest claims, the newest of equals: a fold's files
+  // merge with each other first and merged files with merged files of their size later,
+  // so files grow in tiers and a claim is rewritten about log_fan_in(files) times.
+  // Neighbours only: a file's label bounds its claims, and the oldest files go first.
+  const size_t fan_in = std::clamp<size_t>(own_files_max_ / 2, 2, 16);
+  size_t best = 0;
+  uint64_t best_claims = UINT64_MAX, window = 0;
+  for (size_t i = 0; i < n; ++i) {
+    window += own_files_[i]->stats().claims;
+    if (i >= fan_in) window -= own_files_[i - fan_in]->stats().claims;
+    if (i + 1 >= fan_in && window <= best_claims) {
+      best_claims = window;
+      best = i + 1 - fan_in;
+    }
+  }
+  merge_inputs_.assign(own_files_.begin() + static_cast<ptrdiff_t>(best),
+                       own_files_.begin() + static_cast<ptrdiff_t>(best + fan_in));
+  // Named as its newest input, which it replaces by a rename; the footer says which
+  // labels it covers, so that an open after a crash removes inputs left behind.
+  const uint64_t merged_from = 1 + (best == 0 ? 0 : own_files_[best - 1]->stats().seq_end);
+  const std::string path = merge_inputs_.back()->path();
+  merging_ = true;
+  merge_done_.store(false);
+  merge_stop_.store(false);
+  merged_.reset();
+  merge_error_.clear();
+  merger_ = std::thread([this, inputs = merge_inputs_, floor = meta_.floor, merged_from, path] {
+    pthread_setname_np(pthread_self(), "dedupe-merge");
+    nice_background();
+    std::vector<const ClaimsFile*> raw;
+    for (const auto& f : inputs) raw.push_back(f.get());
+    ClaimsFileStats stats;
+    std::string error;
+    auto file = std::make_shared<ClaimsFile>();
+    if (merge_claims_files(path, raw, floor, merged_from, stats, error, &merge_stop_) &&
+        file->open(path, false, error))
+      merged_ = std::move(file);
+    else
+      merge_error_ = error;
+    add_thread_cpu(merge_cpu_);
+    merge_done_.store(true, std::memory_order_release);
+  });
+}
+
+sdk::Status PartitionStore::finish_merge(bool wait) {
+  if (!merging_ || (!wait && !merge_done_.load(std::memory_order_acquire))) return sdk::Status::ok();
+  merger_.join();
+  merging_ = false;
+  auto inputs = std::move(merge_inputs_);
+  merge_inputs_.clear();
+  if (!merged_)
+    return sdk::Status::fatal("dedupe: cannot merge the claims files of store " + dir_ + ": " +
+                              merge_error_ + " (the files merged stay as they were)");
+  // Eviction may have removed inputs meanwhile; those still here leave for the merged
+  // file (the newest input's name is the merged file's already).
+  std::erase_if(own_files_, [&](const auto& f) {
+    return std::find(inputs.begin(), inputs.end(), f) != inputs.end();
+  });
+  for (const auto& f : inputs)
+    if (f->path() != merged_->path()) std::remove(f->path().c_str());
+  add_own_file(std::move(merged_));
+  merged_.reset();
+  ++merges_;
+  keep_fold_layout();  // what the floor passed meanwhile
+  start_merge();       // if still over
+  return sdk::Status::ok();
+}
+
+void PartitionStore::stop_merge() {
+  if (!merging_) return;
+  merge_stop_.store(true);
+  merger_.join();
+  merging_ = false;
+  merge_inputs_.clear();
+  merged_.reset();
+  // A merged file renamed into place before the stop is whole: the next open keeps it
+  // and removes the inputs it covers.
 }
 
 PartitionStore::OwnTotals PartitionStore::own_totals() const {
@@ -915,7 +1010,8 @@ sdk::Status PartitionStore::apply_round(const RoundPlan& plan, bool sync, int64_
   auto took_step = [&] {
     if (fold_steps != nullptr && *fold_steps > 0) --*fold_steps;
   };
-  sdk::Status fs;
+  sdk::Status fs = finish_merge(false);
+  if (!fs) return fs;
   if (folding_active_ && may_step()) {
     fs = finish_fold(false);
     if (!fs) return fs;

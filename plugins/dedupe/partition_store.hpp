@@ -153,14 +153,17 @@ class PartitionStore {
   // CPU seconds the fold and filter-build threads spent since the last call, and the
   // folds raised out of SCHED_IDLE since then (background_priority.hpp).
   struct BackgroundCpu {
-    double fold = 0, filter_build = 0;
-    uint64_t folds_raised = 0;
+    double fold = 0, filter_build = 0, merge = 0;
+    uint64_t folds_raised = 0, merges = 0;
   };
   BackgroundCpu take_background_cpu() {
-    BackgroundCpu c{fold_cpu_.exchange(0.0), build_cpu_.exchange(0.0), fold_raises_};
+    BackgroundCpu c{fold_cpu_.exchange(0.0), build_cpu_.exchange(0.0), merge_cpu_.exchange(0.0),
+                    fold_raises_, merges_};
     fold_raises_ = 0;
+    merges_ = 0;
     return c;
   }
+  size_t own_file_count() const { return own_files_.size(); }
 
  private:
   PartitionStore() = default;
@@ -192,6 +195,12 @@ class PartitionStore {
   // whose claims the floor has passed are removed.
   sdk::Status load_own_files();
   void add_own_file(std::shared_ptr<const ClaimsFile> f);
+  // Past claims.files.max own files, neighbouring files are merged into one on a thread
+  // of the store's own (dedupe-merge); finish_merge adopts the result on the pipeline
+  // thread. Fatal only when the merged file cannot be written (the inputs stay).
+  void start_merge();
+  sdk::Status finish_merge(bool wait);
+  void stop_merge();
   uint64_t stored_keys() const;  // claims in files (own and SST), evicted ones included
   struct OwnTotals {
     uint64_t claims = 0, bytes = 0;
@@ -243,6 +252,16 @@ class PartitionStore {
   bool cf_has_claims_ = false;
   std::vector<std::shared_ptr<const ClaimsFile>> own_files_;  // oldest claims first
   std::shared_ptr<const ClaimsFile> fold_file_;  // the fold thread's, adopted by finish_fold
+  size_t own_files_max_ = 256;
+  // A running merge: its inputs (neighbours in own_files_), and what its thread made.
+  std::thread merger_;
+  bool merging_ = false;
+  std::atomic<bool> merge_done_{false}, merge_stop_{false};
+  std::vector<std::shared_ptr<const ClaimsFile>> merge_inputs_;
+  std::shared_ptr<const ClaimsFile> merged_;
+  std::string merge_error_;
+  uint64_t merges_ = 0;
+  std::atomic<double> merge_cpu_{0.0};
   uint64_t next_seq_ = 0;
   int64_t round_high_ = -1;
   int64_t round_position_ = -1;

@@ -108,6 +108,13 @@ const ex_config_field kFields[] = {
           "them) or sst (RocksDB SST files). A store keeps the format it was made with: a "
           "store that holds SST claims stays sst, one that holds own files stays own.",
           "own", kClaimsFormats),
+    field("claims.files.max", EX_CFG_INT,
+          "per store, own claims files: past this many, neighbouring files (the run of "
+          "min(claims.files.max / 2, 16) with the fewest claims) are merged into one on a "
+          "thread of the store's own, so a lookup that passes the presence filter probes at "
+          "most about this many file filters. A merged file leaves whole once every claim in "
+          "it is evicted",
+          "256"),
 };
 
 const char* const kDurability[] = {"none", "aof-always", "replicas", nullptr};

@@ -27,6 +27,8 @@ struct StoreTuning {
   // New stores fold into claims files of their own (claims_file.hpp) instead of SST
   // files; a store keeps the format it was made with.
   bool own_files = true;
+  // Own files kept before neighbouring ones are merged (claims.files.max).
+  size_t own_files_max = 256;
 };
 
 inline constexpr const char* kSeqColumnFamily = "seq";

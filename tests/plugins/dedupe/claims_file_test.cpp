@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -303,3 +304,108 @@ TEST_F(ClaimsFileTest, AFileOpenedWithoutItsChecksumNeverReadsOutsideItself) {
 }
 
 }  // namespace
+
+namespace merging {
+
+using exactly::dedupe::merge_claims_files;
+
+struct Claim {
+  std::string key;
+  uint64_t seq;
+  int64_t offset;
+  uint64_t fp;
+};
+
+// One file of `claims`, as a fold writes it.
+ClaimsFile fold(const std::string& path, const std::vector<Claim>& claims, uint32_t fp_bytes,
+                uint64_t seq_end) {
+  RoundClaims table;
+  std::vector<uint32_t> live;
+  for (const auto& c : claims) {
+    live.push_back(static_cast<uint32_t>(table.size()));  // keys are distinct within a file
+    table.upsert(c.key, hash(c.key), c.seq, c.offset, c.fp);
+  }
+  ClaimsFileStats stats;
+  std::string error;
+  EXPECT_TRUE(write_claims_file(path, table, live, fp_bytes, seq_end, stats, error)) << error;
+  ClaimsFile f;
+  EXPECT_TRUE(f.open(path, true, error)) << error;
+  return f;
+}
+
+TEST_F(ClaimsFileTest, AMergeKeepsEveryLiveClaimOnceAndTheNewestOfAKeyClaimedAgain) {
+  std::vector<Claim> a, b, c;
+  for (uint64_t i = 0; i < 1000; ++i) a.push_back({"k" + std::to_string(i), i, static_cast<int64_t>(i), 0x1122334455667788ull + i});
+  for (uint64_t i = 1000; i < 1900; ++i) b.push_back({"k" + std::to_string(i), i, static_cast<int64_t>(i) + 5, i});
+  // k0-k99 were evicted and claimed again: their old claims are below the floor.
+  for (uint64_t i = 0; i < 100; ++i) b.push_back({"k" + std::to_string(i), 1900 + i, static_cast<int64_t>(3000 + i), 77});
+  // Longer keys (of several lengths), far later owners.
+  for (uint64_t i = 0; i < 500; ++i)
+    c.push_back({std::string(1 + i % 40, 'x') + std::to_string(i), 2000 + i, static_cast<int64_t>(90'000 + i), i});
+  // k500-k509 claimed again while their old claims are still above the floor (a store
+  // restored over an older copy can hold both): the newest wins.
+  for (uint64_t i = 500; i < 510; ++i) c.push_back({"k" + std::to_string(i), 2000 + i, static_cast<int64_t>(95'000 + i), 9});
+  ClaimsFile fa = fold(path("claims-1000.xc"), a, 8, 1000);
+  ClaimsFile fb = fold(path("claims-2000.xc"), b, 8, 2000);
+  ClaimsFile fc = fold(path("claims-3000.xc"), c, 4, 3000);
+
+  // Into the newest input's name, as a store does: the rename replaces it.
+  const uint64_t floor = 200;
+  ClaimsFileStats s;
+  std::string error;
+  ASSERT_TRUE(merge_claims_files(path("claims-3000.xc"), {&fa, &fb, &fc}, floor, 7, s, error)) << error;
+  EXPECT_EQ(s.claims, 790u + 1000u + 510u);  // a's k200-k999 but k500-k509, all of b and c
+  EXPECT_EQ(s.seq_end, 3000u);
+  EXPECT_EQ(s.merged_from, 7u);
+  EXPECT_EQ(s.fp_bytes, 4u);  // the narrowest input's
+  EXPECT_EQ(s.key_width, 0u);
+  EXPECT_FALSE(fs::exists(path("claims-3000.xc.tmp")));
+
+  ClaimsFile m;
+  ASSERT_TRUE(m.open(path("claims-3000.xc"), true, error)) << error;
+  EXPECT_EQ(m.stats().merged_from, 7u);
+  auto expect = [&](const Claim& want, const char* from) {
+    ClaimValue v;
+    ASSERT_TRUE(m.find(want.key, hash(want.key), v)) << from << " " << want.key;
+    EXPECT_EQ(v.seq, want.seq) << want.key;
+    EXPECT_EQ(v.offset, want.offset) << want.key;
+    EXPECT_EQ(v.fingerprint, masked(want.fp, 4)) << want.key;
+  };
+  for (uint64_t i = 200; i < 1000; ++i)
+    if (i < 500 || i >= 510) expect(a[i], "a");
+  for (const auto& w : b) expect(w, "b");
+  for (const auto& w : c) expect(w, "c");
+  for (uint64_t i = 100; i < 200; ++i) {
+    ClaimValue v;
+    EXPECT_FALSE(m.find(a[i].key, hash(a[i].key), v)) << "evicted " << a[i].key;
+  }
+  // Each key once.
+  std::map<std::string, int> seen;
+  ASSERT_TRUE(m.for_each([&](std::string_view k, const ClaimValue&) {
+    ++seen[std::string(k)];
+    return true;
+  }));
+  EXPECT_EQ(seen.size(), s.claims);
+  for (const auto& [k, n] : seen) EXPECT_EQ(n, 1) << k;
+}
+
+TEST_F(ClaimsFileTest, AStoppedMergeLeavesNoFileAndTheInputsAsTheyWere) {
+  std::vector<Claim> a, b;
+  for (uint64_t i = 0; i < 3000; ++i) a.push_back({"a" + std::to_string(i), i, static_cast<int64_t>(i), i});
+  for (uint64_t i = 0; i < 3000; ++i) b.push_back({"b" + std::to_string(i), 3000 + i, static_cast<int64_t>(3000 + i), i});
+  ClaimsFile fa = fold(path("claims-3000.xc"), a, 4, 3000);
+  ClaimsFile fb = fold(path("claims-6000.xc"), b, 4, 6000);
+  const auto size_before = fs::file_size(path("claims-6000.xc"));
+  std::atomic<bool> stop{true};
+  ClaimsFileStats s;
+  std::string error;
+  EXPECT_FALSE(merge_claims_files(path("claims-6000.xc"), {&fa, &fb}, 0, 1, s, error, &stop));
+  EXPECT_NE(error.find("stopped"), std::string::npos) << error;
+  EXPECT_FALSE(fs::exists(path("claims-6000.xc.tmp")));
+  EXPECT_EQ(fs::file_size(path("claims-6000.xc")), size_before);
+  ClaimsFile again;
+  ASSERT_TRUE(again.open(path("claims-6000.xc"), true, error)) << error;
+  EXPECT_EQ(again.stats().merged_from, 0u);  // a fold's file
+}
+
+}  // namespace merging

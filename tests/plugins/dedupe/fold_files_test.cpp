@@ -5,7 +5,12 @@
 
 #include <rocksdb/db.h>
 
+#include <algorithm>
+#include <chrono>
 #include <fstream>
+#include <thread>
+
+#include "claims_file.hpp"
 
 namespace dedupe_test {
 namespace {
@@ -109,6 +114,93 @@ TEST_F(DedupeTest, AStoreOfOwnClaimsFilesAnswersAfterReopenAndStaysInItsFormat) 
   EXPECT_GT(own_files(dir_ / "events-0"), before);
   stage_.reset();
   EXPECT_EQ(total(claim_files_per_level(dir_ / "events-0")), 0u);
+}
+
+// The own files of a store, by label (oldest first).
+std::vector<fs::path> own_file_paths(const fs::path& store) {
+  std::vector<std::pair<uint64_t, fs::path>> v;
+  for (auto& e : fs::directory_iterator(store)) {
+    uint64_t end = 0;
+    if (exactly::dedupe::parse_claims_file_name(e.path().filename().string(), end) ==
+        exactly::dedupe::ClaimsFileName::whole)
+      v.emplace_back(end, e.path());
+  }
+  std::sort(v.begin(), v.end());
+  std::vector<fs::path> out;
+  for (auto& [end, p] : v) out.push_back(p);
+  return out;
+}
+
+TEST_F(DedupeTest, AStorePastClaimsFilesMaxMergesNeighboursAndAnswersAsBefore) {
+  // A fold about every 21845 claims; past 4 files, two neighbours merge (on the merge
+  // thread, adopted between rounds).
+  Pairs small = {{"rocksdb.write.buffer.size", "1048576"},
+                 {"rocksdb.fold.background", "false"},
+                 {"claims.files.max", "4"}};
+  auto& t = start(small);
+  int64_t off = 0;
+  const int64_t n = 12 * 22000;
+  for (int round = 0; round < 12; ++round) {
+    ASSERT_EQ(t.process(range(round * 22000, (round + 1) * 22000, off)).kept.size(), 22000u);
+    commit_round();
+  }
+  // Rounds of one new id each until the last merge is adopted (or 10 s).
+  int64_t next = n;
+  for (int i = 0; i < 500 && (own_files(dir_ / "events-0") > 4 || metric("dedupe_merges_total") == 0); ++i) {
+    t.process(range(next, next + 1, off));
+    ++next;
+    commit_round();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_GE(metric("dedupe_merges_total"), 5);  // 12 folds down to 4 files
+  EXPECT_GT(metric("dedupe_merge_cpu_seconds_total"), 0);
+  EXPECT_LE(own_files(dir_ / "events-0"), 4u);
+  // Every id seen is a duplicate still; new ones pass.
+  EXPECT_THAT(t.process(range(0, next, off)).kept, IsEmpty());
+  EXPECT_EQ(t.process(range(next, next + 5000, off)).kept.size(), 5000u);
+  commit_round();
+  stage_.reset();
+  auto& again = start(small, {part(0, "events-0", off)});
+  EXPECT_THAT(again.process(range(0, next + 5000, off)).kept, IsEmpty());
+  EXPECT_EQ(again.process(range(next + 5000, next + 6000, off)).kept.size(), 1000u);
+}
+
+TEST_F(DedupeTest, InputsThatACrashLeftBesideTheirMergedFileAreRemovedAtOpen) {
+  Pairs small = {{"rocksdb.write.buffer.size", "1048576"}, {"rocksdb.fold.background", "false"}};
+  auto& t = start(small);
+  int64_t off = 0;
+  for (int round = 0; round < 4; ++round) {
+    t.process(range(round * 22000, (round + 1) * 22000, off));
+    commit_round();
+  }
+  stage_.reset();
+  auto files = own_file_paths(dir_ / "events-0");
+  ASSERT_GE(files.size(), 4u);
+  // A merge of every file but the oldest, renamed into place, and a crash before its
+  // inputs were removed.
+  std::vector<exactly::dedupe::ClaimsFile> inputs(files.size() - 1);
+  std::vector<const exactly::dedupe::ClaimsFile*> raw;
+  std::string error;
+  for (size_t i = 1; i < files.size(); ++i) {
+    ASSERT_TRUE(inputs[i - 1].open(files[i].string(), true, error)) << error;
+    raw.push_back(&inputs[i - 1]);
+  }
+  exactly::dedupe::ClaimsFile oldest;
+  ASSERT_TRUE(oldest.open(files[0].string(), true, error)) << error;
+  exactly::dedupe::ClaimsFileStats stats;
+  ASSERT_TRUE(exactly::dedupe::merge_claims_files(files.back().string(), raw, 0,
+                                                  1 + oldest.stats().seq_end, stats, error))
+      << error;
+  inputs.clear();
+  ASSERT_EQ(own_file_paths(dir_ / "events-0").size(), files.size());
+
+  auto& again = start(small, {part(0, "events-0", off)});
+  auto left = own_file_paths(dir_ / "events-0");
+  ASSERT_EQ(left.size(), 2u);
+  EXPECT_EQ(left[0], files[0]);
+  EXPECT_EQ(left[1], files.back());
+  EXPECT_THAT(again.process(range(0, 4 * 22000, off)).kept, IsEmpty());
+  EXPECT_EQ(again.process(range(4 * 22000, 4 * 22000 + 1000, off)).kept.size(), 1000u);
 }
 
 TEST_F(DedupeTest, ADamagedOwnClaimsFileStopsTheStoreWithItsName) {
