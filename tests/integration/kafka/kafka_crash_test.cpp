@@ -142,10 +142,12 @@ TEST(KafkaCrash, DedupeEmitsEveryIdExactlyOnceAcrossSigkill) {
   Topics s = make_topics("dedupe", 4);
   s.input_total = n;
   // A 1 MiB write buffer: each store folds every ~22K claims (its claims files), so the
-  // kills land before, during and after folds, not only in a first fill.
+  // kills land before, during and after folds, not only in a first fill; past two files
+  // a store merges neighbours, so they land around merges too.
   std::string dedupe = "    transforms:\n      - plugin: dedupe\n        config:\n"
                        "          id.json: /messageId\n"
                        "          rocksdb.write.buffer.size: 1048576\n"
+                       "          claims.files.max: 2\n"
                        "          state.dir: " + (s.dir / "dedupe").string() + "\n";
   write_file(s.dir / "p.yaml", pipeline_yaml(s, "exactly_once", "crash-dedupe", dedupe));
   // Keyed by id so duplicates share a partition; 12% of records repeat an earlier id.

@@ -92,8 +92,10 @@ std::string host_yaml(const Outcome& o, const Scenario& sc, const fs::path& stat
                        : "      - plugin: dedupe\n        config:\n"
                          "          id.json: /messageId\n"
                          // Folds every ~22K claims (claims files) on the hosts and in
-                         // their restores, so kills and moves meet folded stores.
+                         // their restores, and merges past two files, so kills and moves
+                         // meet folded and merging stores.
                          "          rocksdb.write.buffer.size: 1048576\n"
+                         "          claims.files.max: 2\n"
                          "          changelog.topic: " + o.in + "-changelog\n"
                          "          state.dir: " + (state / "dedupe").string() + "\n") +
          "    sink:\n      plugin: kafka\n      config:\n"
