@@ -170,6 +170,14 @@ TEST_F(DedupeTest, ExactlyOneIdSourceMustBeSet) {
                       {{"id.key", "true"}, {"state.dir", dir_.string()}, {"fingerprint.bytes", "3"}},
                       &host_);
   EXPECT_EQ(fp.create_status().key(), "fingerprint.bytes");
+  // A merge needs two files at least.
+  TransformHarness one_file(library(), "dedupe",
+                            {{"id.key", "true"}, {"state.dir", dir_.string()}, {"claims.files.max", "1"}},
+                            &host_);
+  EXPECT_EQ(one_file.create_status().code(), EX_ERR_CONFIG);
+  EXPECT_EQ(one_file.create_status().key(), "claims.files.max");
+  EXPECT_NE(one_file.create_status().message().find("between 2 and"), std::string::npos)
+      << one_file.create_status().message();
 }
 
 }  // namespace
