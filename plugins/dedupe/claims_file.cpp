@@ -224,10 +224,12 @@ class FileWriter {
     value_width_ = l.seq_bytes + l.dist_bytes + l.fp_bytes;
   }
   bool open(std::string& error) { return out_.open(error); }
+  uint64_t buckets() const { return buckets_; }
+  uint64_t bucket_of(uint64_t hash) const { return dir_bits_ ? hash >> (64 - dir_bits_) : 0; }
 
   bool add(uint64_t hash, std::string_view key, uint64_t seq, int64_t offset, uint64_t fp,
            std::string& error) {
-    const uint64_t b = dir_bits_ ? hash >> (64 - dir_bits_) : 0;
+    const uint64_t b = bucket_of(hash);
     while (next_bucket_ <= b) dir_[next_bucket_++] = out_.written();
     uint64_t* block = filter_.data() + 8 * filter_block_index(hash, filter_blocks_);
     for_each_filter_bit(hash, [&](unsigned bit) { block[bit >> 6] |= uint64_t{1} << (bit & 63); });
@@ -375,12 +377,10 @@ bool write_claims_file(const std::string& path, const RoundClaims& table,
   }
   FileWriter w(path, spread.layout(fp_bytes, seq_end, 0));
 
-  uint32_t dir_bits = 0;
-  while (dir_bits < 32 && (n >> (dir_bits + 1)) >= kBucketEntries) ++dir_bits;
-  const uint64_t buckets = uint64_t{1} << dir_bits;
-  auto bucket_of = [&](uint64_t h) { return dir_bits ? h >> (64 - dir_bits) : 0; };
-
-  // Hash order: count per bucket, scatter, then sort each (small) bucket.
+  // Hash order: count per bucket of the file's directory, scatter, then sort each
+  // (small) bucket.
+  const uint64_t buckets = w.buckets();
+  auto bucket_of = [&](uint64_t h) { return w.bucket_of(h); };
   std::vector<uint64_t> start(buckets + 1, 0);
   for (uint32_t i : live) ++start[bucket_of(claims[i].hash) + 1];
   for (uint64_t b = 0; b < buckets; ++b) start[b + 1] += start[b];

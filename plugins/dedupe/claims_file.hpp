@@ -1,6 +1,6 @@
-// A file of folded claims in a format of the store's own, beside the RocksDB SST file
-// that fold_claims writes today (docs/claims-file.md says why and what is left before a
-// store uses it).
+// A file of folded claims in a format of the store's own: what a store folds into by
+// default (claims.format own; sst folds into RocksDB SST files through fold_claims
+// instead), and what merges of those files write (docs/claims-file.md says why).
 //
 // An SST entry carries RocksDB's framing (an 8-byte sequence-and-type suffix, three
 // length varints) that only zstd brings under 30 bytes per UUID id, and zstd plus the
@@ -18,8 +18,9 @@
 //   directory 2^dir_bits + 1 u64: where the entries of each value of the hash's top
 //             dir_bits bits begin (relative to the first entry); the last is the end
 //   filter    blocked Bloom filter of the hashes, one 64-byte block per key
-//   footer    kFooterBytes: the fields of Footer, the XXH3 of every byte before its
-//             checksum field, and the magic again as the file's last 8 bytes
+//   footer    kFooterBytes: the widths, counts and section offsets, merged_from (see
+//             ClaimsFileStats), the XXH3 of every byte before its checksum field, and
+//             the magic again as the file's last 8 bytes
 // A file is written under a temporary name, synced and renamed: it exists whole or not.
 #pragma once
 

@@ -1,5 +1,5 @@
-// What a fold costs in each claims format, in one run: the SST file the store folds
-// today (fold_claims: SstFileWriter with the store's own options, zstd level 1, then
+// What a fold costs in each claims format, in one run: the SST file a store of
+// claims.format sst folds (fold_claims: SstFileWriter with the store's own options, zstd level 1, then
 // IngestExternalFile) against the store's own claims file (claims_file.hpp), on the
 // same claims, alternating which goes first.
 //
@@ -12,6 +12,9 @@
 // a random earlier fold) and of ids that are not, across every fold's file, as the
 // store makes them for the ids its presence filter lets through. The lookups' answers
 // are compared between the formats: any difference is reported and fails the run.
+// Last, the own files are merged into one (merge_claims_files, as a store past
+// claims.files.max merges neighbours): its CPU and bytes per claim, and its answers
+// against the separate files' (a difference fails the run too).
 #include <rocksdb/db.h>
 #include <rocksdb/table.h>
 
@@ -254,6 +257,46 @@ int main(int argc, char** argv) {
                 " of %" PRIu64 " found)\n",
                 present ? "stored" : "absent", a.folds, sst_lookup / static_cast<double>(a.lookups) * 1e6,
                 own_lookup / static_cast<double>(a.lookups) * 1e6, found, a.lookups);
+  }
+  // The own files merged into one (as a store past claims.files.max merges them, here
+  // all at once): its CPU, its size, and its answers against the files'.
+  {
+    std::vector<const ClaimsFile*> inputs;
+    for (const auto& f : files) inputs.push_back(&f);
+    ClaimsFileStats stats;
+    std::string error;
+    const std::string path = a.dir + "/own/merged.claims";
+    const double c0 = thread_cpu();
+    if (!merge_claims_files(path, inputs, 0, 1, stats, error)) {
+      std::fprintf(stderr, "%s\n", error.c_str());
+      return 1;
+    }
+    const double merge_cpu = thread_cpu() - c0;
+    ClaimsFile merged;
+    if (!merged.open(path, true, error)) {
+      std::fprintf(stderr, "%s\n", error.c_str());
+      return 1;
+    }
+    uint64_t differ = 0;
+    for (uint64_t q = 0; q < a.lookups; ++q) {
+      for (int present = 1; present >= 0; --present) {
+        char k[16];
+        const uint64_t r = splitmix(q * 2 + static_cast<uint64_t>(present));
+        if (present) key_of(static_cast<int>(r % static_cast<uint64_t>(a.folds)), (r >> 20) % a.claims, k);
+        else key_of(a.folds + 1, q, k);
+        const std::string_view key(k, 16);
+        const uint64_t h = XXH3_64bits(k, 16);
+        ClaimValue v, w;
+        bool in_files = false;
+        for (auto it = files.rbegin(); it != files.rend() && !in_files; ++it) in_files = it->find(key, h, v);
+        const bool in_merged = merged.find(key, h, w);
+        differ += in_files != in_merged || (in_files && (v.seq != w.seq || v.offset != w.offset));
+      }
+    }
+    std::printf("merge of %d files: %.3f µs and %.2f bytes per claim (%" PRIu64 " claims)%s\n", a.folds,
+                merge_cpu / all * 1e6, static_cast<double>(stats.bytes) / static_cast<double>(stats.claims),
+                stats.claims, differ ? "" : ", answers agree");
+    mismatches += differ;
   }
   files.clear();
   db.reset();

@@ -3,6 +3,7 @@
 // server sees the new rate. A stop or a restarting edit does not wait for a slow server.
 #include <gtest/gtest.h>
 
+#include <set>
 #include <thread>
 
 #include "http_sink_fixture.hpp"
@@ -117,6 +118,51 @@ TEST(HttpSinkStop, ARestartingEditAtTheEndOfABoundedInputDoesNotWaitForTheServer
   EXPECT_EQ(host.wait(), 0) << read_file(dir / "host.log");
   EXPECT_EQ(read_file(dir / "host.log").find("did not stop"), std::string::npos)
       << read_file(dir / "host.log");
+}
+
+// A followed file never ends, and its source keeps no positions of its own between
+// batches (no checkpoint_at): every round waits for the sink's window. A stop while the
+// server holds each record for 1 s must still end within shutdown.timeout, commit only
+// what was answered, and leave the rest to the next run: every line arrives.
+TEST(HttpSinkStop, AStopBehindAFollowedFileDoesNotWaitForTheServerAndLosesNothing) {
+  HttpTestServer srv;
+  fs::path dir = temp_dir("http-stop-follow");
+  std::string lines;
+  for (int i = 0; i < 100; ++i) lines += "{\"messageId\":\"m" + std::to_string(i) + "\"}\n";
+  write_file(dir / "in.jsonl", lines);
+  // Each record's first request sleeps 1 s (8 at a time: 100 records take ~13 s); a
+  // request again (after the restart) does not.
+  write_file(dir / "p.yaml",
+             "shutdown.timeout: 20s\n"
+             "pipelines:\n"
+             "  - name: tail\n"
+             "    commit: { interval: 200ms }\n"
+             "    source: { plugin: file, config: { path: " + (dir / "in.jsonl").string() +
+                 ", follow: true, offsets.path: " + (dir / "in.offset").string() + " } }\n"
+             "    sink:\n      plugin: http\n      config:\n"
+             "        url: " + srv.base() + "/sleep/1000/1/{/messageId}\n"
+             "        max.in.flight: 8\n");
+  {
+    Child host({exactly_bin(), "run", "--no-watch", (dir / "p.yaml").string()}, dir / "host.log");
+    std::this_thread::sleep_for(std::chrono::seconds(4));
+    host.kill(SIGTERM);
+    EXPECT_EQ(host.wait(), 0) << read_file(dir / "host.log");
+  }
+  std::string log = read_file(dir / "host.log");
+  EXPECT_EQ(log.find("did not stop within shutdown.timeout"), std::string::npos) << log;
+  EXPECT_NE(log.find("tail                   stopped"), std::string::npos) << log;
+  std::set<std::string> answered;
+  for (const auto& r : srv.requests()) answered.insert(r.path);
+  ASSERT_LT(answered.size(), 100u) << "every line was delivered before the stop";
+
+  Child again({exactly_bin(), "run", "--no-watch", (dir / "p.yaml").string()}, dir / "again.log");
+  for (int i = 0; i < 300 && answered.size() < 100; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    for (const auto& r : srv.requests()) answered.insert(r.path);
+  }
+  again.kill(SIGTERM);
+  EXPECT_EQ(again.wait(), 0) << read_file(dir / "again.log");
+  EXPECT_EQ(answered.size(), 100u) << read_file(dir / "again.log");
 }
 
 }  // namespace
