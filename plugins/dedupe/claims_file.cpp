@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 
 namespace exactly::dedupe {
@@ -355,6 +356,19 @@ ClaimsFileName parse_claims_file_name(std::string_view name, uint64_t& seq_end) 
     return ClaimsFileName::other;
   seq_end = std::stoull(std::string(name));
   return tmp ? ClaimsFileName::unfinished : ClaimsFileName::whole;
+}
+
+std::vector<ClaimsFileEntry> list_claims_files(const std::string& dir, std::error_code& ec) {
+  std::vector<ClaimsFileEntry> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    ClaimsFileEntry f;
+    f.kind = parse_claims_file_name(e.path().filename().string(), f.seq_end);
+    if (f.kind == ClaimsFileName::other) continue;
+    f.path = e.path().string();
+    out.push_back(std::move(f));
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.seq_end < b.seq_end; });
+  return out;
 }
 
 bool write_claims_file(const std::string& path, const RoundClaims& table,

@@ -29,6 +29,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <vector>
 
 #include "claim_codec.hpp"
@@ -41,6 +42,14 @@ namespace exactly::dedupe {
 std::string claims_file_path(const std::string& dir, uint64_t seq_end);
 enum class ClaimsFileName { other, whole, unfinished };
 ClaimsFileName parse_claims_file_name(std::string_view name, uint64_t& seq_end);
+struct ClaimsFileEntry {
+  uint64_t seq_end = 0;
+  std::string path;
+  ClaimsFileName kind = ClaimsFileName::whole;  // whole or unfinished
+};
+// The claims files in `dir`, whole and unfinished, oldest label first; `ec` set when the
+// directory cannot be read.
+std::vector<ClaimsFileEntry> list_claims_files(const std::string& dir, std::error_code& ec);
 
 struct ClaimsFileStats {
   uint64_t claims = 0;

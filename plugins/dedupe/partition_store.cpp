@@ -657,41 +657,24 @@ sdk::Status PartitionStore::destroy(const std::string& dir) {
     return sdk::Status::fatal("dedupe: cannot clear store " + dir + " before a restore: " + rs.ToString());
   // DestroyDB leaves files it does not know: the store's own claims files.
   std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
-    uint64_t end = 0;
-    if (parse_claims_file_name(e.path().filename().string(), end) != ClaimsFileName::other &&
-        !std::filesystem::remove(e.path(), ec))
-      break;
-  }
+  for (const auto& f : list_claims_files(dir, ec))
+    if (!std::filesystem::remove(f.path, ec)) break;
   if (ec) return sdk::Status::fatal("dedupe: cannot clear store " + dir + " before a restore: " + ec.message());
   return sdk::Status::ok();
 }
 
 sdk::Status PartitionStore::load_own_files() {
-  std::vector<std::pair<uint64_t, std::string>> found;
   std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(dir_, ec)) {
-    uint64_t end = 0;
-    switch (parse_claims_file_name(e.path().filename().string(), end)) {
-      case ClaimsFileName::other:
-        break;
-      case ClaimsFileName::unfinished:
-        // A fold that died before its rename: its claims are still in their chunks.
-        std::filesystem::remove(e.path(), ec);
-        break;
-      case ClaimsFileName::whole:
-        found.emplace_back(end, e.path().string());
-        break;
-    }
-  }
+  auto found = list_claims_files(dir_, ec);
   if (ec)
     return sdk::Status::fatal("dedupe: cannot list store " + dir_ + ": " + ec.message());
   // Newest first: a merged file names the labels it covers, and inputs that a crash left
-  // behind it (below it, within them) are removed unread.
-  std::sort(found.begin(), found.end(), std::greater<>());
+  // behind it (below it, within them) are removed unread. A fold that died before its
+  // rename left an unfinished file: its claims are still in their chunks.
+  std::reverse(found.begin(), found.end());
   uint64_t covered_from = UINT64_MAX;
-  for (const auto& [end, path] : found) {
-    if (end >= covered_from) {
+  for (const auto& [end, path, kind] : found) {
+    if (kind == ClaimsFileName::unfinished || end >= covered_from) {
       std::filesystem::remove(path, ec);
       if (ec) return sdk::Status::fatal("dedupe: cannot remove " + path + ": " + ec.message());
       continue;

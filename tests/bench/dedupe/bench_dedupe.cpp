@@ -318,14 +318,9 @@ int main(int argc, char** argv) {
   std::unique_ptr<rocksdb::DB> ref_owner;
   uint64_t own_bytes = 0, own_claims = 0;
   {
-    std::vector<std::pair<uint64_t, fs::path>> own;
-    for (auto& e : fs::directory_iterator(store)) {
-      uint64_t end = 0;
-      if (exactly::dedupe::parse_claims_file_name(e.path().filename().string(), end) ==
-          exactly::dedupe::ClaimsFileName::whole)
-        own.emplace_back(end, e.path());
-    }
-    std::sort(own.begin(), own.end());
+    std::error_code list_ec;
+    auto own = exactly::dedupe::list_claims_files(fs::path(store).string(), list_ec);
+    std::erase_if(own, [](const auto& f) { return f.kind != exactly::dedupe::ClaimsFileName::whole; });
     if (!own.empty()) {
       const auto r0 = Clock::now();
       rocksdb::Options ro_opts(exactly::dedupe::make_db_options(tuning), cfs[0].options);
@@ -346,10 +341,10 @@ int main(int argc, char** argv) {
       if (!open_reference()) return 1;
       const rocksdb::Options fo =
           exactly::dedupe::fold_sst_options(ro_opts, exactly::dedupe::fold_compression(tuning));
-      for (const auto& [end, path] : own) {
+      for (const auto& [end, path, kind] : own) {
         exactly::dedupe::ClaimsFile f;
         std::string error;
-        if (!f.open(path.string(), true, error)) {
+        if (!f.open(path, true, error)) {
           std::fprintf(stderr, "%s\n", error.c_str());
           return 1;
         }

@@ -118,16 +118,11 @@ TEST_F(DedupeTest, AStoreOfOwnClaimsFilesAnswersAfterReopenAndStaysInItsFormat) 
 
 // The own files of a store, by label (oldest first).
 std::vector<fs::path> own_file_paths(const fs::path& store) {
-  std::vector<std::pair<uint64_t, fs::path>> v;
-  for (auto& e : fs::directory_iterator(store)) {
-    uint64_t end = 0;
-    if (exactly::dedupe::parse_claims_file_name(e.path().filename().string(), end) ==
-        exactly::dedupe::ClaimsFileName::whole)
-      v.emplace_back(end, e.path());
-  }
-  std::sort(v.begin(), v.end());
+  std::error_code ec;
   std::vector<fs::path> out;
-  for (auto& [end, p] : v) out.push_back(p);
+  for (const auto& f : exactly::dedupe::list_claims_files(store.string(), ec))
+    if (f.kind == exactly::dedupe::ClaimsFileName::whole) out.push_back(f.path);
+  EXPECT_FALSE(ec) << ec.message();
   return out;
 }
 

@@ -3,6 +3,7 @@
 // server sees the new rate. A stop or a restarting edit does not wait for a slow server.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <thread>
 
@@ -83,17 +84,28 @@ std::string slow_yaml(const HttpTestServer& srv, int in_flight) {
          "        max.in.flight: " + std::to_string(in_flight) + "\n";
 }
 
+// `exactly run` of dir/p.yaml for 4 s, then SIGTERM: it must exit 0 within
+// shutdown.timeout with `pipeline` stopped. Returns its log.
+std::string run_then_stop(const fs::path& dir, const std::string& pipeline) {
+  {
+    Child host({exactly_bin(), "run", "--no-watch", (dir / "p.yaml").string()}, dir / "host.log");
+    std::this_thread::sleep_for(std::chrono::seconds(4));
+    host.kill(SIGTERM);
+    EXPECT_EQ(host.wait(), 0) << read_file(dir / "host.log");
+  }
+  std::string log = read_file(dir / "host.log");
+  EXPECT_EQ(log.find("did not stop within shutdown.timeout"), std::string::npos) << log;
+  std::string row = pipeline;
+  row.resize(std::max<size_t>(row.size() + 1, 23), ' ');
+  EXPECT_NE(log.find(row + "stopped"), std::string::npos) << log;
+  return log;
+}
+
 TEST(HttpSinkStop, AStopAtTheEndOfABoundedInputDoesNotWaitForTheServer) {
   HttpTestServer srv;
   fs::path dir = temp_dir("http-stop");
   write_file(dir / "p.yaml", slow_yaml(srv, 4));
-  Child host({exactly_bin(), "run", "--no-watch", (dir / "p.yaml").string()}, dir / "host.log");
-  std::this_thread::sleep_for(std::chrono::seconds(4));
-  host.kill(SIGTERM);
-  EXPECT_EQ(host.wait(), 0) << read_file(dir / "host.log");
-  std::string log = read_file(dir / "host.log");
-  EXPECT_EQ(log.find("did not stop within shutdown.timeout"), std::string::npos) << log;
-  EXPECT_NE(log.find("slow                   stopped"), std::string::npos) << log;
+  run_then_stop(dir, "slow");
   EXPECT_LT(srv.requests().size(), 200u) << "the input was all delivered before the stop";
 }
 
@@ -142,15 +154,7 @@ TEST(HttpSinkStop, AStopBehindAFollowedFileDoesNotWaitForTheServerAndLosesNothin
              "    sink:\n      plugin: http\n      config:\n"
              "        url: " + srv.base() + "/sleep/1000/1/{/messageId}\n"
              "        max.in.flight: 8\n");
-  {
-    Child host({exactly_bin(), "run", "--no-watch", (dir / "p.yaml").string()}, dir / "host.log");
-    std::this_thread::sleep_for(std::chrono::seconds(4));
-    host.kill(SIGTERM);
-    EXPECT_EQ(host.wait(), 0) << read_file(dir / "host.log");
-  }
-  std::string log = read_file(dir / "host.log");
-  EXPECT_EQ(log.find("did not stop within shutdown.timeout"), std::string::npos) << log;
-  EXPECT_NE(log.find("tail                   stopped"), std::string::npos) << log;
+  run_then_stop(dir, "tail");
   std::set<std::string> answered;
   for (const auto& r : srv.requests()) answered.insert(r.path);
   ASSERT_LT(answered.size(), 100u) << "every line was delivered before the stop";
