@@ -747,8 +747,8 @@ void PartitionStore::start_merge() {
   });
 }
 
-sdk::Status PartitionStore::finish_merge(bool wait) {
-  if (!merging_ || (!wait && !merge_done_.load(std::memory_order_acquire))) return sdk::Status::ok();
+sdk::Status PartitionStore::finish_merge() {
+  if (!merging_ || !merge_done_.load(std::memory_order_acquire)) return sdk::Status::ok();
   merger_.join();
   merging_ = false;
   auto inputs = std::move(merge_inputs_);
@@ -993,7 +993,7 @@ sdk::Status PartitionStore::apply_round(const RoundPlan& plan, bool sync, int64_
   auto took_step = [&] {
     if (fold_steps != nullptr && *fold_steps > 0) --*fold_steps;
   };
-  sdk::Status fs = finish_merge(false);
+  sdk::Status fs = finish_merge();
   if (!fs) return fs;
   if (folding_active_ && may_step()) {
     fs = finish_fold(false);

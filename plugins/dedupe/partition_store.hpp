@@ -150,8 +150,9 @@ class PartitionStore {
   uint64_t restored_claims() const { return restored_claims_; }
 
   StoreGauges gauges(int64_t now_ms) const;
-  // CPU seconds the fold and filter-build threads spent since the last call, and the
-  // folds raised out of SCHED_IDLE since then (background_priority.hpp).
+  // CPU seconds the fold, filter-build and merge threads spent since the last call, the
+  // folds raised out of SCHED_IDLE (background_priority.hpp) and the merges adopted
+  // since then.
   struct BackgroundCpu {
     double fold = 0, filter_build = 0, merge = 0;
     uint64_t folds_raised = 0, merges = 0;
@@ -163,7 +164,6 @@ class PartitionStore {
     merges_ = 0;
     return c;
   }
-  size_t own_file_count() const { return own_files_.size(); }
 
  private:
   PartitionStore() = default;
@@ -197,9 +197,10 @@ class PartitionStore {
   void add_own_file(std::shared_ptr<const ClaimsFile> f);
   // Past claims.files.max own files, neighbouring files are merged into one on a thread
   // of the store's own (dedupe-merge); finish_merge adopts the result on the pipeline
-  // thread. Fatal only when the merged file cannot be written (the inputs stay).
+  // thread once it is done. Fatal only when the merged file cannot be written (the
+  // inputs stay).
   void start_merge();
-  sdk::Status finish_merge(bool wait);
+  sdk::Status finish_merge();
   void stop_merge();
   uint64_t stored_keys() const;  // claims in files (own and SST), evicted ones included
   struct OwnTotals {

@@ -408,4 +408,20 @@ TEST_F(ClaimsFileTest, AStoppedMergeLeavesNoFileAndTheInputsAsTheyWere) {
   EXPECT_EQ(again.stats().merged_from, 0u);  // a fold's file
 }
 
+TEST_F(ClaimsFileTest, AMergeThatCannotWriteSaysWhichFileAndLeavesItsInputs) {
+  std::vector<Claim> a, b;
+  for (uint64_t i = 0; i < 100; ++i) a.push_back({"a" + std::to_string(i), i, static_cast<int64_t>(i), i});
+  for (uint64_t i = 0; i < 100; ++i) b.push_back({"b" + std::to_string(i), 100 + i, static_cast<int64_t>(100 + i), i});
+  ClaimsFile fa = fold(path("claims-100.xc"), a, 4, 100);
+  ClaimsFile fb = fold(path("claims-200.xc"), b, 4, 200);
+  fs::create_directory(path("claims-200.xc.tmp"));  // where the merged file would be written
+  ClaimsFileStats s;
+  std::string error;
+  EXPECT_FALSE(merge_claims_files(path("claims-200.xc"), {&fa, &fb}, 0, 1, s, error));
+  EXPECT_NE(error.find("claims-200.xc.tmp"), std::string::npos) << error;
+  ClaimsFile again;
+  ASSERT_TRUE(again.open(path("claims-200.xc"), true, error)) << error;
+  EXPECT_EQ(again.stats().claims, 100u);
+}
+
 }  // namespace merging
