@@ -438,7 +438,8 @@ bool merge_claims_files(const std::string& path, const std::vector<const ClaimsF
     return true;
   };
   // Widths, and the end: the highest of the inputs' (the merged file goes when the
-  // floor passes its newest claim).
+  // floor passes its newest claim). A first pass reads every input for the widths its
+  // live claims need: the inputs' footers only bound them, up to a byte a claim wider.
   Spread spread;
   uint32_t fp_bytes = 8;
   uint64_t seq_end = 0;
@@ -505,6 +506,11 @@ bool merge_claims_files(const std::string& path, const std::vector<const ClaimsF
       if (!w.add(hash, group[i].first, v.seq, v.offset, v.fingerprint & fp_mask, error)) return false;
     }
   }
+  for (size_t i = 0; i < heads.size(); ++i)
+    if (!heads[i].cursor.at_end()) {  // an entry that stopped its cursor short
+      error = "claims file " + inputs[i]->path() + ": an entry does not decode";
+      return false;
+    }
   return w.finish(stats, error);
 }
 
@@ -666,30 +672,25 @@ bool ClaimsFile::find(std::string_view key, uint64_t hash, ClaimValue& out) cons
 bool ClaimsFile::Cursor::next(std::string_view& key, ClaimValue& v) {
   const char* end = f_->entries_ + f_->entries_bytes_;
   const uint32_t vw = f_->stats_.value_width;
-  if (p_ >= end) return false;
+  // p_ moves only past a whole entry: a bad one leaves the cursor short of the end.
+  const char* p = p_;
+  if (p >= end) return false;
   uint64_t len = f_->stats_.key_width;
-  if (len == 0 && !get_varint(p_, end, len)) return false;
-  if (len > static_cast<uint64_t>(end - p_) || vw > static_cast<uint64_t>(end - p_) - len) return false;
-  key = std::string_view(p_, len);
-  f_->decode_value(p_ + len, v);
-  p_ += len + vw;
+  if (len == 0 && !get_varint(p, end, len)) return false;
+  if (len > static_cast<uint64_t>(end - p) || vw > static_cast<uint64_t>(end - p) - len) return false;
+  key = std::string_view(p, len);
+  f_->decode_value(p + len, v);
+  p_ = p + len + vw;
   return true;
 }
 
 bool ClaimsFile::for_each(const std::function<bool(std::string_view, const ClaimValue&)>& f) const {
-  const char* p = entries_;
-  const char* end = entries_ + entries_bytes_;
-  const uint32_t vw = stats_.value_width;
+  Cursor c(*this);
+  std::string_view key;
   ClaimValue v;
-  while (p < end) {
-    uint64_t len = stats_.key_width;
-    if (len == 0 && !get_varint(p, end, len)) return false;
-    if (len > static_cast<uint64_t>(end - p) || vw > static_cast<uint64_t>(end - p) - len) return false;
-    decode_value(p + len, v);
-    if (!f(std::string_view(p, len), v)) return true;
-    p += len + vw;
-  }
-  return true;
+  while (c.next(key, v))
+    if (!f(key, v)) return true;
+  return c.at_end();
 }
 
 }  // namespace exactly::dedupe

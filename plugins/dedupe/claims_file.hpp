@@ -114,6 +114,7 @@ class ClaimsFile {
     // False at the end, or at an entry that does not decode (a file opened without
     // `verify`).
     bool next(std::string_view& key, ClaimValue& v);
+    bool at_end() const { return p_ == f_->entries_ + f_->entries_bytes_; }
 
    private:
     const ClaimsFile* f_;

@@ -144,9 +144,8 @@ bool same_store_layout(const Settings& a, const Settings& b, std::string& what) 
       a.tuning.filter_bits_per_key != b.tuning.filter_bits_per_key ||
       a.tuning.compression != b.tuning.compression ||
       a.tuning.background_fold != b.tuning.background_fold ||
-      a.tuning.fold_files_max != b.tuning.fold_files_max || a.tuning.own_files != b.tuning.own_files ||
-      a.tuning.own_files_max != b.tuning.own_files_max) {
-    what = "store options (fingerprint.bytes, claims.*, rocksdb.*) changed: stores must be reopened";
+      a.tuning.fold_files_max != b.tuning.fold_files_max || a.tuning.own_files != b.tuning.own_files) {
+    what = "store options (fingerprint.bytes, claims.format, rocksdb.*) changed: stores must be reopened";
     return false;
   }
   return true;

@@ -640,7 +640,12 @@ void DedupeTransform::report(Part& p, int64_t now) {
   if (cpu.folds_raised > 0)
     host_.counter("dedupe_fold_raised_total", static_cast<double>(cpu.folds_raised), l);
   if (cpu.merge > 0) host_.counter("dedupe_merge_cpu_seconds_total", cpu.merge, l);
-  if (cpu.merges > 0) host_.counter("dedupe_merges_total", static_cast<double>(cpu.merges), l);
+  if (cpu.merges > 0) {
+    host_.counter("dedupe_merges_total", static_cast<double>(cpu.merges), l);
+    // Rare (one per min(claims.files.max / 2, 16) folds past the limit): worth a line.
+    host_.info("dedupe: store " + p.store->dir() + " merged claims files (" +
+               std::to_string(cpu.merges) + " merge(s) adopted)");
+  }
 }
 
 Status DedupeTransform::positions(const std::vector<sdk::Partition>& parts) {
@@ -729,7 +734,12 @@ Status DedupeTransform::reconfigure(const sdk::Config& config) {
   settings_.on_conflict = next.on_conflict;
   settings_.on_store_behind = next.on_store_behind;
   settings_.store_behind_tolerance = next.store_behind_tolerance;
-  host_.info("dedupe: retention and policies changed in place");
+  // Stores opened later take it from settings_.tuning; open ones (warm copies too) now.
+  settings_.tuning.own_files_max = next.tuning.own_files_max;
+  for (auto& [id, part] : parts_) part->store->set_own_files_max(next.tuning.own_files_max);
+  for (auto& [id, w] : warm_)
+    if (w.store) w.store->set_own_files_max(next.tuning.own_files_max);
+  host_.info("dedupe: retention, policies and claims.files.max changed in place");
   return Status::ok();
 }
 

@@ -492,7 +492,7 @@ sdk::Status PartitionStore::finish_fold(bool wait) {
   // The floor is durable now (synced above): files below it may go.
   keep_fold_layout();
   // Not at open: a fold replayed there may remake a file under a name a merge would take.
-  if (own_mode_) start_merge();
+  start_merge();
   return sdk::Status::ok();
 }
 
@@ -596,7 +596,7 @@ void PartitionStore::stop_filter_build() {
 PartitionStore::~PartitionStore() {
   drop_round();         // an uncommitted round's claims must not be folded below
   closing_ = true;      // the fold below must not start another build or merge
-  stop_merge();         // its inputs stay; a merge is started again after the next open
+  stop_merge();         // its inputs stay; the next open's first fold starts it again
   fold_hurry_.store(true, std::memory_order_relaxed);
   finish_sizing(true);
   spare_stop_.store(true, std::memory_order_relaxed);
@@ -702,7 +702,7 @@ void PartitionStore::add_own_file(std::shared_ptr<const ClaimsFile> f) {
 
 void PartitionStore::start_merge() {
   const size_t n = own_files_.size();
-  if (merging_ || closing_ || n <= own_files_max_) return;
+  if (!own_mode_ || merger_.joinable() || closing_ || n <= own_files_max_) return;
   // The run of neighbours with the fewest claims, the newest of equals: a fold's files
   // merge with each other first and merged files with merged files of their size later,
   // so files grow in tiers and a claim is rewritten about log_fan_in(files) times.
@@ -724,7 +724,6 @@ void PartitionStore::start_merge() {
   // labels it covers, so that an open after a crash removes inputs left behind.
   const uint64_t merged_from = 1 + (best == 0 ? 0 : own_files_[best - 1]->stats().seq_end);
   const std::string path = merge_inputs_.back()->path();
-  merging_ = true;
   merge_done_.store(false);
   merge_stop_.store(false);
   merged_.reset();
@@ -748,9 +747,8 @@ void PartitionStore::start_merge() {
 }
 
 sdk::Status PartitionStore::finish_merge() {
-  if (!merging_ || !merge_done_.load(std::memory_order_acquire)) return sdk::Status::ok();
+  if (!merger_.joinable() || !merge_done_.load(std::memory_order_acquire)) return sdk::Status::ok();
   merger_.join();
-  merging_ = false;
   auto inputs = std::move(merge_inputs_);
   merge_inputs_.clear();
   if (!merged_)
@@ -772,10 +770,9 @@ sdk::Status PartitionStore::finish_merge() {
 }
 
 void PartitionStore::stop_merge() {
-  if (!merging_) return;
+  if (!merger_.joinable()) return;
   merge_stop_.store(true);
   merger_.join();
-  merging_ = false;
   merge_inputs_.clear();
   merged_.reset();
   // A merged file renamed into place before the stop is whole: the next open keeps it

@@ -149,6 +149,9 @@ class PartitionStore {
   sdk::Status finish_restore(int64_t changelog_position);
   uint64_t restored_claims() const { return restored_claims_; }
 
+  // claims.files.max, changed in place by a reload: the next fold merges to it.
+  void set_own_files_max(size_t max) { own_files_max_ = max; }
+
   StoreGauges gauges(int64_t now_ms) const;
   // CPU seconds the fold, filter-build and merge threads spent since the last call, the
   // folds raised out of SCHED_IDLE (background_priority.hpp) and the merges adopted
@@ -255,8 +258,7 @@ class PartitionStore {
   std::shared_ptr<const ClaimsFile> fold_file_;  // the fold thread's, adopted by finish_fold
   size_t own_files_max_ = 256;
   // A running merge: its inputs (neighbours in own_files_), and what its thread made.
-  std::thread merger_;
-  bool merging_ = false;
+  std::thread merger_;  // joinable while a merge runs or waits to be adopted
   std::atomic<bool> merge_done_{false}, merge_stop_{false};
   std::vector<std::shared_ptr<const ClaimsFile>> merge_inputs_;
   std::shared_ptr<const ClaimsFile> merged_;

@@ -113,7 +113,7 @@ const ex_config_field kFields[] = {
           "min(claims.files.max / 2, 16) with the fewest claims) are merged into one on a "
           "thread of the store's own, so a lookup that passes the presence filter probes at "
           "most about this many file filters. A merged file leaves whole once every claim in "
-          "it is evicted",
+          "it is evicted. Changes in place on a reload (from each store's next fold)",
           "256"),
 };
 

@@ -1,7 +1,8 @@
 // In front of a store's lookups: a new id (99%+ of records in a dedupe stream) costs one
 // probe of this in-memory filter instead of a probe of every folded file's filter. It
-// holds the hash of every key folded into the store's files and never forgets one (an evicted key only costs a wasted lookup), so "absent"
-// is exact and correctness never depends on it.
+// holds the hash of every key folded into the store's files and never forgets one (an
+// evicted key only costs a wasted lookup), so "absent" is exact and correctness never
+// depends on it.
 //
 // Blocked Bloom filter: one 512-bit block (a cache line) per probe, 8 bits set per key
 // in its block, 16 bits of filter per key: about 0.2% false positives per full layer.

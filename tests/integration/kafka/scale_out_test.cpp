@@ -327,8 +327,11 @@ TEST(ScaleOut, DedupeExactlyOnceAcrossHostsKillsJoinsAndLeaves) {
   // back while the others flowed; some moves were taken over from warm copies.
   const int background = count_in_logs(o.hosts, "restoring it in the background");
   const int warm = count_in_logs(o.hosts, "(from its standby copy)");
-  std::printf("background restores: %d, takeovers from standby copies: %d\n", background, warm);
+  const int merged = count_in_logs(o.hosts, "merged claims files");
+  std::printf("background restores: %d, takeovers from standby copies: %d, merges logged: %d\n",
+              background, warm, merged);
   EXPECT_GT(background, 0) << "no partition was restored in the background";
+  EXPECT_GT(merged, 0) << "no store merged its claims files";
   print_logs_on_failure(o);
 }
 

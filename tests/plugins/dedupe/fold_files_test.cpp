@@ -160,6 +160,33 @@ TEST_F(DedupeTest, AStorePastClaimsFilesMaxMergesNeighboursAndAnswersAsBefore) {
   EXPECT_EQ(again.process(range(next + 5000, next + 6000, off)).kept.size(), 1000u);
 }
 
+TEST_F(DedupeTest, ClaimsFilesMaxChangesInPlaceOnAReload) {
+  Pairs small = {{"rocksdb.write.buffer.size", "1048576"}, {"rocksdb.fold.background", "false"}};
+  auto& t = start(small);
+  int64_t off = 0;
+  for (int round = 0; round < 6; ++round) {
+    t.process(range(round * 22000, (round + 1) * 22000, off));
+    commit_round();
+  }
+  const size_t before = own_files(dir_ / "events-0");
+  ASSERT_GE(before, 5u);  // 256 by default: nothing merged
+  Pairs two = small;
+  two.emplace_back("claims.files.max", "2");
+  ASSERT_TRUE(t.reconfigure(config(two)).is_ok());  // no reopen of the stores
+  int64_t next = 6 * 22000;
+  for (int i = 0; i < 500 && (own_files(dir_ / "events-0") > 2 || metric("dedupe_merges_total") == 0); ++i) {
+    // A fold starts the merges; rounds of one id adopt them.
+    const int64_t n = i == 0 ? 22000 : 1;
+    t.process(range(next, next + n, off));
+    next += n;
+    commit_round();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_GE(metric("dedupe_merges_total"), 1);
+  EXPECT_LE(own_files(dir_ / "events-0"), 2u);
+  EXPECT_THAT(t.process(range(0, next, off)).kept, IsEmpty());
+}
+
 TEST_F(DedupeTest, InputsThatACrashLeftBesideTheirMergedFileAreRemovedAtOpen) {
   Pairs small = {{"rocksdb.write.buffer.size", "1048576"}, {"rocksdb.fold.background", "false"}};
   auto& t = start(small);
