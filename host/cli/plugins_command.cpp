@@ -79,7 +79,10 @@ int cmd_plugins(const PluginsOptions& opts) {
         "schemas; `tests/docs` fails when this file and the schemas differ. Nested YAML maps "
         "are dotted keys: `retention: { max.keys: 5 }` is `retention.max.keys`. Durations take "
         "`ms`, `s`, `m`, `h`, `d` (at most `36500d`); sizes take `KiB`, `MiB`, `GiB` (or `KB`, `MB`, "
-        "`GB`). A value cannot hold a NUL character.\n";
+        "`GB`). A value cannot hold a NUL character. YAML merge keys share settings (`<<: *kafka` "
+        "or `<<: [*a, *b]`: a map's own keys win, then the first map listed; the merge is "
+        "shallow), and top-level keys that start with `x-` are ignored, a place for the "
+        "anchors.\n";
     // The host's map keys are its sub-components (source, sink, ...), described by their
     // plugins' sections; a plugin's map keys (http headers, kafka rdkafka) are settings.
     auto table = [&](const std::vector<plugin::Field>& fields, bool host) {

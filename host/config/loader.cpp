@@ -7,6 +7,7 @@
 #include "config/top_level_keys.hpp"
 #include "config/yaml_flatten.hpp"
 #include "config/yaml_guard.hpp"
+#include "config/yaml_merge_keys.hpp"
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -22,6 +23,16 @@ namespace exactly::config {
 namespace fs = std::filesystem;
 
 namespace {
+
+// Top-level keys that start with "x-" are ignored, as in Compose files: a place for
+// anchors that pipelines merge in (`x-kafka: &kafka {...}`, then `<<: *kafka`), which
+// would otherwise be refused as unknown keys.
+void drop_extension_keys(YAML::Node root) {
+  std::vector<YAML::Node> drop;
+  for (auto it = root.begin(); it != root.end(); ++it)
+    if (it->first.IsScalar() && it->first.Scalar().rfind("x-", 0) == 0) drop.push_back(it->first);
+  for (auto& k : drop) root.remove(k);
+}
 
 bool read_text(const std::string& file, std::string& out) {
   std::ifstream in(file, std::ios::binary);
@@ -123,6 +134,8 @@ LoadResult load(const std::vector<std::string>& paths, plugin::Registry& registr
                 fmt::format("expected a map with 'pipelines' at the top, got {}", node_kind(d.root)));
       continue;
     }
+    expand_merge_keys(d.root, file, ctx);
+    drop_extension_keys(d.root);
     flatten(d.root, "", file, {"pipelines"}, &d.flat, ctx);
     docs.push_back(std::move(d));
   }

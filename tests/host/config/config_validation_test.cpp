@@ -359,3 +359,66 @@ TEST_F(ValidateTest, PluginsWithAMissingPluginPathIsAnError) {
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find("'/nonexistent/plugins' is not a directory"), std::string::npos) << r.err;
 }
+
+// YAML merge keys share settings between pipelines, with "x-" top-level blocks to hold the
+// anchors (yaml-cpp reads `<<` as a plain key: it was refused as "unknown key '<<.every'").
+TEST_F(ValidateTest, MergeKeysShareSettingsAndAnOwnKeyWinsThenTheFirstMap) {
+  auto r = validate(R"(x-three: &three { every: 3 }
+x-bad: &bad { every: nope }
+pipelines:
+  - name: merged
+    source: { plugin: counter, config: { count: 10 } }
+    transforms:
+      - plugin: reject-every
+        config: { <<: *bad, every: 3 }
+      - plugin: reject-every
+        config: { <<: [*three, *bad] }
+    sink: &sink
+      plugin: faulty
+      config:
+        path: /tmp/x
+  - <<: { name: second, source: { plugin: counter, config: { count: 1 } } }
+    sink: *sink
+)");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("ok  merged"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ok  second"), std::string::npos) << r.out;
+}
+
+TEST_F(ValidateTest, AMergedBadValueIsNamedWhereItWasWritten) {
+  auto r = validate(R"(x-bad: &bad
+  every: nope
+pipelines:
+  - name: merged
+    source: { plugin: counter, config: { count: 10 } }
+    transforms:
+      - plugin: reject-every
+        config: { <<: *bad }
+    sink: { plugin: faulty, config: { path: /tmp/x } }
+)");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  // plugin.path is line 1: `every: nope` is line 3, its value at column 10.
+  EXPECT_NE(r.err.find(file() + ":3:10: error: pipeline 'merged' transforms[0] (reject-every): key "
+                                "'every' expects an integer, got 'nope'"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST_F(ValidateTest, AMergeKeyThatNamesNoMapIsRefusedAtItsLine) {
+  // The third gives `<<` twice: refused at the second (line 9).
+  for (const std::string bad : {"<<: 3", "<<: [*m, 3]", "<<: *m\n        <<: *m"}) {
+    auto r = validate("x-m: &m { count: 1 }\npipelines:\n  - name: x\n    source:\n      plugin: counter\n"
+                      "      config:\n        " + bad + "\n    sink: { plugin: faulty, config: { path: /tmp/x } }\n");
+    EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.err;
+    const std::string line = bad.find('\n') == std::string::npos ? ":8:9" : ":9:9";
+    EXPECT_NE(r.err.find(file() + line + ": error: merge key '<<'"), std::string::npos) << bad << ": " << r.err;
+  }
+}
+
+TEST_F(ValidateTest, OnlyTopLevelKeysStartingWithXAreIgnored) {
+  auto ok = validate("x-anything: { whatever: [1, 2], env: \"${NOT_SET_ANYWHERE}\" }\n" + std::string(kGood));
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  auto bad = validate("y-anything: 1\n" + std::string(kGood));
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("unknown key 'y-anything'"), std::string::npos) << bad.err;
+}
