@@ -71,6 +71,25 @@ std::string utc_time(spdlog::log_clock::time_point at) {
   return fmt::format("{}.{:03d}Z", ts, ms);
 }
 
+// Text from outside (a file name, a partition, a plugin's or a broker's message) must not
+// start a line of its own that reads as another entry: a line break continues the entry
+// on an indented line (as the multi-line reports do), a trailing one is dropped, and other
+// control characters are shown as \xNN. Tabs and UTF-8 pass as they are.
+void append_one_entry(std::string_view text, spdlog::memory_buf_t& out) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.remove_suffix(1);
+  for (size_t i = 0; i < text.size(); ++i) {
+    const unsigned char ch = static_cast<unsigned char>(text[i]);
+    if (ch == '\r' && i + 1 < text.size() && text[i + 1] == '\n') continue;
+    if (ch == '\n') {
+      out.append(std::string_view("\n    "));
+    } else if ((ch < 0x20 && ch != '\t') || ch == 0x7f) {
+      fmt::format_to(std::back_inserter(out), "\\x{:02x}", ch);
+    } else {
+      out.push_back(static_cast<char>(ch));
+    }
+  }
+}
+
 class LineFormatter final : public spdlog::formatter {
  public:
   explicit LineFormatter(Format f) : format_(f) {}
@@ -81,7 +100,11 @@ class LineFormatter final : public spdlog::formatter {
     Level l = from_spdlog(m.level);
     auto to = std::back_inserter(out);
     if (format_ == Format::text) {
-      fmt::format_to(to, "{} {:<5} [{}] {}\n", utc_time(m.time), upper_name(l), scope, text);
+      fmt::format_to(to, "{} {:<5} [", utc_time(m.time), upper_name(l));
+      append_one_entry(scope, out);
+      out.append(std::string_view("] "));
+      append_one_entry(text, out);
+      out.push_back('\n');
       return;
     }
     fmt::format_to(to, "{{\"time\":\"{}\",\"level\":\"{}\",\"scope\":{}", utc_time(m.time), lower_name(l),

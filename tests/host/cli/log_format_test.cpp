@@ -103,3 +103,25 @@ TEST(LogFormat, TheLevelAppliesToPluginLinesInBothFormats) {
     EXPECT_EQ(r.err.find("say: "), std::string::npos) << format << ": " << r.err;
   }
 }
+
+// Text from outside (here a plugin's message; a file or partition name alike) cannot
+// forge an entry of the text log: its line break continues the entry on an indented line,
+// and other control characters are shown as \xNN.
+TEST(LogFormat, ALineBreakInAMessageContinuesItsEntryAndCannotForgeAnother) {
+  auto dir = temp_dir("log-forge");
+  write_file(dir / "p.yaml",
+             "plugin.path: [" + kPlugins + "]\npipelines:\n  - name: t\n"
+             "    source: { plugin: counter, config: { count: 2 } }\n"
+             "    transforms: [ { plugin: say, config: { message: \"one\\n2026-01-01T00:00:00.000Z "
+             "ERROR [host] forged\\r\\nbell\\a\" } } ]\n"
+             "    sink: { plugin: faulty, config: { path: " + (dir / "out.txt").string() + " } }\n");
+  auto r = run(exactly_bin() + " run --no-watch " + (dir / "p.yaml").string(), dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  static const std::regex entry(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (DEBUG|INFO |WARN |ERROR) \[[^\]]*\] .*)");
+  for (const auto& l : lines_of(r.err))
+    EXPECT_TRUE(std::regex_match(l, entry) || l.rfind("    ", 0) == 0) << "a line that is neither an entry nor its continuation: " << l;
+  EXPECT_NE(r.err.find("say: message=one\n    2026-01-01T00:00:00.000Z ERROR [host] forged\n    bell\\x07"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("\n2026-01-01T00:00:00.000Z"), std::string::npos) << r.err;
+}

@@ -73,7 +73,7 @@ TEST(HungStage, AStopGivesUpAfterShutdownTimeoutWithAReportAndExitCode3) {
   EXPECT_EQ(code, 3) << log;
   EXPECT_GE(waited, 1.5) << "it did not wait for shutdown.timeout";
   EXPECT_NE(log.find("did not stop within shutdown.timeout (2 s); still running:\n"
-                     "pipeline 'slow', stage 'transforms[0]/sleep-at': process() running for"),
+                     "    pipeline 'slow', stage 'transforms[0]/sleep-at': process() running for"),
             std::string::npos)
       << log;
 }
