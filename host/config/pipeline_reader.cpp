@@ -9,12 +9,45 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <thread>
 #include <vector>
 
 namespace exactly::config {
 
 namespace {
+
+// A refused name as the user wrote it: UTF-8 shown as text (not byte escapes), control
+// characters and bytes that are not UTF-8 as \xNN, and the first character that is not
+// allowed named by its code point, since it may be invisible (a zero-width space) or
+// look like an allowed one (a Cyrillic 'а').
+std::string describe_name(const std::string& name) {
+  if (name.empty()) return "an empty name";
+  if (name.size() > 200) return fmt::format("{} bytes", name.size());
+  std::string shown, first;
+  for (size_t i = 0, chars = 1; i < name.size(); ++chars) {
+    const auto ch = static_cast<unsigned char>(name[i]);
+    size_t len = ch < 0x80 ? 1 : (ch >> 5) == 0x6 ? 2 : (ch >> 4) == 0xe ? 3 : (ch >> 3) == 0x1e ? 4 : 0;
+    uint32_t cp = len == 1 ? ch : len == 2 ? (ch & 0x1f) : len == 3 ? (ch & 0x0f) : (ch & 0x07);
+    for (size_t k = 1; k < len; ++k) {
+      const auto c = i + k < name.size() ? static_cast<unsigned char>(name[i + k]) : 0;
+      if ((c & 0xc0) != 0x80) len = 0;
+      cp = (cp << 6) | (c & 0x3f);
+    }
+    const bool allowed = len == 1 && (std::isalnum(ch) || ch == '-' || ch == '_' || ch == '.');
+    if (len == 0 || cp < 0x20 || (cp >= 0x7f && cp < 0xa0)) {
+      shown += fmt::format("\\x{:02x}", ch);
+      if (first.empty()) first = fmt::format("byte 0x{:02x} at character {}", ch, chars);
+      i += 1;
+      continue;
+    }
+    if (!allowed && first.empty())
+      first = fmt::format("'{}' (U+{:04X}) at character {}", name.substr(i, len), cp, chars);
+    shown += name.substr(i, len);
+    i += len;
+  }
+  return fmt::format("'{}': {} is not one of them", shown, first);
+}
 
 // A component block: { plugin: NAME, name: LABEL, config: {...} }.
 bool read_component(const YAML::Node& node, const Mark& at, ex_component_kind kind,
@@ -120,14 +153,10 @@ void read_pipeline(const YAML::Node& node, const Mark& at, const std::string& fi
     if (f.key != "name" || !f.value.IsScalar()) continue;
     bool ok = !name.empty() && name.size() <= 200;
     for (unsigned char ch : name) ok = ok && (std::isalnum(ch) || ch == '-' || ch == '_' || ch == '.');
-    if (!ok) {
-      std::string shown;
-      for (unsigned char ch : name)
-        shown += std::isprint(ch) ? std::string(1, static_cast<char>(ch)) : fmt::format("\\x{:02x}", ch);
+    if (!ok)
       ctx.error(f.value_mark, fmt::format("{}: key 'name' must be 1-200 letters, digits, '-', '_' "
-                                          "or '.' (it names logs, metrics and state), got '{}'",
-                                          context, shown));
-    }
+                                          "or '.' (it names logs, metrics and state), got {}",
+                                          context, describe_name(name)));
   }
   PipelineSpec p;
   p.name = name;

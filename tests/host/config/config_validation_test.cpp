@@ -336,12 +336,24 @@ TEST_F(ValidateTest, MetricsListenMustBeAnAddressAndPort) {
 }
 
 TEST_F(ValidateTest, APipelineNameMustBePrintableWithoutSpaces) {
-  for (const std::string bad : {"\"\"", "\"two\\nlines\"", "\"with space\"", "\"zero\\u200Bwidth\""}) {
+  // What was written, shown as text (UTF-8 as itself), and the first character refused by
+  // its code point: a zero-width space is invisible, so the code point is what shows it.
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"\"\"", "got an empty name"},
+      {"\"two\\nlines\"", "got 'two\\x0alines': byte 0x0a at character 4 is not one of them"},
+      {"\"with space\"", "got 'with space': ' ' (U+0020) at character 5 is not one of them"},
+      {"\"zero\\u200Bwidth\"", "got 'zero\u200Bwidth': '\u200B' (U+200B) at character 5 is not one of them"},
+      {"caf\u00e9", "got 'caf\u00e9': '\u00e9' (U+00E9) at character 4 is not one of them"},
+  };
+  for (const auto& [bad, said] : cases) {
     std::string y = kGood;
     y.replace(y.find("name: good"), 10, "name: " + bad);
     auto r = validate(y);
     EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.err;
-    EXPECT_NE(r.err.find("key 'name' must be 1-200 letters"), std::string::npos) << bad << ": " << r.err;
+    EXPECT_NE(r.err.find("key 'name' must be 1-200 letters, digits, '-', '_' or '.' (it names logs, "
+                         "metrics and state), " + said),
+              std::string::npos)
+        << bad << ": " << r.err;
   }
 }
 
