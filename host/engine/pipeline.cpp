@@ -44,6 +44,13 @@ Pipeline::Pipeline(config::PipelineSpec spec) : spec_(std::move(spec)) {
              "source's offset mirror), apply (the stages' commit)");
   m.describe("batch_latency_seconds", metrics::Type::histogram,
              "Time to run one batch through transforms and sink");
+  m.describe("record_age_at_poll_seconds", metrics::Type::histogram,
+             "Per batch, the age of its oldest record (now less the record's timestamp) as the "
+             "source hands it over: how long input waited before the pipeline saw it");
+  m.describe("record_age_at_commit_seconds", metrics::Type::histogram,
+             "Per committed round, the age of its oldest record when the commit returns: the "
+             "round's worst end-to-end latency up to its output being committed (a reader "
+             "still has to fetch it)");
   m.describe("pipeline_up", metrics::Type::gauge, "1 while the pipeline runs");
   m.describe("task_batches_fanned_out_total", metrics::Type::counter,
              "Batches of a pipeline with several tasks whose tasks were offered to the task threads");

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <limits>
+
 #include <algorithm>
 
 namespace exactly::engine {
@@ -104,6 +106,9 @@ Outcome Pipeline::commit_round(Instance& in, bool final) {
   stats_.records_out = out_before + in.round_out - std::min(out_before + in.round_out, in.round_late_rejected);
   stats_.rejected += in.round_rejected;
   in.round_records = in.round_out = in.round_rejected = in.round_late_rejected = 0;
+  if (in.round_oldest_ms != std::numeric_limits<int64_t>::max())
+    metrics::global().observe("record_age_at_commit_seconds", labels(), age_seconds(in.round_oldest_ms));
+  in.round_oldest_ms = std::numeric_limits<int64_t>::max();
   in.consecutive_aborts = 0;
   stats_.commits++;
   metrics::global().add("commits_total", labels(), 1);
@@ -137,6 +142,7 @@ void Pipeline::abort_round(Instance& in, const std::string& why) {
   }
   stats_.replayed += in.round_records;
   in.round_records = in.round_out = in.round_rejected = in.round_late_rejected = 0;
+  in.round_oldest_ms = std::numeric_limits<int64_t>::max();
   in.round_positions.clear();
   in.dlq_pending.clear();
   in.window.clear();  // the sink dropped what was in flight; the source replays it

@@ -9,6 +9,7 @@
 #include "engine/task_pool.hpp"
 
 #include <chrono>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -27,6 +28,14 @@ inline ex_bytes bv(const std::string& s) {
 }
 inline double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
+}
+// Seconds from a record timestamp (epoch ms) to now, by the wall clock; a timestamp
+// ahead of this host's clock (another host's skew) counts as 0.
+inline double age_seconds(int64_t timestamp_ms) {
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  return now_ms > timestamp_ms ? static_cast<double>(now_ms - timestamp_ms) / 1000.0 : 0.0;
 }
 inline Pipeline* owner_of(ex_host_ctx ctx) {
   return static_cast<Pipeline*>(HostBinding::of(ctx)->owner);
@@ -70,6 +79,9 @@ struct Pipeline::Instance {
   bool has_last = false;  // last committed positions (what an abort rewinds to)
   std::string last_format, last_data;
   uint64_t round_records = 0;
+  // The round's oldest record timestamp (epoch ms; INT64_MAX: none known): its age when
+  // the round commits is the round's worst end-to-end latency so far.
+  int64_t round_oldest_ms = std::numeric_limits<int64_t>::max();
   uint64_t round_out = 0, round_rejected = 0;  // folded into the stats when it commits
   // Records a sink's completion window failed after an earlier round counted them out
   // (pipeline_window.cpp): taken off records_out when this round commits.

@@ -128,8 +128,10 @@ Outcome Pipeline::process_batch(Instance& in, const ex_batch* batch) {
   // Records of one partition come in runs: one map lookup per run, not per record.
   int64_t* pos = nullptr;
   int32_t pos_of = 0;
+  int64_t oldest_ms = std::numeric_limits<int64_t>::max();
   for (size_t i = 0; i < batch->count; ++i) {
     const ex_record& r = at(batch, i);
+    if (r.timestamp_ms >= 0) oldest_ms = std::min(oldest_ms, r.timestamp_ms);
     if (pos == nullptr || r.partition != pos_of) {
       pos_of = r.partition;
       pos = &in.round_positions.try_emplace(pos_of, -1).first->second;
@@ -143,6 +145,10 @@ Outcome Pipeline::process_batch(Instance& in, const ex_batch* batch) {
     *pos = std::max(*pos, r.offset + 1);
   }
   metrics::global().add("records_in_total", labels(), static_cast<double>(batch->count));
+  if (oldest_ms != std::numeric_limits<int64_t>::max()) {
+    metrics::global().observe("record_age_at_poll_seconds", labels(), age_seconds(oldest_ms));
+    in.round_oldest_ms = std::min(in.round_oldest_ms, oldest_ms);
+  }
 
   // The tasks: each its share of the batch (partition id % tasks, batch order kept).
   const size_t n = in.tasks.size();

@@ -13,6 +13,7 @@ import urllib.request
 from prometheus_client.parser import text_string_to_metric_families
 
 exactly = sys.argv[1]
+test_plugins = sys.argv[2]  # the testkit: a counter source whose records carry timestamps
 work = tempfile.mkdtemp(prefix="exactly-metrics-")
 
 
@@ -28,7 +29,11 @@ port = free_port()
 config = os.path.join(work, "p.yaml")
 with open(config, "w") as f:
     f.write(f"""metrics: {{ listen: 127.0.0.1:{port} }}
+plugin.path: [{test_plugins}]
 pipelines:
+  - name: aged
+    source: {{ plugin: counter, config: {{ count: 1000, batch.size: 100, timestamp.age.ms: 30000 }} }}
+    sink: {{ plugin: discard }}
   - name: known
     source: {{ plugin: generator, config: {{ count: 5000, seed: 1, duplicate.ratio: 0 }} }}
     transforms:
@@ -52,10 +57,10 @@ try:
             time.sleep(0.2)
             continue
         families = {fam.name: fam for fam in text_string_to_metric_families(body)}
-        up = [s for s in families.get("exactly_pipeline_up", []).samples if s.labels.get("pipeline") == "known"] \
-            if "exactly_pipeline_up" in families else []
-        if up and up[0].value == 0:
-            break  # the bounded pipeline finished; its counters are final
+        up = [s for s in families.get("exactly_pipeline_up", []).samples
+              if s.labels.get("pipeline") in ("known", "aged")] if "exactly_pipeline_up" in families else []
+        if len(up) == 2 and all(s.value == 0 for s in up):
+            break  # the bounded pipelines finished; their counters are final
         time.sleep(0.3)
     else:
         failures.append("the bounded pipeline never finished")
@@ -99,6 +104,31 @@ try:
         count = [s.value for s in hist.samples if s.name.endswith("_count") and s.labels.get("pipeline") == "known"]
         if not count or count[0] != commits:
             failures.append(f"histogram count {count} != commits {commits}")
+    # The aged pipeline's records were stamped 30 s before each poll: every batch's and
+    # every round's oldest record is at least that old, in the buckets past 25 s (the
+    # buckets top out at 10 s: all in +Inf). The known pipeline's records carry no
+    # timestamp: no observations.
+    aged_commits = value("exactly_commits", pipeline="aged")
+    aged_batches = 1000 / 100
+    for name, want in (("exactly_record_age_at_poll_seconds", aged_batches),
+                       ("exactly_record_age_at_commit_seconds", aged_commits)):
+        fam = families.get(name)
+        if fam is None or fam.type != "histogram":
+            failures.append(f"{name} missing or not a histogram")
+            continue
+        def sample(suffix, pipeline, le=None):
+            got = [s.value for s in fam.samples if s.name == name + suffix and s.labels.get("pipeline") == pipeline
+                   and (le is None or s.labels.get("le") == le)]
+            return got[0] if got else None
+        if sample("_count", "aged") != want:
+            failures.append(f"{name} count {sample('_count', 'aged')}, want {want}")
+        if sample("_bucket", "aged", "10") != 0:
+            failures.append(f"{name}: {sample('_bucket', 'aged', '10.0')} observation(s) under 10 s of records 30 s old")
+        total = sample("_sum", "aged")
+        if total is None or total < 30 * want:
+            failures.append(f"{name} sum {total}, want at least {30 * want}")
+        if sample("_count", "known") not in (None, 0):
+            failures.append(f"{name} counted records without timestamps: {sample('_count', 'known')}")
     for name, fam in families.items():
         if not name.startswith("exactly_"):
             failures.append(f"metric {name} lacks the exactly_ prefix")
