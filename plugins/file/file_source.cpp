@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <charconv>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 
@@ -23,6 +24,26 @@ namespace {
 constexpr size_t kInitialBuffer = 1 << 20;
 // How often a following source looks for appended bytes while it waits.
 constexpr auto kFollowInterval = std::chrono::milliseconds(20);
+// The bytes before a position that its fingerprint covers: a line or two of JSON, which a
+// replaced or rewritten file does not repeat at the same offset.
+constexpr size_t kFingerprintBytes = 64;
+
+// FNV-1a, 64 bits: a change detector, not a defence against a crafted file.
+uint64_t fnv1a(const char* p, size_t n) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (size_t i = 0; i < n; ++i) {
+    h ^= static_cast<unsigned char>(p[i]);
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+// A position's text: "OFFSET" (stored before fingerprints) or "OFFSET:FINGERPRINT" (hex).
+std::string position_text(uint64_t offset, uint64_t fingerprint) {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fingerprint));
+  return std::to_string(offset) + ":" + hex;
+}
 }  // namespace
 
 FileSource::FileSource(sdk::Host host, const sdk::Config& config)
@@ -41,15 +62,68 @@ FileSource::~FileSource() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-Status FileSource::parse_offset(const sdk::Checkpoint& cp, uint64_t& out) const {
+Status FileSource::parse_position(const sdk::Checkpoint& cp, Position& out) const {
   if (cp.format != kSourceFormat)
     return Status::error(EX_ERR_CONFIG, "positions have format '" + cp.format +
                                             "', the file source reads '" + kSourceFormat +
                                             "': they were stored by another source");
-  auto [p, ec] = std::from_chars(cp.data.data(), cp.data.data() + cp.data.size(), out);
-  if (ec != std::errc() || p != cp.data.data() + cp.data.size())
-    return Status::fatal("corrupt file.v1 position '" + cp.data + "'");
+  const char* b = cp.data.data();
+  const char* e = b + cp.data.size();
+  auto [p, ec] = std::from_chars(b, e, out.offset);
+  out.fingerprint.reset();
+  if (ec == std::errc() && p != e && *p == ':') {
+    uint64_t fp = 0;
+    auto [q, ec2] = std::from_chars(p + 1, e, fp, 16);
+    if (ec2 == std::errc() && q == e && e - (p + 1) == 16) {
+      out.fingerprint = fp;
+      return Status::ok();
+    }
+  } else if (ec == std::errc() && p == e) {
+    return Status::ok();
+  }
+  return Status::fatal("corrupt file.v1 position '" + cp.data + "'");
+}
+
+Status FileSource::fingerprint_at(uint64_t offset, uint64_t& out) const {
+  const size_t n = static_cast<size_t>(std::min<uint64_t>(offset, kFingerprintBytes));
+  char bytes[kFingerprintBytes];
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = ::pread(fd_, bytes + got, n - got, static_cast<off_t>(offset - n + got));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return Status::retriable(errno_text("cannot read", path_));
+    if (r == 0) break;  // shorter than the position: seek_to says so
+    got += static_cast<size_t>(r);
+  }
+  out = fnv1a(bytes, got);
   return Status::ok();
+}
+
+Status FileSource::seek_to(const Position& at, const char* stored_where) {
+  if (fd_ < 0) return Status::fatal("file source used before open");
+  struct stat sb {};
+  if (::fstat(fd_, &sb) != 0) return Status::fatal(errno_text("cannot stat", path_));
+  const std::string start_over =
+      std::string(": reading on would lose lines or hand out the end of one. Restore the file, or "
+                  "remove ") + stored_where + " to read it from its start";
+  if (at.offset > static_cast<uint64_t>(sb.st_size))
+    return Status::error(EX_ERR_CONFIG,
+                         "the stored position " + std::to_string(at.offset) + " is past the end of " +
+                             path_ + " (" + std::to_string(sb.st_size) +
+                             " bytes): the file was truncated or replaced" + start_over,
+                         "path");
+  if (at.fingerprint) {
+    uint64_t now = 0;
+    Status st = fingerprint_at(at.offset, now);
+    if (!st) return st;
+    if (now != *at.fingerprint)
+      return Status::error(EX_ERR_CONFIG,
+                           "the stored position " + std::to_string(at.offset) + " does not belong to " +
+                               path_ + ": the bytes before it are not the ones read there (the file "
+                               "was replaced or rewritten)" + start_over,
+                           "path");
+  }
+  return seek(at.offset);
 }
 
 Status FileSource::open(const std::optional<sdk::Checkpoint>& resume) {
@@ -67,20 +141,24 @@ Status FileSource::open(const std::optional<sdk::Checkpoint>& resume) {
     cap_ = kInitialBuffer;
     buf_ = std::make_unique<char[]>(cap_);
   }
-  uint64_t start = 0;
+  Position start;
   if (resume) {
-    Status st = parse_offset(*resume, start);
+    Status st = parse_position(*resume, start);
     if (!st) return st;
-  } else if (!offsets_path_.empty()) {
+    return seek_to(start, "the stored positions (the sink's committed position, e.g. a file sink's "
+                          "<path>.commit)");
+  }
+  if (!offsets_path_.empty()) {
     std::optional<std::string> text;
     Status st = read_whole(offsets_path_, text);
     if (!st) return st;
     if (text) {
-      st = parse_offset(sdk::Checkpoint{kSourceFormat, *text}, start);
+      st = parse_position(sdk::Checkpoint{kSourceFormat, *text}, start);
       if (!st) return st;
+      return seek_to(start, ("offsets.path " + offsets_path_).c_str());
     }
   }
-  return seek(start);
+  return seek(0);
 }
 
 Status FileSource::seek(uint64_t offset) {
@@ -88,9 +166,10 @@ Status FileSource::seek(uint64_t offset) {
   struct stat sb {};
   if (::fstat(fd_, &sb) != 0) return Status::fatal(errno_text("cannot stat", path_));
   if (offset > static_cast<uint64_t>(sb.st_size))
-    return Status::fatal("position " + std::to_string(offset) + " is past the end of " + path_ +
-                         " (" + std::to_string(sb.st_size) +
-                         " bytes): the file was truncated or replaced");
+    return Status::error(EX_ERR_CONFIG,
+                         "position " + std::to_string(offset) + " is past the end of " + path_ + " (" +
+                             std::to_string(sb.st_size) + " bytes): the file was truncated or replaced",
+                         "path");
   if (::lseek(fd_, static_cast<off_t>(offset), SEEK_SET) < 0)
     return Status::fatal(errno_text("cannot seek", path_));
   buf_offset_ = offset;
@@ -201,7 +280,9 @@ Status FileSource::poll(int timeout_ms, std::vector<ex_record>& out, bool& end_o
       break;
     }
     // Following: a partial last line waits for its '\n'.
-    if (!out.empty() || std::chrono::steady_clock::now() >= deadline) break;
+    if (!out.empty()) break;
+    if (Status same = check_still_same_file(); !same) return same;
+    if (std::chrono::steady_clock::now() >= deadline) break;
     std::this_thread::sleep_for(
         std::min<std::chrono::steady_clock::duration>(kFollowInterval,
                                                       deadline - std::chrono::steady_clock::now()));
@@ -211,25 +292,54 @@ Status FileSource::poll(int timeout_ms, std::vector<ex_record>& out, bool& end_o
   return Status::ok();
 }
 
+Status FileSource::check_still_same_file() const {
+  struct stat open_sb {}, path_sb {};
+  if (::fstat(fd_, &open_sb) != 0) return Status::fatal(errno_text("cannot stat", path_));
+  const uint64_t read_to = buf_offset_ + len_;
+  if (static_cast<uint64_t>(open_sb.st_size) < read_to)
+    return Status::error(EX_ERR_CONFIG,
+                         path_ + " was cut to " + std::to_string(open_sb.st_size) + " bytes while followed (" +
+                             std::to_string(read_to) + " bytes were read): the source reads one file "
+                             "that only grows, and lines written after the cut would be skipped. "
+                             "Rotate by renaming the file and following the new one in a new "
+                             "pipeline, or remove the stored positions to read it from its start",
+                         "path");
+  // A missing path (renamed away, not yet replaced) is not a change: the open file is
+  // still the one followed.
+  if (::stat(path_.c_str(), &path_sb) == 0 &&
+      (path_sb.st_ino != open_sb.st_ino || path_sb.st_dev != open_sb.st_dev))
+    return Status::error(EX_ERR_CONFIG,
+                         "another file was put at " + path_ + " while it was followed (every line "
+                         "of the one open was read): the source reads one file that only grows, "
+                         "and its positions would not fit the new one. Remove the stored "
+                         "positions to read the new file from its start",
+                         "path");
+  return Status::ok();
+}
+
 Status FileSource::checkpoint(sdk::Checkpoint& out) {
+  const uint64_t at = buf_offset_ + pos_;
+  uint64_t fp = 0;
+  Status st = fingerprint_at(at, fp);
+  if (!st) return st;
   out.format = kSourceFormat;
-  out.data = std::to_string(buf_offset_ + pos_);
+  out.data = position_text(at, fp);
   return Status::ok();
 }
 
 Status FileSource::commit(const sdk::Checkpoint& positions) {
   if (offsets_path_.empty()) return Status::ok();
-  uint64_t offset = 0;
-  Status st = parse_offset(positions, offset);
+  Position at;
+  Status st = parse_position(positions, at);
   if (!st) return st;
   return sdk::replace_file_atomically(offsets_path_, positions.data, true);
 }
 
 Status FileSource::rewind(const sdk::Checkpoint& positions) {
-  uint64_t offset = 0;
-  Status st = parse_offset(positions, offset);
+  Position at;
+  Status st = parse_position(positions, at);
   if (!st) return st;
-  return seek(offset);
+  return seek_to(at, "the stored positions");
 }
 
 }  // namespace exactly::file

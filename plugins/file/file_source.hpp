@@ -33,8 +33,24 @@ class FileSource final : public sdk::Source {
 
  private:
   FileSource(sdk::Host host, SourceSettings s);
-  sdk::Status parse_offset(const sdk::Checkpoint& cp, uint64_t& out) const;
+  // A position: the next byte offset and, when stored by this version, the fingerprint of
+  // the bytes before it (none in positions stored before fingerprints were).
+  struct Position {
+    uint64_t offset = 0;
+    std::optional<uint64_t> fingerprint;
+  };
+  sdk::Status parse_position(const sdk::Checkpoint& cp, Position& out) const;
+  // Seeks to a stored position, refusing (a config error: a restart cannot change it) a
+  // position past the end of the file or whose preceding bytes are no longer the ones
+  // read there: the file was replaced or rewritten, and reading on would lose lines
+  // or hand out the torn end of one.
+  sdk::Status seek_to(const Position& at, const char* stored_where);
   sdk::Status seek(uint64_t offset);
+  // The fingerprint of the up to kFingerprintBytes before `offset` (0 at offset 0).
+  sdk::Status fingerprint_at(uint64_t offset, uint64_t& out) const;
+  // While following, at the end of the bytes: a file cut shorter, or another file renamed
+  // over the path, is refused (its lines would be skipped, or never read).
+  sdk::Status check_still_same_file() const;
   // Appends complete lines from the buffer to `out`, up to batch_size_; refuses a line
   // over max_line_bytes_ (check_line).
   sdk::Status take_lines(std::vector<ex_record>& out);

@@ -3,6 +3,8 @@
 
 #include "file_test_util.hpp"
 
+#include <cstdio>
+
 namespace {
 
 using exactly::sdk::Checkpoint;
@@ -14,6 +16,9 @@ using file_test::lib;
 using file_test::spit;
 using file_test::TempDir;
 using file_test::values;
+
+// A position's offset: positions are "OFFSET:FINGERPRINT" (the bytes before the offset).
+std::string offset_of(const std::string& position) { return position.substr(0, position.find(':')); }
 
 std::vector<OwnedRecord> drain(SourceHarness& s, bool* saw_eoi = nullptr, int max_polls = 1000) {
   std::vector<OwnedRecord> all;
@@ -52,7 +57,7 @@ TEST(FileSource, LinesOffsetsAndPartition) {
   EXPECT_EQ(host.assigned[0].start_offset, 0);
   Checkpoint cp = s.checkpoint();
   EXPECT_EQ(cp.format, "file.v1");
-  EXPECT_EQ(cp.data, "23");
+  EXPECT_EQ(offset_of(cp.data), "23");
 }
 
 TEST(FileSource, BatchSizeAndCheckpointAfterEachBatch) {
@@ -70,7 +75,7 @@ TEST(FileSource, BatchSizeAndCheckpointAfterEachBatch) {
     auto b = s.poll(0, &eoi);
     if (!b.empty()) {
       sizes.push_back(b.size());
-      cps.push_back(s.checkpoint().data);
+      cps.push_back(offset_of(s.checkpoint().data));
     }
   }
   EXPECT_EQ(sizes, (std::vector<size_t>{4, 4, 2}));
@@ -87,7 +92,7 @@ TEST(FileSource, PartialLastLineEmittedAtEofWithoutFollow) {
   auto recs = drain(s, &eoi);
   EXPECT_TRUE(eoi);
   EXPECT_EQ(values(recs), (std::vector<std::string>{"one", "two"}));
-  EXPECT_EQ(s.checkpoint().data, "7");
+  EXPECT_EQ(offset_of(s.checkpoint().data), "7");
 }
 
 TEST(FileSource, FollowHoldsPartialLineUntilCompleted) {
@@ -102,14 +107,14 @@ TEST(FileSource, FollowHoldsPartialLineUntilCompleted) {
   EXPECT_EQ(values(first), (std::vector<std::string>{"one"}));
   EXPECT_TRUE(s.poll(10, &eoi).empty());
   EXPECT_FALSE(eoi);
-  EXPECT_EQ(s.checkpoint().data, "4");
+  EXPECT_EQ(offset_of(s.checkpoint().data), "4");
   spit(path, "o\nthree\nfou", true);
   auto second = s.poll(0, &eoi);
   EXPECT_FALSE(eoi);
   ASSERT_EQ(values(second), (std::vector<std::string>{"two", "three"}));
   EXPECT_EQ(second[0].offset, 4);
   EXPECT_EQ(second[1].offset, 8);
-  EXPECT_EQ(s.checkpoint().data, "14");
+  EXPECT_EQ(offset_of(s.checkpoint().data), "14");
   EXPECT_TRUE(s.poll(0, &eoi).empty());
   spit(path, "r\n", true);
   auto third = s.poll(0, &eoi);
@@ -131,7 +136,7 @@ TEST(FileSource, ResumeAndRewindReplayFromByteOffset) {
   auto rest = drain(s);
   ASSERT_EQ(rest.size(), 70u);
   EXPECT_EQ(rest.front().value, "{\"n\":30}");
-  EXPECT_EQ(std::to_string(rest.front().offset), cp.data);
+  EXPECT_EQ(std::to_string(rest.front().offset), offset_of(cp.data));
 
   ASSERT_TRUE(s.rewind(cp).is_ok());
   auto replay = drain(s);
@@ -143,7 +148,7 @@ TEST(FileSource, ResumeAndRewindReplayFromByteOffset) {
   auto again = drain(resumed);
   EXPECT_EQ(values(again), values(rest));
   ASSERT_EQ(host.assigned.size(), 1u);
-  EXPECT_EQ(std::to_string(host.assigned[0].start_offset), cp.data);
+  EXPECT_EQ(std::to_string(host.assigned[0].start_offset), offset_of(cp.data));
 }
 
 TEST(FileSource, LineLongerThanTheReadBuffer) {
@@ -254,8 +259,11 @@ TEST(FileSource, ErrorsNameTheProblem) {
   SourceHarness s(lib(), "file", {{"path", path}});
   EXPECT_EQ(s.open(Checkpoint{"generator.v1", "4"}).code(), EX_ERR_CONFIG);
   st = s.open(Checkpoint{"file.v1", "99"});
-  EXPECT_FALSE(st.is_ok());
+  // A config error: a restart cannot change it (it was fatal, and restarted for ever).
+  EXPECT_EQ(st.code(), EX_ERR_CONFIG) << st.message();
   EXPECT_NE(st.message().find("past the end"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("to read it from its start"), std::string::npos) << st.message();
+  EXPECT_FALSE(s.open(Checkpoint{"file.v1", "2:zz"}).is_ok());
   EXPECT_FALSE(s.open(Checkpoint{"file.v1", "x1"}).is_ok());
 
   SourceHarness nopath(lib(), "file", {});
@@ -267,6 +275,77 @@ TEST(FileSource, ErrorsNameTheProblem) {
   EXPECT_EQ(st.code(), EX_ERR_CONFIG);
   EXPECT_EQ(st.key(), "path");
   EXPECT_NE(st.message().find("is a directory"), std::string::npos) << st.message();
+}
+
+// A position belongs to the bytes read before it: a file replaced (or rewritten) under a
+// stored position is refused, where it resumed mid-way into the new file, skipping its
+// first lines and handing out the torn end of one as a record.
+TEST(FileSource, AStoredPositionInAReplacedFileIsRefusedNotResumedMidLine) {
+  TempDir dir;
+  std::string path = dir.file("in.jsonl");
+  std::string old_lines, new_lines;
+  for (int i = 0; i < 10; ++i) old_lines += "{\"old\":" + std::to_string(i) + "}\n";
+  for (int i = 0; i < 10; ++i) new_lines += "{\"new\":" + std::to_string(i) + ",\"pad\":\"xxxxxxx\"}\n";
+  spit(path, old_lines);
+  Checkpoint end;
+  {
+    SourceHarness s(lib(), "file", {{"path", path}});
+    ASSERT_TRUE(s.open().is_ok());
+    ASSERT_EQ(drain(s).size(), 10u);
+    end = s.checkpoint();
+  }
+  ASSERT_EQ(offset_of(end.data), std::to_string(old_lines.size()));
+  {
+    // The same file grown: the position still belongs to it.
+    spit(path, "{\"old\":10}\n", true);
+    SourceHarness s(lib(), "file", {{"path", path}});
+    ASSERT_TRUE(s.open(end).is_ok());
+    EXPECT_EQ(values(drain(s)), (std::vector<std::string>{"{\"old\":10}"}));
+  }
+  spit(path + ".tmp", new_lines);
+  ASSERT_EQ(::rename((path + ".tmp").c_str(), path.c_str()), 0);
+  SourceHarness s(lib(), "file", {{"path", path}});
+  Status st = s.open(end);
+  EXPECT_EQ(st.code(), EX_ERR_CONFIG) << st.message();
+  EXPECT_EQ(st.key(), "path");
+  EXPECT_NE(st.message().find("does not belong to " + path), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("replaced or rewritten"), std::string::npos) << st.message();
+  // A position stored before fingerprints (digits only) still resumes as it did.
+  SourceHarness legacy(lib(), "file", {{"path", path}});
+  ASSERT_TRUE(legacy.open(Checkpoint{"file.v1", "0"}).is_ok());
+  EXPECT_EQ(drain(legacy).size(), 10u);
+}
+
+// While following: a file cut shorter (copytruncate) or another file renamed over the
+// path stops the source with a config error, where it read nothing more (the new lines
+// were lost or, once the file grew past the old position, torn).
+TEST(FileSource, FollowingRefusesAFileCutShorterOrReplaced) {
+  TempDir dir;
+  std::string path = dir.file("in.jsonl");
+  spit(path, "aaaa\nbbbb\n");
+  {
+    SourceHarness s(lib(), "file", {{"path", path}, {"follow", "true"}});
+    ASSERT_TRUE(s.open().is_ok());
+    bool eoi = false;
+    ASSERT_EQ(s.poll(0, &eoi).size(), 2u);
+    spit(path, "c\n");  // truncated and rewritten: 2 bytes where 10 were read
+    Status st;
+    EXPECT_TRUE(s.poll(0, &eoi, &st).empty());
+    EXPECT_EQ(st.code(), EX_ERR_CONFIG) << st.message();
+    EXPECT_NE(st.message().find("was cut to 2 bytes while followed (10 bytes were read)"), std::string::npos)
+        << st.message();
+  }
+  spit(path, "aaaa\nbbbb\n");
+  SourceHarness s(lib(), "file", {{"path", path}, {"follow", "true"}});
+  ASSERT_TRUE(s.open().is_ok());
+  bool eoi = false;
+  ASSERT_EQ(s.poll(0, &eoi).size(), 2u);
+  spit(path + ".new", "aaaa\nbbbb\ncccc\n");
+  ASSERT_EQ(::rename((path + ".new").c_str(), path.c_str()), 0);
+  Status st;
+  EXPECT_TRUE(s.poll(0, &eoi, &st).empty());
+  EXPECT_EQ(st.code(), EX_ERR_CONFIG) << st.message();
+  EXPECT_NE(st.message().find("another file was put at " + path), std::string::npos) << st.message();
 }
 
 }  // namespace
