@@ -510,12 +510,19 @@ latency_histograms() {
     /^exactly_(batch|commit)_latency_seconds_bucket/ {
       h = ($0 ~ /batch/) ? "batch" : "commit"
       match($0, /le="[^"]+"/); le = substr($0, RSTART + 4, RLENGTH - 5); b[h SUBSEP le] = $2 }
+    /^exactly_record_age_at_(poll|commit)_seconds_bucket/ {
+      h = ($0 ~ /at_poll/) ? "poll_age" : "commit_age"
+      match($0, /le="[^"]+"/); le = substr($0, RSTART + 4, RLENGTH - 5); b[h SUBSEP le] = $2 }
+    /^exactly_record_age_at_poll_seconds_count/ { pc = $2 } /^exactly_record_age_at_commit_seconds_count/ { ac = $2 }
     /^exactly_batch_latency_seconds_sum/ { bs = $2 } /^exactly_batch_latency_seconds_count/ { bc = $2 }
     /^exactly_commit_latency_seconds_sum/ { cs = $2 } /^exactly_commit_latency_seconds_count/ { cc = $2 }
 '"$TASK_COUNTS_AWK"'
     END { printf "exactly: %d batches (mean %.1f ms; > 100 ms: %d, > 250 ms: %d, > 1 s: %d), %d commits (mean %.1f ms; > 100 ms: %d, > 250 ms: %d, > 1 s: %d)",
             bc, bc ? 1000 * bs / bc : 0, over("batch", "0.1"), over("batch", "0.25"), over("batch", "1"),
             cc, cc ? 1000 * cs / cc : 0, over("commit", "0.1"), over("commit", "0.25"), over("commit", "1")
+          # Where the age came from: input already old when polled, or rounds old at commit.
+          if (pc > 0) printf "; oldest record per batch at poll > 100 ms: %d, > 250 ms: %d of %d; per round at commit > 250 ms: %d, > 500 ms: %d of %d",
+            over("poll_age", "0.1"), over("poll_age", "0.25"), pc, over("commit_age", "0.25"), over("commit_age", "0.5"), ac
           printf "%s", tasks() }' "$1"
 }
 
