@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -47,6 +48,11 @@ Interpolated interpolate(const std::string& text) {
     r.changed = true;
     if (ref.rfind("file:", 0) == 0) {
       std::string path = ref.substr(5);
+      std::error_code ec;
+      if (std::filesystem::is_directory(path, ec)) {
+        r.error = "${file:" + path + "}: " + path + " is a directory, not a file";
+        return r;
+      }
       std::ifstream in(path, std::ios::binary);
       if (path.empty() || !in) {
         r.error = "${file:" + path + "}: cannot read " + (path.empty() ? "(empty path)" : path);
@@ -71,6 +77,12 @@ Interpolated interpolate(const std::string& text) {
       name = ref.substr(0, d);
       dflt = ref.substr(d + 2);
       has_default = true;
+      // "${A:-${B}}" read as default "${B" and a stray '}': a silent literal.
+      if (dflt.find("${") != std::string::npos) {
+        r.error = "${" + ref + "...: a default cannot hold another ${...} reference (nesting is "
+                  "not supported)";
+        return r;
+      }
     }
     if (!valid_name(name)) {
       r.error = "${" + ref + "}: '" + name + "' is not an environment variable name (letters, digits, _)";

@@ -136,8 +136,12 @@ void read_pipeline(const YAML::Node& node, const Mark& at, const std::string& fi
   std::string name;
   for (auto& f : flat)
     if (f.key == "name" && f.value.IsScalar()) name = f.value.Scalar();
-  std::string context = name.empty() ? fmt::format("pipelines[{}]", index)
-                                     : fmt::format("pipeline '{}'", name);
+  // A name with control characters (a NUL cut the message there) is named by its index.
+  const bool printable = std::none_of(name.begin(), name.end(), [](char ch) {
+    return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f;
+  });
+  std::string context = name.empty() || !printable ? fmt::format("pipelines[{}]", index)
+                                                   : fmt::format("pipeline '{}'", name);
   std::vector<Flat> plain;
   const Flat *source = nullptr, *sink = nullptr, *transforms = nullptr, *dlq = nullptr;
   for (auto& f : flat) {

@@ -58,7 +58,12 @@ void read_top_level(const std::vector<Flat>& flat, const std::string& file, Host
         ctx.error(c.marks[k], fmt::format("metrics.listen '{}': {}", v, why));
         continue;
       }
-      if (!spec->metrics_listen.empty() && spec->metrics_listen != v)
+      // "9464", ":9464" and "127.0.0.1:9464" are one address (the server's reading).
+      auto canonical = [](std::string a) {
+        if (a.find(':') == std::string::npos) return "127.0.0.1:" + a;
+        return a[0] == ':' ? "127.0.0.1" + a : a;
+      };
+      if (!spec->metrics_listen.empty() && canonical(spec->metrics_listen) != canonical(v))
         ctx.error(c.marks[k], fmt::format("metrics.listen '{}': it is set to '{}' already at {}", v,
                                           spec->metrics_listen, spec->metrics_mark.str()));
       spec->metrics_listen = v;

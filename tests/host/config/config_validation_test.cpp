@@ -333,6 +333,10 @@ TEST_F(ValidateTest, MetricsListenMustBeAnAddressAndPort) {
   EXPECT_EQ(twice.exit_code, 2) << twice.err;
   EXPECT_NE(twice.err.find("metrics.listen '127.0.0.1:19465': it is set to '127.0.0.1:19464' already at"),
             std::string::npos) << twice.err;
+  // The same address written two ways is one setting.
+  write_file(dir / "other.yaml", "metrics.listen: 19465\n");
+  auto same = run(exactly_bin() + " validate " + (dir / "other.yaml").string() + " " + file(), dir);
+  EXPECT_EQ(same.exit_code, 0) << same.err;
 }
 
 TEST_F(ValidateTest, APipelineNameMustBePrintableWithoutSpaces) {
@@ -344,6 +348,8 @@ TEST_F(ValidateTest, APipelineNameMustBePrintableWithoutSpaces) {
       {"\"with space\"", "got 'with space': ' ' (U+0020) at character 5 is not one of them"},
       {"\"zero\\u200Bwidth\"", "got 'zero\u200Bwidth': '\u200B' (U+200B) at character 5 is not one of them"},
       {"caf\u00e9", "got 'caf\u00e9': '\u00e9' (U+00E9) at character 4 is not one of them"},
+      // Every message names it by its index (one was cut at the NUL: "pipeline 'p").
+      {"\"p\\0x\"", "got 'p\\x00x': byte 0x00 at character 2 is not one of them"},
   };
   for (const auto& [bad, said] : cases) {
     std::string y = kGood;
@@ -354,6 +360,7 @@ TEST_F(ValidateTest, APipelineNameMustBePrintableWithoutSpaces) {
                          "metrics and state), " + said),
               std::string::npos)
         << bad << ": " << r.err;
+    EXPECT_EQ(r.err.find("pipeline 'p\n"), std::string::npos) << r.err;
   }
 }
 

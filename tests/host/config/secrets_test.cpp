@@ -51,6 +51,17 @@ TEST(Interpolation, AnUnsetVariableIsAnErrorAtItsLine) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("p.yaml:5:"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("cannot read " + (dir / "missing").string()), std::string::npos) << r.err;
+  // A directory read as empty, reported later as a puzzling "must not be empty".
+  write_file(dir / "p.yaml", pipeline(dir, "5", "message: \"${file:" + dir.string() + "}\""));
+  r = run(exactly_bin() + " validate " + (dir / "p.yaml").string(), dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find(dir.string() + " is a directory, not a file"), std::string::npos) << r.err;
+  // A nested reference was kept as literal text ("out-${B}.jsonl").
+  write_file(dir / "p.yaml", pipeline(dir, "5", "message: \"${EXACTLY_TEST_UNSET:-${HOME}}\""));
+  r = run(exactly_bin() + " validate " + (dir / "p.yaml").string(), dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("p.yaml:5:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("a default cannot hold another ${...} reference"), std::string::npos) << r.err;
 }
 
 // The kafka plugin's `rdkafka:` map holds librdkafka's own secret settings; each entry is
