@@ -10,6 +10,7 @@
 #include <cctype>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <system_error>
 #include <thread>
 
@@ -190,11 +191,49 @@ Status DedupeTransform::read_changelog(PartitionStore& store, const sdk::Partiti
   return store.finish_restore(std::max(from, last + 1));
 }
 
+namespace {
+constexpr const char* kChangelogNameFile = "CHANGELOG_TOPIC";
+}  // namespace
+
+Status DedupeTransform::check_changelog_name(const Part& part) {
+  namespace fs = std::filesystem;
+  const fs::path file = fs::path(part.store->dir()) / kChangelogNameFile;
+  std::string kept;
+  {
+    std::ifstream in(file);
+    if (in) std::getline(in, kept);
+  }
+  if (!kept.empty() && kept != changelog_topic_)
+    return Status::error(
+        EX_ERR_CONFIG,
+        "dedupe: store " + part.store->dir() + " holds the claims of changelog " + kept +
+            ", but this stage's changelog is " + changelog_topic_ +
+            " (its default name, exactly-<pipeline>-<stage>-changelog, changes when the stage "
+            "moves in the chain or the pipeline is renamed). Set changelog.topic: " + kept +
+            " on this stage to keep its claims; to start it over on the new changelog instead, "
+            "remove the store directory " + part.store->dir(),
+        "changelog.topic");
+  if (kept.empty()) {
+    std::error_code ec;
+    const fs::path tmp = file.string() + ".tmp";
+    {
+      std::ofstream out(tmp, std::ios::trunc);
+      out << changelog_topic_ << "\n";
+      if (!out) return Status::fatal("dedupe: cannot write " + tmp.string());
+    }
+    fs::rename(tmp, file, ec);
+    if (ec) return Status::fatal("dedupe: cannot write " + file.string() + ": " + ec.message());
+  }
+  return Status::ok();
+}
+
 Status DedupeTransform::restore(Part& part, const std::atomic<bool>* cancel) {
   const sdk::Partition& p = part.partition;
   const std::string dir = part.store->dir();
+  Status st = check_changelog_name(part);
+  if (!st) return st;
   sdk::StateInfo info;
-  Status st = open_changelog(p, info);
+  st = open_changelog(p, info);
   if (!st) return st;
   const StoreMeta& m = part.store->durable();
   const bool local_empty = m.fresh && m.next_seq == 0;
@@ -345,6 +384,8 @@ Status DedupeTransform::open_partition(const sdk::Partition& p, std::unique_ptr<
   st = decide_changelog();
   if (!st) return st;
   if (use_changelog_) {
+    st = check_changelog_name(*part);
+    if (!st) return st;
     // A long restore runs in its own thread while the host holds only this partition
     // back; a short one (or a host that cannot hold) restores here.
     if (restore_backlog(*part) > kBackgroundRestorePositions && host_.hold(p)) {

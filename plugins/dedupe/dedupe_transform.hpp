@@ -111,6 +111,11 @@ class DedupeTransform final : public sdk::Transform {
   // Changelog mode: bring the store up to the changelog's committed end.
   // `cancel` (background restores): stop early with a fatal status when it turns true.
   sdk::Status restore(Part& part, const std::atomic<bool>* cancel = nullptr);
+  // A store remembers the changelog it follows (a file beside its data): a stage whose
+  // changelog name changed (moved to another place in the chain, a renamed pipeline) is
+  // refused with the old name instead of meeting a new, empty changelog, which read as
+  // re-created: the store was wiped and its claims lost.
+  sdk::Status check_changelog_name(const Part& part);
   // Applies the changelog of `p` from `from` to its committed end; with a deadline,
   // stops at the first round boundary (a meta record) after it.
   sdk::Status read_changelog(PartitionStore& store, const sdk::Partition& p, int64_t from,

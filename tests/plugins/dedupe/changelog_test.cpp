@@ -160,6 +160,31 @@ TEST_F(ChangelogTest, AStoreAheadOfARecreatedChangelogIsRebuiltFromIt) {
   EXPECT_THAT(a2.process({event("a", 0), event("b", 1)}).kept, ElementsAre(0u, 1u));
 }
 
+// The default changelog name follows the stage's place in the chain: a transform added
+// before dedupe gave it a new, empty changelog, which read as a re-created one, so the
+// store was wiped and every id let through again. The store remembers its changelog and
+// a stage with another one is refused, naming the one to keep.
+TEST_F(ChangelogTest, AStoreKeptWithAnotherChangelogIsRefusedNotWiped) {
+  auto& a = start(on("host-a"));
+  a.process({event("a", 0), event("b", 1)});
+  read_up_to(2);
+  commit_round();
+  stage_.reset();
+  Pairs moved = on("host-a");
+  for (auto& [k, v] : moved)
+    if (k == "changelog.topic") v = "cl-moved";
+  TransformHarness t(library(), "dedupe", config(moved), &host_);
+  ASSERT_TRUE(t.ok());
+  auto st = t.assign({part(0, "events-0", 2)});
+  EXPECT_EQ(st.code(), EX_ERR_CONFIG) << st.message();
+  EXPECT_EQ(st.key(), "changelog.topic");
+  EXPECT_THAT(st.message(), HasSubstr("holds the claims of changelog cl, but this stage's changelog is cl-moved"));
+  EXPECT_THAT(st.message(), HasSubstr("Set changelog.topic: cl on this stage to keep its claims"));
+  // Nothing was wiped: with its own changelog again, both ids are still known.
+  auto& again = start(on("host-a"), {part(0, "events-0", 2)});
+  EXPECT_TRUE(again.process({event("a", 2), event("b", 3)}).kept.empty());
+}
+
 TEST_F(ChangelogTest, ARestoredStoreFoldsItsNextFillAtItsStaggeredSize) {
   // Partition 1 folds its first fill at 3/4 of the ~21,845-claim threshold (16,384). A
   // restore folds everything it reads; the fill after it is a first fill again, so
