@@ -269,6 +269,29 @@ void read_pipeline(const YAML::Node& node, const Mark& at, const std::string& fi
       }
     if (!set) p.sink.values.emplace_back("delivery", to_string(p.delivery));
   }
+  // A transaction open longer than the sink's transaction.timeout is aborted by the broker
+  // (reported by librdkafka as fencing): a round that gathers for commit.interval would
+  // never commit under steady input.
+  if (p.delivery == Delivery::exactly_once && p.sink.component) {
+    if (const auto* f = p.sink.component->field("transaction.timeout")) {
+      std::string v = f->has_default ? f->default_value : "";
+      for (auto& [k, val] : p.sink.values)
+        if (k == "transaction.timeout") v = val;
+      auto timeout = parse_duration_ms(v);
+      if (timeout && *timeout > 0 && p.commit_interval_ms >= *timeout)
+        ctx.error(c.marks.count("commit.interval") ? c.marks["commit.interval"] : at,
+                  fmt::format("{}: commit.interval ({} ms) must be shorter than the sink's "
+                              "transaction.timeout ({} ms): the broker aborts a transaction "
+                              "open longer than that, so no round would commit. Shorten "
+                              "commit.interval or raise transaction.timeout (up to the "
+                              "broker's transaction.max.timeout.ms)",
+                              context, p.commit_interval_ms, *timeout));
+    }
+  }
+  if (p.backoff_initial_ms > p.backoff_max_ms)
+    ctx.error(c.marks.count("restart.backoff.initial") ? c.marks["restart.backoff.initial"] : at,
+              fmt::format("{}: restart.backoff.initial ({} ms) is above restart.backoff.max ({} ms)",
+                          context, p.backoff_initial_ms, p.backoff_max_ms));
   // Last, so that the sink sees the pipeline's delivery as create() will.
   auto plugin_check = [&](const ComponentSpec& cs, bool clean) {
     if (!clean) return;

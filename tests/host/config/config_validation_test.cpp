@@ -441,3 +441,33 @@ TEST_F(ValidateTest, OnlyTopLevelKeysStartingWithXAreIgnored) {
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
   EXPECT_NE(bad.err.find("unknown key 'y-anything'"), std::string::npos) << bad.err;
 }
+
+// A round open longer than the kafka sink's transaction.timeout is aborted by the broker
+// (reported as fencing), so under steady input nothing ever committed; and a restart
+// backoff that starts above its maximum.
+TEST_F(ValidateTest, ACommitIntervalAtTheTransactionTimeoutAndAnInvertedBackoffAreRefused) {
+  auto r = validate(R"(pipelines:
+  - name: t
+    delivery: exactly_once
+    commit: { interval: 20s }
+    restart: { backoff.initial: 10s, backoff.max: 1s }
+    source: { plugin: kafka, config: { bootstrap.servers: 127.0.0.1:1, topics: [a], group.id: g } }
+    sink: { plugin: kafka, config: { bootstrap.servers: 127.0.0.1:1, topic: b } }
+)");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find(file() + ":5:25: error: pipeline 't': commit.interval (20000 ms) must be shorter than "
+                                "the sink's transaction.timeout (10000 ms)"),
+            std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(file() + ":6:33: error: pipeline 't': restart.backoff.initial (10000 ms) is above "
+                                "restart.backoff.max (1000 ms)"),
+            std::string::npos) << r.err;
+  // Raised to fit: valid.
+  auto ok = validate(R"(pipelines:
+  - name: t
+    delivery: exactly_once
+    commit: { interval: 20s }
+    source: { plugin: kafka, config: { bootstrap.servers: 127.0.0.1:1, topics: [a], group.id: g } }
+    sink: { plugin: kafka, config: { bootstrap.servers: 127.0.0.1:1, topic: b, transaction.timeout: 60s } }
+)");
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+}
