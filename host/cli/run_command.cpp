@@ -36,7 +36,7 @@ void describe_metrics() {
 }
 
 // One reload: validate everything first; apply only a valid set.
-void reload(const std::vector<std::string>& paths, engine::Supervisor& sup, const char* why) {
+bool reload(const std::vector<std::string>& paths, engine::Supervisor& sup, const char* why) {
   plugin::Registry registry;
   auto r = config::load(paths, registry);
   metrics::global().set("plugin_load_failures", {}, static_cast<double>(registry.failures().size()));
@@ -46,13 +46,14 @@ void reload(const std::vector<std::string>& paths, engine::Supervisor& sup, cons
                r.errors.size());
     metrics::global().add("config_reloads_total", {{"result", "failed"}}, 1);
     metrics::global().set("config_last_reload_success", {}, 0);
-    return;
+    return false;
   }
   log::info("reload", "{}: valid; applying (pipelines that go or change are drained first)", why);
   auto rep = sup.apply(r.spec);
   log::info("reload", "{}: applied: {}", why, rep.str());
   metrics::global().add("config_reloads_total", {{"result", "ok"}}, 1);
   metrics::global().set("config_last_reload_success", {}, 1);
+  return true;
 }
 
 }  // namespace
@@ -123,8 +124,25 @@ int cmd_run(const RunOptions& opts) {
                shutdown_timeout_ms / 1000.0, engine::describe(engine::calls_running_longer_than(0)));
     std::_Exit(3);
   };
-  // Runs while any pipeline runs; a reload that starts new ones keeps it going.
-  while (sup.any_running()) {
+  // Runs while any pipeline runs; a reload that starts new ones keeps it going. Once a
+  // reload has been applied the host is being operated by editing its files: a pipeline
+  // that an edit made fail (a topic that does not exist) keeps it watching, so that the
+  // fixing edit reaches it instead of the host exiting under the operator.
+  bool edited = false;
+  bool said_waiting = false;
+  auto keep_running = [&] {
+    if (sup.any_running()) {
+      said_waiting = false;
+      return true;
+    }
+    if (!(watcher && edited && !stopping && sup.any_failed())) return false;
+    if (!said_waiting)
+      log::warn("host", "no pipeline is running and one has failed since the last reload: still "
+                        "watching the files (edit, touch or SIGHUP to retry; SIGTERM to exit)");
+    said_waiting = true;
+    return true;
+  };
+  while (keep_running()) {
     check_deadline();
     timespec zero{0, 0};
     int sig = sigtimedwait(&set, nullptr, &zero);
@@ -138,10 +156,10 @@ int cmd_run(const RunOptions& opts) {
       stop_deadline = engine::steady_ms() + shutdown_timeout_ms;
       sup.request_stop_all();
     } else if (sig == SIGHUP && !stopping) {
-      reload(paths, sup, "SIGHUP");
+      edited = reload(paths, sup, "SIGHUP") || edited;
     }
     if (watcher && !stopping) {
-      if (watcher->poll(std::chrono::milliseconds(200))) reload(paths, sup, "files changed");
+      if (watcher->poll(std::chrono::milliseconds(200))) edited = reload(paths, sup, "files changed") || edited;
     } else {
       usleep(200 * 1000);
     }

@@ -61,4 +61,40 @@ TEST(ReloadPluginChecks, APluginLevelInvalidEditIsRefusedAndThePipelineKeepsRunn
   EXPECT_EQ(host.wait(), 0) << read_file(log);
 }
 
+// An edit that is valid but cannot start (here: a source file that does not exist; with
+// kafka, a topic) fails the only pipeline. The host used to exit then, so the operator's
+// fixing edit reached no one; it now keeps watching, and the fix starts the pipeline.
+TEST(ReloadPluginChecks, AnEditThatFailsTheOnlyPipelineKeepsTheHostWatchingForTheFix) {
+  fs::path dir = temp_dir("reload-fail");
+  fs::path conf = dir / "p.yaml", out = dir / "out.jsonl", log = dir / "host.log";
+  write_file(conf, yaml(out, 50));
+  Child host({exactly_bin(), "run", conf.string()}, log);
+  ASSERT_TRUE(wait_for(log, "started 1 pipeline", 20)) << read_file(log);
+  // A new sink file: the generator's positions stored with the first one are not a file
+  // source's.
+  const fs::path out2 = dir / "out2.jsonl";
+  auto with_source = [&](const std::string& source) {
+    std::string y = yaml(out2, 50);
+    const size_t at = y.find("    source:");
+    y.replace(at, y.find('\n', at) - at, "    source: " + source);
+    return y;
+  };
+  write_file(conf, with_source("{ plugin: file, config: { path: " + (dir / "missing.jsonl").string() + " } }"));
+  ASSERT_TRUE(wait_for(log, "still watching the files", 30)) << read_file(log);
+  EXPECT_NE(read_file(log).find("cannot open " + (dir / "missing.jsonl").string()), std::string::npos)
+      << read_file(log);
+  // The host is still there: the fix starts the pipeline again.
+  write_file(dir / "in.jsonl", "{\"a\":1}\n{\"a\":2}\n");
+  write_file(conf, with_source("{ plugin: file, config: { path: " + (dir / "in.jsonl").string() +
+                               ", follow: true, offsets.path: " + (dir / "in.offset").string() + " } }"));
+  bool fed = false;
+  for (int i = 0; i < 200 && !fed; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    fed = read_file(out2).find("{\"a\":2}") != std::string::npos;
+  }
+  EXPECT_TRUE(fed) << read_file(log);
+  host.kill(SIGTERM);
+  EXPECT_EQ(host.wait(), 0) << read_file(log);
+}
+
 }  // namespace
