@@ -6,9 +6,8 @@
 
 #include <fmt/format.h>
 
-#include <limits>
-
 #include <algorithm>
+#include <limits>
 
 namespace exactly::engine {
 
