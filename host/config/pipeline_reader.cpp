@@ -51,10 +51,10 @@ std::string describe_name(const std::string& name) {
 
 // A component block: { plugin: NAME, name: LABEL, config: {...} }.
 bool read_component(const YAML::Node& node, const Mark& at, ex_component_kind kind,
-                    const std::string& where, const std::string& pipeline,
+                    const std::string& where, const std::string& pipeline_context,
                     plugin::Registry& reg, ComponentSpec* out, ErrorSink& ctx) {
   const std::string file = at.file;
-  std::string context = fmt::format("pipeline '{}' {}", pipeline, where);
+  std::string context = pipeline_context + " " + where;
   out->where = where;
   out->mark = at;
   if (!node.IsMap()) {
@@ -136,12 +136,11 @@ void read_pipeline(const YAML::Node& node, const Mark& at, const std::string& fi
   std::string name;
   for (auto& f : flat)
     if (f.key == "name" && f.value.IsScalar()) name = f.value.Scalar();
-  // A name with control characters (a NUL cut the message there) is named by its index.
-  const bool printable = std::none_of(name.begin(), name.end(), [](char ch) {
-    return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f;
-  });
-  std::string context = name.empty() || !printable ? fmt::format("pipelines[{}]", index)
-                                                   : fmt::format("pipeline '{}'", name);
+  // Names label logs, metrics, state and transactional ids: printable, no spaces. A name
+  // that is not one is named by its index in every message (a NUL cut them short).
+  bool name_ok = !name.empty() && name.size() <= 200;
+  for (unsigned char ch : name) name_ok = name_ok && (std::isalnum(ch) || ch == '-' || ch == '_' || ch == '.');
+  const std::string context = name_ok ? fmt::format("pipeline '{}'", name) : fmt::format("pipelines[{}]", index);
   std::vector<Flat> plain;
   const Flat *source = nullptr, *sink = nullptr, *transforms = nullptr, *dlq = nullptr;
   for (auto& f : flat) {
@@ -152,12 +151,9 @@ void read_pipeline(const YAML::Node& node, const Mark& at, const std::string& fi
     else plain.push_back(f);
   }
   Checked c = check_fields(plain, pipeline_fields(), context, at, ctx);
-  // Names label logs, metrics, state and transactional ids: printable, no spaces.
   for (auto& f : flat) {
     if (f.key != "name" || !f.value.IsScalar()) continue;
-    bool ok = !name.empty() && name.size() <= 200;
-    for (unsigned char ch : name) ok = ok && (std::isalnum(ch) || ch == '-' || ch == '_' || ch == '.');
-    if (!ok)
+    if (!name_ok)
       ctx.error(f.value_mark, fmt::format("{}: key 'name' must be 1-200 letters, digits, '-', '_' "
                                           "or '.' (it names logs, metrics and state), got {}",
                                           context, describe_name(name)));
@@ -218,12 +214,12 @@ void read_pipeline(const YAML::Node& node, const Mark& at, const std::string& fi
   if (source == nullptr)
     ctx.error(at, fmt::format("{}: missing required key 'source'", context));
   else
-    source_clean = read_clean(source->value, source->value_mark, EX_KIND_SOURCE, "source", name,
+    source_clean = read_clean(source->value, source->value_mark, EX_KIND_SOURCE, "source", context,
                               reg, &p.source, ctx);
   if (sink == nullptr)
     ctx.error(at, fmt::format("{}: missing required key 'sink'", context));
   else
-    sink_clean = read_clean(sink->value, sink->value_mark, EX_KIND_SINK, "sink", name, reg,
+    sink_clean = read_clean(sink->value, sink->value_mark, EX_KIND_SINK, "sink", context, reg,
                             &p.sink, ctx);
   if (transforms != nullptr && !transforms->value.IsNull()) {
     if (!transforms->value.IsSequence()) {
@@ -234,7 +230,7 @@ void read_pipeline(const YAML::Node& node, const Mark& at, const std::string& fi
       for (const auto& t : transforms->value) {
         ComponentSpec cs;
         transforms_clean.push_back(read_clean(t, mark_at(file, t.Mark()), EX_KIND_TRANSFORM,
-                                              fmt::format("transforms[{}]", i++), name, reg, &cs,
+                                              fmt::format("transforms[{}]", i++), context, reg, &cs,
                                               ctx));
         p.transforms.push_back(std::move(cs));
       }
@@ -243,7 +239,7 @@ void read_pipeline(const YAML::Node& node, const Mark& at, const std::string& fi
   if (dlq != nullptr) {
     ComponentSpec cs;
     size_t before = ctx.errors->size();
-    if (read_component(dlq->value, dlq->value_mark, EX_KIND_SINK, "errors.dead-letter", name,
+    if (read_component(dlq->value, dlq->value_mark, EX_KIND_SINK, "errors.dead-letter", context,
                        reg, &cs, ctx)) {
       dlq_clean = ctx.errors->size() == before;
       p.dead_letter = std::move(cs);
@@ -295,7 +291,7 @@ void read_pipeline(const YAML::Node& node, const Mark& at, const std::string& fi
   // Last, so that the sink sees the pipeline's delivery as create() will.
   auto plugin_check = [&](const ComponentSpec& cs, bool clean) {
     if (!clean) return;
-    if (auto d = check_with_plugin(cs, name, fmt::format("pipeline '{}' {}", name, cs.where)))
+    if (auto d = check_with_plugin(cs, name, context + " " + cs.where))
       ctx.errors->push_back(std::move(*d));
   };
   plugin_check(p.source, source_clean);

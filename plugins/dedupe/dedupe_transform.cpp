@@ -6,6 +6,8 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include <exactly/durable_file.hpp>
+
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -213,27 +215,15 @@ Status DedupeTransform::check_changelog_name(const Part& part) {
             " on this stage to keep its claims; to start it over on the new changelog instead, "
             "remove the store directory " + part.store->dir(),
         "changelog.topic");
-  if (kept.empty()) {
-    std::error_code ec;
-    const fs::path tmp = file.string() + ".tmp";
-    {
-      std::ofstream out(tmp, std::ios::trunc);
-      out << changelog_topic_ << "\n";
-      if (!out) return Status::fatal("dedupe: cannot write " + tmp.string());
-    }
-    fs::rename(tmp, file, ec);
-    if (ec) return Status::fatal("dedupe: cannot write " + file.string() + ": " + ec.message());
-  }
+  if (kept.empty()) return sdk::replace_file_atomically(file.string(), changelog_topic_ + "\n");
   return Status::ok();
 }
 
 Status DedupeTransform::restore(Part& part, const std::atomic<bool>* cancel) {
   const sdk::Partition& p = part.partition;
   const std::string dir = part.store->dir();
-  Status st = check_changelog_name(part);
-  if (!st) return st;
   sdk::StateInfo info;
-  st = open_changelog(p, info);
+  Status st = open_changelog(p, info);
   if (!st) return st;
   const StoreMeta& m = part.store->durable();
   const bool local_empty = m.fresh && m.next_seq == 0;

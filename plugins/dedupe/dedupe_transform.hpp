@@ -114,7 +114,8 @@ class DedupeTransform final : public sdk::Transform {
   // A store remembers the changelog it follows (a file beside its data): a stage whose
   // changelog name changed (moved to another place in the chain, a renamed pipeline) is
   // refused with the old name instead of meeting a new, empty changelog, which read as
-  // re-created: the store was wiped and its claims lost.
+  // re-created: the store was wiped and its claims lost. Checked once per assignment,
+  // before its restore (open_partition).
   sdk::Status check_changelog_name(const Part& part);
   // Applies the changelog of `p` from `from` to its committed end; with a deadline,
   // stops at the first round boundary (a meta record) after it.

@@ -100,30 +100,24 @@ Status FileSource::fingerprint_at(uint64_t offset, uint64_t& out) const {
 }
 
 Status FileSource::seek_to(const Position& at, const char* stored_where) {
-  if (fd_ < 0) return Status::fatal("file source used before open");
-  struct stat sb {};
-  if (::fstat(fd_, &sb) != 0) return Status::fatal(errno_text("cannot stat", path_));
   const std::string start_over =
       std::string(": reading on would lose lines or hand out the end of one. Restore the file, or "
                   "remove ") + stored_where + " to read it from its start";
-  if (at.offset > static_cast<uint64_t>(sb.st_size))
+  Status st = seek(at.offset);  // refuses a position past the end
+  if (!st && st.code() == EX_ERR_CONFIG)
+    return Status::error(EX_ERR_CONFIG, "the stored " + st.message() + start_over, "path");
+  if (!st) return st;
+  if (!at.fingerprint) return Status::ok();
+  uint64_t now = 0;
+  st = fingerprint_at(at.offset, now);
+  if (!st) return st;
+  if (now != *at.fingerprint)
     return Status::error(EX_ERR_CONFIG,
-                         "the stored position " + std::to_string(at.offset) + " is past the end of " +
-                             path_ + " (" + std::to_string(sb.st_size) +
-                             " bytes): the file was truncated or replaced" + start_over,
+                         "the stored position " + std::to_string(at.offset) + " does not belong to " +
+                             path_ + ": the bytes before it are not the ones read there (the file "
+                             "was replaced or rewritten)" + start_over,
                          "path");
-  if (at.fingerprint) {
-    uint64_t now = 0;
-    Status st = fingerprint_at(at.offset, now);
-    if (!st) return st;
-    if (now != *at.fingerprint)
-      return Status::error(EX_ERR_CONFIG,
-                           "the stored position " + std::to_string(at.offset) + " does not belong to " +
-                               path_ + ": the bytes before it are not the ones read there (the file "
-                               "was replaced or rewritten)" + start_over,
-                           "path");
-  }
-  return seek(at.offset);
+  return Status::ok();
 }
 
 Status FileSource::open(const std::optional<sdk::Checkpoint>& resume) {
