@@ -15,6 +15,7 @@
 #include <thread>
 #include <cstdio>
 #include <ctime>
+#include <functional>
 #include <memory>
 #include <unistd.h>
 
@@ -35,8 +36,10 @@ void describe_metrics() {
              "Libraries on plugin.path that could not be loaded");
 }
 
-// One reload: validate everything first; apply only a valid set.
-bool reload(const std::vector<std::string>& paths, engine::Supervisor& sup, const char* why) {
+// One reload: validate everything first; apply only a valid set. `stop_asked` is
+// polled while the reload drains (see Supervisor::apply).
+bool reload(const std::vector<std::string>& paths, engine::Supervisor& sup, const char* why,
+            const std::function<bool()>& stop_asked) {
   plugin::Registry registry;
   auto r = config::load(paths, registry);
   metrics::global().set("plugin_load_failures", {}, static_cast<double>(registry.failures().size()));
@@ -49,7 +52,12 @@ bool reload(const std::vector<std::string>& paths, engine::Supervisor& sup, cons
     return false;
   }
   log::info("reload", "{}: valid; applying (pipelines that go or change are drained first)", why);
-  auto rep = sup.apply(r.spec);
+  auto rep = sup.apply(r.spec, stop_asked);
+  if (rep.interrupted) {
+    log::info("reload", "{}: interrupted by a stop signal: every pipeline is stopping and none "
+                        "was started (the edit takes effect on the next start)", why);
+    return false;
+  }
   log::info("reload", "{}: applied: {}", why, rep.str());
   metrics::global().add("config_reloads_total", {{"result", "ok"}}, 1);
   metrics::global().set("config_last_reload_success", {}, 1);
@@ -142,24 +150,41 @@ int cmd_run(const RunOptions& opts) {
     said_waiting = true;
     return true;
   };
+  auto on_stop_signal = [&](int sig) {
+    if (++signals > 1) {
+      log::error("host", "second signal: exiting without waiting for the round to commit");
+      std::_Exit(130);
+    }
+    log::info("host", "signal {}: finishing and committing the running round", sig);
+    stopping = true;
+    stop_deadline = engine::steady_ms() + shutdown_timeout_ms;
+  };
+  // While a reload drains, the main loop is not listening: a stop signal then must
+  // still stop the host (and not after the reload has started the new instances), and
+  // a second one still exit at once. SIGHUP stays pending for the main loop.
+  sigset_t stop_set;
+  sigemptyset(&stop_set);
+  sigaddset(&stop_set, SIGINT);
+  sigaddset(&stop_set, SIGTERM);
+  auto stop_asked = [&] {
+    timespec zero{0, 0};
+    int sig = sigtimedwait(&stop_set, nullptr, &zero);
+    if (sig == SIGINT || sig == SIGTERM) on_stop_signal(sig);
+    return stopping;
+  };
   while (keep_running()) {
     check_deadline();
     timespec zero{0, 0};
     int sig = sigtimedwait(&set, nullptr, &zero);
     if (sig == SIGINT || sig == SIGTERM) {
-      if (++signals > 1) {
-        log::error("host", "second signal: exiting without waiting for the round to commit");
-        std::_Exit(130);
-      }
-      log::info("host", "signal {}: finishing and committing the running round", sig);
-      stopping = true;
-      stop_deadline = engine::steady_ms() + shutdown_timeout_ms;
+      on_stop_signal(sig);
       sup.request_stop_all();
     } else if (sig == SIGHUP && !stopping) {
-      edited = reload(paths, sup, "SIGHUP") || edited;
+      edited = reload(paths, sup, "SIGHUP", stop_asked) || edited;
     }
     if (watcher && !stopping) {
-      if (watcher->poll(std::chrono::milliseconds(200))) edited = reload(paths, sup, "files changed") || edited;
+      if (watcher->poll(std::chrono::milliseconds(200)))
+        edited = reload(paths, sup, "files changed", stop_asked) || edited;
     } else {
       usleep(200 * 1000);
     }

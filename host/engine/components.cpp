@@ -44,6 +44,12 @@ std::string Component::describe_create_error(const Outcome& o) const {
                      o.message);
 }
 
+std::string Component::describe_call_error(const char* call, const Outcome& o) const {
+  if (o.key.empty()) return fmt::format("{} {}: {}", spec_.where, call, o.message);
+  return fmt::format("{}: error: {} ({}) {}: key '{}': {}", spec_.mark_of(o.key).str(), spec_.where,
+                     spec_.plugin, call, o.key, o.message);
+}
+
 #define CALL(fn, ...)                                       \
   do {                                                      \
     if (vt().fn == nullptr) return Outcome{};               \

@@ -58,6 +58,9 @@ class Component {
   const std::string& id() const { return binding_->component_id; }
   // A create() failure rendered with the file:line:col of the offending key.
   std::string describe_create_error(const Outcome& o) const;
+  // A failed call after create (open, ...): "<where> <call>: <message>", or, when the
+  // plugin named a config key, led by that key's file:line:col like a create error.
+  std::string describe_call_error(const char* call, const Outcome& o) const;
 
  protected:
   config::ComponentSpec spec_;

@@ -185,14 +185,18 @@ Pipeline::RunResult Pipeline::run_instance() {
   ex_checkpoint stored{};
   bool has_stored = false;
   o = in.sink->open(&stored, &has_stored);
-  if (o.ok() && in.dlq) {
+  if (!o.ok()) {
+    fail(in.sink->describe_call_error("open", o));
+    return cleanup(classify(o));
+  }
+  if (in.dlq) {
     ex_checkpoint ignored{};
     bool h = false;
     o = in.dlq->open(&ignored, &h);
-  }
-  if (!o.ok()) {
-    fail(fmt::format("sink open: {}", o.message));
-    return cleanup(classify(o));
+    if (!o.ok()) {
+      fail(in.dlq->describe_call_error("open", o));
+      return cleanup(classify(o));
+    }
   }
   if (has_stored) {
     in.has_last = true;
@@ -205,7 +209,7 @@ Pipeline::RunResult Pipeline::run_instance() {
     o = in.source->open(nullptr);
   }
   if (!o.ok()) {
-    fail(fmt::format("source open: {}", o.message));
+    fail(in.source->describe_call_error("open", o));
     return cleanup(classify(o));
   }
   if (!has_stored) {

@@ -62,6 +62,10 @@ class Pipeline {
   // Hot reload: new transform parameters applied in place at the next round
   // boundary. Resolves false when a plugin cannot (the caller restarts instead).
   std::future<bool> request_reconfigure(const config::PipelineSpec& next);
+  // Takes back a request not yet taken up: its future then resolves false (a request
+  // already applied keeps its answer). A reload that stops waiting must withdraw, or
+  // the pipeline could still apply it later, after the reload restarted it.
+  void withdraw_reconfigure();
 
  private:
   enum class RunResult { finished, stopped, failed_permanent, failed_retry };

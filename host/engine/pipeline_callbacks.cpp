@@ -128,6 +128,7 @@ int32_t Pipeline::cb_revoked(ex_host_ctx ctx, const ex_partition* parts, size_t 
   if (in->sink) in->sink->revoke(copy);
   for (auto& x : copy) {
     log::info(scope, "revoked {}", sv(x.name));
+    metrics::global().remove_gauges_matching({{"pipeline", p->spec_.name}, {"partition", sv(x.name)}});
     p->partitions_.erase(x.id);
     p->held_.forget(x.id);
     in->window.erase(x.id);  // the sink dropped its records in flight; the next owner replays them

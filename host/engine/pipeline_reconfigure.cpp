@@ -14,6 +14,14 @@ std::future<bool> Pipeline::request_reconfigure(const config::PipelineSpec& next
   return reconf_done_->get_future();
 }
 
+void Pipeline::withdraw_reconfigure() {
+  std::lock_guard<std::mutex> g(reconf_mu_);
+  if (!reconf_done_) return;
+  reconf_done_->set_value(false);
+  reconf_done_.reset();
+  reconf_spec_.reset();
+}
+
 void Pipeline::apply_reconfigure(Instance& in) {
   std::lock_guard<std::mutex> g(reconf_mu_);
   if (!reconf_spec_) return;

@@ -228,13 +228,19 @@ Outcome Pipeline::process_batch(Instance& in, const ex_batch* batch) {
 Outcome Pipeline::write_dead_letters(Instance& in) {
   if (!in.dlq_pending.empty()) {
     ex_batch d{sizeof(ex_batch), sizeof(ex_record), in.dlq_pending.data(), in.dlq_pending.size()};
-    size_t dlq_rejects = 0;
+    // The first refused record is named in the stop message: the operator has to find it.
     struct DlqCtx {
-      size_t* n;
-    } dctx{&dlq_rejects};
+      size_t n = 0;
+      size_t first = 0;
+      std::string why;
+    } dctx;
     ex_record_errors derrs{sizeof(ex_record_errors), reinterpret_cast<ex_record_errors_ctx>(&dctx),
-                           [](ex_record_errors_ctx c, size_t, const char*, size_t) -> int32_t {
-                             ++*reinterpret_cast<DlqCtx*>(c)->n;
+                           [](ex_record_errors_ctx c, size_t i, const char* why, size_t len) -> int32_t {
+                             auto* x = reinterpret_cast<DlqCtx*>(c);
+                             if (x->n++ == 0) {
+                               x->first = i;
+                               x->why.assign(why != nullptr ? why : "", why != nullptr ? len : 0);
+                             }
                              return EX_OK;
                            },
                            nullptr};
@@ -244,10 +250,14 @@ Outcome Pipeline::write_dead_letters(Instance& in) {
       return o;
     }
     // A record the dead-letter sink refuses has nowhere left to go: stop, never drop.
-    if (dlq_rejects > 0)
-      return Outcome::make(EX_ERR_CONFIG, fmt::format("the dead-letter sink rejected {} record(s); "
-                                                      "stopping rather than losing them",
-                                                      dlq_rejects));
+    if (dctx.n > 0) {
+      const std::string first =
+          dctx.first < in.dlq_pending.size() ? origin(in.dlq_pending[dctx.first]) : std::string("?");
+      return Outcome::make(EX_ERR_CONFIG,
+                           fmt::format("the dead-letter sink rejected {} record(s), the first {}: {}; "
+                                       "stopping rather than losing them",
+                                       dctx.n, first, dctx.why.empty() ? "(no reason given)" : dctx.why));
+    }
   }
   in.dlq_pending.clear();  // written: a later call must not write them again
   return {};

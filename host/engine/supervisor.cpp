@@ -11,6 +11,7 @@
 #include <thread>
 #include <map>
 #include <set>
+#include <utility>
 
 namespace exactly::engine {
 
@@ -35,6 +36,21 @@ bool only_component_params_changed(const config::PipelineSpec& a, const config::
   return x.fingerprint() == a.fingerprint();
 }
 
+// The value of label `key` in rendered labels (`{a="x",b="y"}`), or "".
+std::string label_value(const std::string& rendered, const std::string& key) {
+  const std::string needle = key + "=\"";
+  size_t at = rendered.find(needle);
+  while (at != std::string::npos && at > 0 && rendered[at - 1] != '{' && rendered[at - 1] != ',')
+    at = rendered.find(needle, at + 1);
+  if (at == std::string::npos) return {};
+  std::string v;
+  for (size_t i = at + needle.size(); i < rendered.size() && rendered[i] != '"'; ++i) {
+    if (rendered[i] == '\\' && i + 1 < rendered.size()) ++i;
+    v += rendered[i];
+  }
+  return v;
+}
+
 std::string join(const std::vector<std::string>& v) {
   std::string o;
   for (auto& s : v) o += (o.empty() ? "" : ",") + s;
@@ -47,10 +63,26 @@ std::string ApplyReport::str() const {
                      join(removed), join(restarted), join(reconfigured), join(unchanged));
 }
 
-ApplyReport Supervisor::apply(const config::HostSpec& spec) {
+ApplyReport Supervisor::apply(const config::HostSpec& spec, const std::function<bool()>& stop_asked) {
   ApplyReport rep;
+  auto asked = [&] {
+    if (!rep.interrupted && stop_asked && stop_asked()) rep.interrupted = true;
+    return rep.interrupted;
+  };
   std::map<std::string, const config::PipelineSpec*> next;
   for (auto& p : spec.pipelines) next[p.name] = &p;
+
+  // Waits for the pipeline to take the new parameters at its next round boundary; a
+  // stop asked meanwhile ends the wait (the pipeline is then stopped with the others).
+  auto reconfigured_in_place = [&](Pipeline& p, const config::PipelineSpec& to) {
+    auto fut = p.request_reconfigure(to);
+    const int64_t until = steady_ms() + p.spec().commit_interval_ms + 10000;
+    while (fut.wait_for(std::chrono::milliseconds(20)) != std::future_status::ready &&
+           steady_ms() < until && !asked()) {
+    }
+    p.withdraw_reconfigure();
+    return fut.get();
+  };
 
   // Drain everything that goes away or changes first, in parallel, then start.
   std::vector<std::unique_ptr<Pipeline>> keep, draining;
@@ -64,16 +96,12 @@ ApplyReport Supervisor::apply(const config::HostSpec& spec) {
       p->request_stop();
       draining.push_back(std::move(p));
     } else if (it->second->fingerprint() != p->spec().fingerprint() &&
-               only_component_params_changed(p->spec(), *it->second) && !p->done() &&
-               [&] {
-                 auto fut = p->request_reconfigure(*it->second);
-                 auto wait = std::chrono::milliseconds(p->spec().commit_interval_ms + 10000);
-                 return fut.wait_for(wait) == std::future_status::ready && fut.get();
-               }()) {
+               only_component_params_changed(p->spec(), *it->second) && !p->done() && !asked() &&
+               reconfigured_in_place(*p, *it->second)) {
       rep.reconfigured.push_back(p->spec().name);
       keep.push_back(std::move(p));
-    } else if (it->second->fingerprint() != p->spec().fingerprint() ||
-               p->state() == State::failed) {
+    } else if (!asked() && (it->second->fingerprint() != p->spec().fingerprint() ||
+                            p->state() == State::failed)) {
       // A failed pipeline is retried on every valid reload, changed or not: the
       // operator may have fixed what it depends on (a topic, a directory).
       rep.restarted.push_back(p->spec().name);
@@ -93,9 +121,16 @@ ApplyReport Supervisor::apply(const config::HostSpec& spec) {
   // A plugin call that never returns must not hang the reload (and, with it, signal
   // handling) forever: past shutdown.timeout, report what is stuck and exit.
   const int64_t deadline = steady_ms() + spec.shutdown_timeout_ms;
+  auto stop_everything = [&] {
+    for (auto& p : keep) p->request_stop();
+    for (auto& p : draining) p->request_stop();
+  };
+  bool stopped_all = false;
   for (auto& p : draining) {
-    while (!p->done() && steady_ms() < deadline)
+    while (!p->done() && steady_ms() < deadline) {
+      if (asked() && !std::exchange(stopped_all, true)) stop_everything();
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
     if (!p->done()) {
       log::error("reload", "pipeline '{}' did not stop within shutdown.timeout ({} s); still running:\n{}"
                  "exiting with code 3 (its round is replayed on the next start)",
@@ -107,6 +142,7 @@ ApplyReport Supervisor::apply(const config::HostSpec& spec) {
     metrics::global().set("pipeline_up", {{"pipeline", p->spec().name}}, 0);
     retired_.push_back(std::move(p));
   }
+  if (asked() && !stopped_all) stop_everything();
   // Series of pipelines that are gone for good would otherwise live forever.
   for (auto& name : rep.removed) metrics::global().remove_matching("pipeline", name);
   // Retired instances hold their plugin libraries; keep only the recent ones for the
@@ -115,6 +151,7 @@ ApplyReport Supervisor::apply(const config::HostSpec& spec) {
   if (retired_.size() > kKeepRetired)
     retired_.erase(retired_.begin(), retired_.end() - kKeepRetired);
   live_ = std::move(keep);
+  if (rep.interrupted) return rep;
   for (auto* ps : to_start) {
     auto p = std::make_unique<Pipeline>(*ps);
     p->start();
@@ -190,13 +227,22 @@ std::string render_summary(const std::vector<const Pipeline*>& pipelines) {
     o += fmt::format("{:<22} {:<9} {:>10} {:>10} {:>9} {:>9} {:>8} {:>7} {:>8.2f}s {:>8.0f} r/s\n",
                      name, to_string(newest->state()), in, out, dropped, rej, commits, aborts, el,
                      el > 0 ? in / el : 0.0);
-    // Plugin counters, summed over their other labels (partitions, stages).
-    std::map<std::string, double> totals;
+    // Plugin counters, summed over their other labels (partitions) but per stage: a
+    // dead-letter sink's counts are not the main sink's.
+    std::map<std::pair<std::string, std::string>, double> totals;
+    std::map<std::string, std::set<std::string>> stages_of;
     for (auto& ser : metrics::global().series_with("pipeline", name))
       if (!host_families.count(ser.name) && ser.name.size() > 6 &&
-          ser.name.compare(ser.name.size() - 6, 6, "_total") == 0)
-        totals[ser.name] += ser.value;
-    for (auto& [metric, v] : totals) o += fmt::format("    {:<44} {:>12}\n", metric, v);
+          ser.name.compare(ser.name.size() - 6, 6, "_total") == 0) {
+        std::string stage = label_value(ser.labels, "stage");
+        totals[{ser.name, stage}] += ser.value;
+        stages_of[ser.name].insert(stage);
+      }
+    for (auto& [key, v] : totals) {
+      const auto& [metric, stage] = key;
+      const bool several = stages_of[metric].size() > 1;
+      o += fmt::format("    {:<44} {:>12}\n", several ? metric + " (" + stage + ")" : metric, v);
+    }
     if (replayed) o += fmt::format("    replayed: {} (records of aborted rounds, read again)\n", replayed);
     if (instances.size() > 1) o += fmt::format("    instances: {} (replaced by reloads)\n", instances.size());
     if (restarts) o += fmt::format("    restarts: {}\n", restarts);

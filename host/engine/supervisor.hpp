@@ -5,6 +5,7 @@
 #include "config/model.hpp"
 #include "engine/pipeline.hpp"
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,13 +14,19 @@ namespace exactly::engine {
 
 struct ApplyReport {
   std::vector<std::string> added, removed, restarted, reconfigured, unchanged;
+  // A stop was asked for while the reload drained: every pipeline was told to stop and
+  // none was started.
+  bool interrupted = false;
   std::string str() const;
 };
 
 class Supervisor {
  public:
   ~Supervisor();
-  ApplyReport apply(const config::HostSpec& spec);
+  // `stop_asked` is polled while apply() waits (for a reconfigure, for drains); once it
+  // says true, apply() stops waiting for reconfigures, asks every pipeline to stop,
+  // lets the draining ones finish and starts nothing.
+  ApplyReport apply(const config::HostSpec& spec, const std::function<bool()>& stop_asked = {});
   void request_stop_all();
   void join_all();
   bool any_running() const;

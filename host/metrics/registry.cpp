@@ -129,6 +129,25 @@ void Registry::remove_matching(const std::string& k, const std::string& v) {
   }
 }
 
+void Registry::remove_gauges_matching(const Labels& match) {
+  std::lock_guard<std::mutex> g(mu_);
+  std::vector<std::string> needles;
+  for (auto& [k, v] : match) needles.push_back(k + "=\"" + escape(v) + "\"");
+  auto matches = [&](const std::string& rendered) {
+    for (auto& n : needles) {
+      size_t at = rendered.find(n);
+      while (at != std::string::npos && at > 0 && rendered[at - 1] != ',') at = rendered.find(n, at + 1);
+      if (at == std::string::npos) return false;
+    }
+    return true;
+  };
+  for (auto& [name, f] : families_) {
+    if (f.type != Type::gauge) continue;
+    for (auto it = f.values.begin(); it != f.values.end();)
+      it = matches(it->first) ? f.values.erase(it) : std::next(it);
+  }
+}
+
 std::vector<Registry::Series> Registry::series_with(const std::string& k,
                                                    const std::string& v) const {
   std::lock_guard<std::mutex> g(mu_);

@@ -24,6 +24,10 @@ class Registry {
   double sum(const std::string& name, const Labels& match) const;
   // Drops every series carrying label k=v (a pipeline removed on reload).
   void remove_matching(const std::string& k, const std::string& v);
+  // Drops the gauges whose labels include every pair of `match` (a revoked partition's:
+  // a gauge that nobody sets any more would report its last value for ever). Counters
+  // stay: they count what happened.
+  void remove_gauges_matching(const Labels& match);
   std::string exposition() const;
   // Every plain series (counters and gauges) carrying label k=v: (name, labels, value).
   struct Series {

@@ -11,7 +11,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <random>
+#include <set>
 #include <sstream>
 
 namespace exactly::kafka {
@@ -39,6 +41,46 @@ std::string fresh_id() {
   return buf;
 }
 
+// One host per identity: a second process with the same state dir would use the same
+// transactional.id and group.instance.id, and the two would fence each other in a loop
+// with nothing but librdkafka's "fenced" to tell why. A POSIX record lock belongs to
+// the process, not to a descriptor: the host's own sink and source (and a sink rebuilt
+// by a reload, even from a reloaded copy of this library) take it again freely, and it
+// goes when the process exits, however it exits. The descriptor is kept open, once per
+// file, for the life of the process (closing any descriptor of the file would drop the
+// lock; opening one per sink would leak one per restart).
+void hold_identity(const std::filesystem::path& id_path, const std::string& pipeline) {
+  const std::string lock_path = id_path.string() + ".lock";
+  static std::mutex mu;
+  static auto* held = new std::set<std::string>;  // never destroyed: see above
+  std::lock_guard<std::mutex> g(mu);
+  if (held->count(lock_path)) return;
+  const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0)
+    throw sdk::ConfigError("state.dir", "cannot open " + lock_path + ": " + std::strerror(errno));
+  struct flock fl {};
+  fl.l_type = F_WRLCK;
+  fl.l_whence = SEEK_SET;
+  if (::fcntl(fd, F_SETLK, &fl) == 0) {
+    held->insert(lock_path);
+    return;
+  }
+  const int e = errno;
+  struct flock who {};
+  who.l_type = F_WRLCK;
+  who.l_whence = SEEK_SET;
+  const bool known = ::fcntl(fd, F_GETLK, &who) == 0 && who.l_type != F_UNLCK;
+  ::close(fd);
+  if (e != EACCES && e != EAGAIN)
+    throw sdk::ConfigError("state.dir", "cannot lock " + lock_path + ": " + std::strerror(e));
+  throw sdk::ConfigError(
+      "state.dir",
+      "pipeline '" + pipeline + "' already runs from " + id_path.parent_path().parent_path().string() +
+          " in another process" + (known ? " (pid " + std::to_string(who.l_pid) + ")" : std::string()) +
+          ": each host needs a state.dir of its own (two hosts with one state.dir share one "
+          "transactional.id and fence each other's transactions)");
+}
+
 }  // namespace
 
 std::string txn_instance_id(const std::string& state_dir, const std::string& pipeline) {
@@ -47,6 +89,7 @@ std::string txn_instance_id(const std::string& state_dir, const std::string& pip
   std::filesystem::create_directories(dir, ec);
   if (ec) throw sdk::ConfigError("state.dir", "cannot create " + dir.string() + ": " + ec.message());
   auto path = dir / (safe(pipeline) + ".instance-id");
+  hold_identity(path, pipeline);
   {
     std::ifstream in(path);
     std::string id;

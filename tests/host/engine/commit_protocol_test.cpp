@@ -228,6 +228,38 @@ TEST(ErrorPolicy, DeadLetterGetsEveryRejectedRecord) {
   EXPECT_EQ(o.values.size(), 901u);
   ASSERT_EQ(d.values.size(), 99u);
   for (auto v : d.values) EXPECT_EQ(v % 10, 0);
+  // The summary counts each sink's commits on its own line, not one sum of both.
+  std::map<std::string, long> commits;
+  std::istringstream rows(r.out);
+  for (std::string row; std::getline(rows, row);) {
+    std::istringstream f(row);
+    std::string metric, stage;
+    long v = 0;
+    if (f >> metric >> stage >> v && metric == "testkit_commits_total") commits[stage] = v;
+  }
+  ASSERT_EQ(commits.size(), 2u) << r.out;
+  EXPECT_GE(commits["(sink/faulty)"], 2) << r.out;
+  EXPECT_GE(commits["(errors.dead-letter/faulty)"], 1) << r.out;
+  EXPECT_EQ(commits["(sink/faulty)"], parse_output(dir / "out.txt").rounds) << r.out;
+}
+
+// A record the dead-letter sink refuses has nowhere left to go: the pipeline stops
+// without committing it, and says which record it was and why.
+TEST(ErrorPolicy, ARecordTheDeadLetterSinkRefusesStopsThePipelineAndIsNamed) {
+  auto dir = temp_dir("policy");
+  std::string dlq = "    errors:\n      policy: dead-letter\n      dead-letter: { plugin: faulty, "
+                    "config: { path: " + (dir / "dlq.txt").string() + ", refuse.value: 30 } }\n";
+  write_file(dir / "p.yaml",
+             pipeline_yaml(dir / "out.txt", 1000, "", dlq,
+                           "    transforms: [ { plugin: reject-every, config: { every: 10 } } ]\n"));
+  auto r = run(exactly_bin() + " run " + (dir / "p.yaml").string(), dir);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("the dead-letter sink rejected 1 record(s), the first counter-0@30: value 30 "
+                       "is refused by this sink; stopping rather than losing them"),
+            std::string::npos)
+      << r.err;
+  // Nothing of the round that held it was committed (rounds are 512 records).
+  EXPECT_TRUE(parse_output(dir / "out.txt").values.empty()) << read_file(dir / "out.txt");
 }
 
 TEST(CommitProtocol, ExactlyOnceRefusesASinkThatCannotStorePositions) {
@@ -271,3 +303,39 @@ TEST(Shutdown, ASecondSignalWhileThePipelinesCloseExitsAt130) {
 }
 
 }  // namespace
+
+namespace {
+size_t count_of(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+}  // namespace
+
+// A stop signal that lands while a reload drains a changed pipeline (here: its sink
+// takes 3 s to close) stops the host: the reload starts no new instance of it.
+TEST(Shutdown, ASignalDuringAReloadsDrainStopsTheHostAndStartsNothing) {
+  auto dir = temp_dir("sigterm-reload");
+  const fs::path conf = dir / "p.yaml", log = dir / "log.txt";
+  write_file(conf, pipeline_yaml(dir / "out.txt", 50000000, ", close.delay.ms: 3000"));
+  Child c({exactly_bin(), "run", conf.string()}, log);
+  for (int i = 0; i < 200 && parse_output(dir / "out.txt").rounds < 2; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_GE(parse_output(dir / "out.txt").rounds, 2) << read_file(log);
+  // Another commit interval cannot change in place: the reload drains and restarts it.
+  std::string next = read_file(conf);
+  next.replace(next.find("interval: 5s"), 12, "interval: 4s");
+  write_file(conf, next);
+  for (int i = 0; i < 200 && read_file(log).find("valid; applying") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  ASSERT_NE(read_file(log).find("valid; applying"), std::string::npos) << read_file(log);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // inside the 3 s close
+  c.kill(SIGTERM);
+  EXPECT_EQ(c.wait(), 0) << read_file(log);
+  const std::string text = read_file(log);
+  EXPECT_NE(text.find("interrupted by a stop signal"), std::string::npos) << text;
+  EXPECT_EQ(text.find("applied:"), std::string::npos) << text;
+  EXPECT_EQ(count_of(text, "running (counter"), 1u) << text;
+  Output o = parse_output(dir / "out.txt");
+  for (size_t i = 0; i < o.values.size(); ++i) ASSERT_EQ(o.values[i], static_cast<int64_t>(i));
+}

@@ -100,3 +100,42 @@ TEST(FailureLogging, ASourceOffsetWithNoNextPositionFailsTheRoundByName) {
   for (const auto& line : lines_of(fs::exists(dir / "out.txt") ? read_file(dir / "out.txt") : ""))
     EXPECT_NE(line, "4") << "the record at offset INT64_MAX was written";
 }
+
+// A plugin that refuses its config only when it opens (here: a file source whose path is
+// a directory, and a dead-letter file sink on a path that cannot be created) is named by
+// the file, line and column of the key it refused, like a create() error, and the
+// dead-letter sink's refusal is not reported as the main sink's.
+TEST(FailureLogging, AnOpenErrorOnAConfigKeyNamesItsFileLineAndColumn) {
+  auto dir = temp_dir("faillog-open");
+  fs::create_directories(dir / "in.d");
+  write_file(dir / "p.yaml",
+             "pipelines:\n"
+             "  - name: t\n"
+             "    source:\n"
+             "      plugin: file\n"
+             "      config: { path: " + (dir / "in.d").string() + " }\n"
+             "    sink: { plugin: file, config: { path: " + (dir / "out.jsonl").string() + " } }\n");
+  auto r = run(exactly_bin() + " run --no-watch " + (dir / "p.yaml").string(), dir);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find((dir / "p.yaml").string() + ":5:23: error: source (file) open: key 'path': " +
+                       (dir / "in.d").string() + " is a directory"),
+            std::string::npos)
+      << r.err;
+
+  write_file(dir / "q.yaml",
+             "pipelines:\n"
+             "  - name: t\n"
+             "    source: { plugin: generator, config: { count: 10 } }\n"
+             "    errors:\n"
+             "      policy: dead-letter\n"
+             "      dead-letter:\n"
+             "        plugin: file\n"
+             "        config:\n"
+             "          path: " + (dir / "no" / "such" / "dir" / "dlq.jsonl").string() + "\n"
+             "    sink: { plugin: file, config: { path: " + (dir / "out2.jsonl").string() + " } }\n");
+  r = run(exactly_bin() + " run --no-watch " + (dir / "q.yaml").string(), dir);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find((dir / "q.yaml").string() + ":9:17: error: errors.dead-letter (file) open: key 'path': "),
+            std::string::npos)
+      << r.err;
+}

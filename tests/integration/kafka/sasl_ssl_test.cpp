@@ -6,19 +6,15 @@
 //
 // One test, one broker: ctest runs every test in its own process, and the JVM start is
 // most of the cost.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <random>
-#include <regex>
 #include <thread>
 
 #include "kafka_env.hpp"
+#include "metrics_scrape.hpp"
 #include "test_util.hpp"
 
 using namespace exactly::test;
@@ -70,26 +66,6 @@ RunResult tool(const std::string& args) {
   return r;
 }
 
-// GET /metrics from 127.0.0.1:port ("" when nothing answers).
-std::string scrape(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return {};
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string out;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
-    const std::string req = "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-    if (write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) {
-      char buf[65536];
-      for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
-    }
-  }
-  close(fd);
-  return out;
-}
-
 struct Topics {
   std::string in, out, group, changelog;
   fs::path dir;
@@ -124,13 +100,6 @@ std::string pipeline_yaml(const Topics& s, const std::string& extra = "", fs::pa
          "        bootstrap.servers: " + b.bootstrap + "\n        topic: " + s.out + "\n"
          "        partitioning: input\n        state.dir: " + (s.dir / "state").string() + "\n" +
          security;
-}
-
-// The port in "metrics on http://127.0.0.1:PORT/metrics", or 0.
-int metrics_port(const std::string& log) {
-  std::smatch m;
-  static const std::regex re(R"(metrics on http://127\.0\.0\.1:(\d+)/metrics)");
-  return std::regex_search(log, m, re) ? std::stoi(m[1]) : 0;
 }
 
 }  // namespace
@@ -210,8 +179,13 @@ TEST(KafkaSaslSsl, MovesRecordsEndToEndAndNeverPrintsThePassword) {
   EXPECT_EQ(bad.exit_code, 1) << bad.err.substr(0, 6000);
   EXPECT_LT(took, 25.0) << "a refused login must not wait out open.timeout (30 s)";
   EXPECT_NE(bad.err.find("pipeline:secure-copy"), std::string::npos) << bad.err.substr(0, 6000);
-  EXPECT_NE(bad.err.find("failed, not restarted (fix the configuration): sink open: authentication to " +
-                         b.bootstrap + " failed:"),
+  // Named by the file, line and column of the sink's rdkafka settings.
+  EXPECT_NE(bad.err.find("failed, not restarted (fix the configuration): " + (w.dir / "p.yaml").string() +
+                         ":"),
+            std::string::npos)
+      << bad.err.substr(bad.err.size() > 6000 ? bad.err.size() - 6000 : 0);
+  EXPECT_NE(bad.err.find("error: sink (kafka) open: key 'rdkafka': authentication to " + b.bootstrap +
+                         " failed:"),
             std::string::npos)
       << bad.err.substr(bad.err.size() > 6000 ? bad.err.size() - 6000 : 0);
   EXPECT_NE(bad.err.find("check rdkafka sasl.mechanism, sasl.username and sasl.password"), std::string::npos);
@@ -229,7 +203,8 @@ TEST(KafkaSaslSsl, MovesRecordsEndToEndAndNeverPrintsThePassword) {
   took = std::chrono::duration<double>(Clock::now() - t0).count();
   EXPECT_EQ(tls.exit_code, 1) << tls.err.substr(0, 6000);
   EXPECT_LT(took, 25.0) << "a refused certificate must not wait out open.timeout (30 s)";
-  EXPECT_NE(tls.err.find("sink open: TLS connection to " + b.bootstrap + " failed:"), std::string::npos)
+  EXPECT_NE(tls.err.find("sink (kafka) open: key 'rdkafka': TLS connection to " + b.bootstrap + " failed:"),
+            std::string::npos)
       << tls.err.substr(tls.err.size() > 6000 ? tls.err.size() - 6000 : 0);
   EXPECT_NE(tls.err.find("check rdkafka ssl.ca.location"), std::string::npos);
 

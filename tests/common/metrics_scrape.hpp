@@ -1,0 +1,40 @@
+#pragma once
+// Reading a running host's /metrics from a test.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <regex>
+#include <string>
+
+namespace exactly::test {
+
+// GET /metrics from 127.0.0.1:port ("" when nothing answers).
+inline std::string scrape(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return {};
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string out;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
+    const std::string req = "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+    if (write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) {
+      char buf[65536];
+      for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
+    }
+  }
+  close(fd);
+  return out;
+}
+
+// The port in the host's "metrics on http://127.0.0.1:PORT/metrics", or 0.
+inline int metrics_port(const std::string& log) {
+  std::smatch m;
+  static const std::regex re(R"(metrics on http://127\.0\.0\.1:(\d+)/metrics)");
+  return std::regex_search(log, m, re) ? std::stoi(m[1]) : 0;
+}
+
+}  // namespace exactly::test
