@@ -36,11 +36,11 @@ bool only_component_params_changed(const config::PipelineSpec& a, const config::
   return x.fingerprint() == a.fingerprint();
 }
 
-// The value of label `key` in rendered labels (`{a="x",b="y"}`), or "".
+// The value of label `key` in rendered labels (`a="x",b="y"`), or "".
 std::string label_value(const std::string& rendered, const std::string& key) {
   const std::string needle = key + "=\"";
   size_t at = rendered.find(needle);
-  while (at != std::string::npos && at > 0 && rendered[at - 1] != '{' && rendered[at - 1] != ',')
+  while (at != std::string::npos && at > 0 && rendered[at - 1] != ',')
     at = rendered.find(needle, at + 1);
   if (at == std::string::npos) return {};
   std::string v;

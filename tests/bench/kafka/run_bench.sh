@@ -5,6 +5,7 @@
 #       [--cases a,b,c,c0,d,e,m,ct,et] [--size 150] [--dup-ratio 0.006] [--partitions 4]
 #       [--commit-interval-ms 1000] [--commit-max-records 1000000]
 #       [--prefetch 1000000] [--source-rdkafka 'key: value, ...'] [--streams-threads 1]
+#       [--sink-rdkafka 'key: value, ...'] (added to every exactly case's kafka sink)
 #       [--streams-caching false]
 #       [--workdir DIR] [--keep] [--broker-prop KEY=VALUE ...]
 #   tests/bench/kafka/run_bench.sh --latency RATE|half [--seconds 60] [--warmup-s 10]
@@ -109,6 +110,7 @@ broker_sh="$root/tests/tools/kafka-broker.sh"
 records=2000000 repeats=3 cases="a,b,c,c0,d,e,m,ct,et" size=150 dup=0.006 partitions=4
 interval_ms=1000 max_records=1000000 streams_threads=1 streams_caching=false prefetch=1000000
 source_rdkafka=""
+sink_rdkafka=""
 work="" keep=0 seed=7 latency_rate=0 latency_s=60 warmup_s=10 producer_warmup_s=5 producer=native reader=native
 contender_warmup_s=150 fractions=0.5
 broker_props=()
@@ -125,6 +127,7 @@ while [[ $# -gt 0 ]]; do
     --streams-threads) streams_threads="$2"; shift 2 ;;
     --prefetch) prefetch="$2"; shift 2 ;;
     --source-rdkafka) source_rdkafka="$2"; shift 2 ;;
+    --sink-rdkafka) sink_rdkafka="$2"; shift 2 ;;
     --streams-caching) streams_caching="$2"; shift 2 ;;
     --seed) seed="$2"; shift 2 ;;
     --workdir) work="$2"; shift 2 ;;
@@ -319,7 +322,7 @@ write_yaml() {  # case delivery with_dedupe dir group out tuned changelog_off ch
       echo "      - plugin: dedupe"
       echo "        config: { id: { json: /messageId }, state.dir: \"$d/dedupe\", $changelog }"
     fi
-    echo "    sink: { plugin: kafka, config: { bootstrap.servers: \"$B\", topic: $out, partitioning: input, state.dir: \"$d/sink\" } }"
+    echo "    sink: { plugin: kafka, config: { bootstrap.servers: \"$B\", topic: $out, partitioning: input, state.dir: \"$d/sink\"${sink_rdkafka:+, rdkafka: { $sink_rdkafka \}} } }"
   } >"$d/pipeline.yaml"
 }
 
