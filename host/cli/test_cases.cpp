@@ -21,6 +21,11 @@ std::string at(const std::string& file, const YAML::Node& n) {
   return file + ":" + std::to_string(n.Mark().line + 1);
 }
 
+// file:line:col of a node (a key, say).
+std::string at_col(const std::string& file, const YAML::Node& n) {
+  return at(file, n) + ":" + std::to_string(n.Mark().column + 1);
+}
+
 bool plain_literal(const std::string& s) {
   if (s == "true" || s == "false" || s == "null") return true;
   if (s.empty()) return false;
@@ -89,12 +94,20 @@ TestRecord parse_record(const YAML::Node& n, const std::string& where, bool expe
   if (!n.IsMap()) fail(where, "a record is a map with value (and optionally key, headers, partition, topic, offset, timestamp)");
   TestRecord r;
   r.where = where;
+  // A key's error names its column when the key is on the record's line (flow maps and
+  // JSON lines, the usual forms).
+  auto where_of = [&](const YAML::Mark& m) {
+    const bool same_line = !m.is_null() && m.line == n.Mark().line;
+    return same_line ? where + ":" + std::to_string(m.column + 1) : where;
+  };
   static const char* const kKeys[] = {"value", "key", "headers", "partition", "topic", "offset", "timestamp"};
   for (const auto& kv : n) {
     const std::string k = kv.first.Scalar();
     bool known = false;
     for (const char* x : kKeys) known |= k == x;
-    if (!known) fail(where, "unknown record key '" + k + "' (known: value, key, headers, partition, topic, offset, timestamp)");
+    if (!known)
+      fail(where_of(kv.first.Mark()),
+           "unknown record key '" + k + "' (known: value, key, headers, partition, topic, offset, timestamp)");
   }
   const YAML::Node v = n["value"];
   if (!v) fail(where, "record without 'value'");
@@ -104,13 +117,8 @@ TestRecord parse_record(const YAML::Node& n, const std::string& where, bool expe
   } else if (!v.IsNull()) {
     r.value = v.Scalar();
   }
-  // A field's error names its key, and its column when it is on the record's line (flow
-  // maps and JSON lines, the usual forms).
   auto field_fail = [&](const char* key, const std::string& what) {
-    const YAML::Mark m = n[key].Mark();
-    const bool same_line = !m.is_null() && m.line == n.Mark().line;
-    fail(same_line ? where + ":" + std::to_string(m.column + 1) : where,
-         "key '" + std::string(key) + "': " + what);
+    fail(where_of(n[key].Mark()), "key '" + std::string(key) + "': " + what);
   };
   auto int_field = [&](const char* key, int64_t lo, int64_t hi) -> int64_t {
     const YAML::Node f = n[key];
@@ -137,7 +145,7 @@ TestRecord parse_record(const YAML::Node& n, const std::string& where, bool expe
   if (n["offset"]) r.offset = int_field("offset", 0, std::numeric_limits<int64_t>::max() - 1);
   if (n["timestamp"]) r.timestamp_ms = int_field("timestamp", 0, std::numeric_limits<int64_t>::max());
   if (const YAML::Node h = n["headers"]) {
-    if (!h.IsMap()) fail(where, "headers is a map of name: value");
+    if (!h.IsMap()) field_fail("headers", "expected a map of name: value");
     for (const auto& kv : h) r.headers.emplace_back(kv.first.Scalar(), kv.second.Scalar());
   }
   return r;
@@ -227,7 +235,7 @@ std::vector<TestCase> load_test_cases(const std::string& path) {
       const std::string k = kv.first.Scalar();
       if (k != "name" && k != "pipeline" && k != "input" && k != "expect" && k != "batch" &&
           k != "rejected")
-        fail(at(path, kv.first), "unknown key '" + k + "' (known: name, pipeline, input, expect, batch, rejected)");
+        fail(at_col(path, kv.first), "unknown key '" + k + "' (known: name, pipeline, input, expect, batch, rejected)");
     }
     TestCase c;
     c.where = where;
@@ -237,12 +245,18 @@ std::vector<TestCase> load_test_cases(const std::string& path) {
     if (!t["expect"]) fail(where, "case '" + c.name + "' has no 'expect' (an empty list if nothing comes out)");
     c.input = parse_records(t["input"], path, "input", false);
     c.expect = parse_records(t["expect"], path, "expect", true);
-    try {
-      if (t["batch"]) c.batch = t["batch"].as<size_t>();
-      if (t["rejected"]) c.rejected = t["rejected"].as<size_t>();
-    } catch (const YAML::Exception&) {
-      fail(where, "batch and rejected are counts (0 or more)");
-    }
+    auto count_of = [&](const char* key) -> size_t {
+      const YAML::Node f = t[key];
+      const std::string v = f.IsScalar() ? f.Scalar() : std::string();
+      size_t n = 0;
+      auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+      if (!f.IsScalar() || ec != std::errc() || end != v.data() + v.size())
+        fail(at_col(path, f), "key '" + std::string(key) + "': expected a count (0 or more), got " +
+                                  (f.IsScalar() ? "'" + v + "'" : std::string("a ") + (f.IsMap() ? "map" : "list")));
+      return n;
+    };
+    if (t["batch"]) c.batch = count_of("batch");
+    if (t["rejected"]) c.rejected = count_of("rejected");
     out.push_back(std::move(c));
   }
   return out;

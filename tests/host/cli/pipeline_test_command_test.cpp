@@ -94,13 +94,28 @@ TEST(PipelineTest, WrongFilesExitTwoWithFileLineAndKey) {
   write_file(dir / "orders.test.yaml", "tests:\n  - name: x\n    inputs: []\n    expect: []\n");
   r = run(exactly_bin() + " test " + (dir / "orders.yaml").string(), dir);
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("orders.test.yaml:3: unknown key 'inputs'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("orders.test.yaml:3:5: unknown key 'inputs'"), std::string::npos) << r.err;
   // A JSON-lines file with a bad line.
   write_file(dir / "orders.test.yaml", "tests:\n  - name: x\n    input: in.jsonl\n    expect: []\n");
   write_file(dir / "in.jsonl", "{\"value\": \"ok\"}\n{\"valu\": 1}\n");
   r = run(exactly_bin() + " test " + (dir / "orders.yaml").string(), dir);
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("in.jsonl:2: unknown record key 'valu'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("in.jsonl:2:2: unknown record key 'valu'"), std::string::npos) << r.err;
+  // A count that is not one: the key and its column are named.
+  write_file(dir / "orders.test.yaml", "tests:\n  - name: x\n    input: []\n    expect: []\n    batch: -3\n");
+  r = run(exactly_bin() + " test " + (dir / "orders.yaml").string(), dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("orders.test.yaml:5:12: key 'batch': expected a count (0 or more), got '-3'"),
+            std::string::npos)
+      << r.err;
+  // Headers that are not a map, in a flow record: key and column.
+  write_file(dir / "orders.test.yaml",
+             "tests:\n  - name: x\n    input: [ { value: a, headers: [x] } ]\n    expect: []\n");
+  r = run(exactly_bin() + " test " + (dir / "orders.yaml").string(), dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("orders.test.yaml:3:35: key 'headers': expected a map of name: value"),
+            std::string::npos)
+      << r.err;
   // The pipeline file itself wrong: the same file:line:col message as validate.
   write_file(dir / "orders.yaml", pipeline(dir / "state") + "    bogus: 1\n");
   r = run(exactly_bin() + " test " + (dir / "orders.yaml").string(), dir);
