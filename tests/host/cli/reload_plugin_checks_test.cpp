@@ -98,3 +98,35 @@ TEST(ReloadPluginChecks, AnEditThatFailsTheOnlyPipelineKeepsTheHostWatchingForTh
 }
 
 }  // namespace
+
+// A stop signal while a reload waits for a pipeline to take new parameters in place (at
+// its next round boundary, here up to 5 s away) ends the wait at once: the request is
+// withdrawn, so the pipeline never applies it, and the host stops.
+TEST(ReloadPluginChecks, AStopSignalDuringAnInPlaceChangeWithdrawsItAndStops) {
+  fs::path dir = temp_dir("reload-withdraw");
+  fs::path conf = dir / "p.yaml", out = dir / "out.jsonl", log = dir / "host.log";
+  auto with_field = [&](const std::string& field) {
+    return "pipelines:\n"
+           "  - name: gen\n"
+           "    commit: { interval: 5s }\n"
+           "    source: { plugin: generator, config: { count: 0, rate: 500, batch.size: 50 } }\n"
+           "    transforms: [ { plugin: filter, config: { field: " + field + ", op: missing, action: drop } } ]\n"
+           "    sink: { plugin: file, config: { path: " + out.string() + ", fsync: false } }\n";
+  };
+  write_file(conf, with_field("/id"));
+  Child host({exactly_bin(), "run", conf.string()}, log);
+  ASSERT_TRUE(wait_for(log, "started 1 pipeline", 20)) << read_file(log);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  write_file(conf, with_field("/seq"));  // the filter takes a new field in place
+  ASSERT_TRUE(wait_for(log, "valid; applying", 20)) << read_file(log);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const auto signalled = std::chrono::steady_clock::now();
+  host.kill(SIGTERM);
+  EXPECT_EQ(host.wait(), 0) << read_file(log);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - signalled).count();
+  const std::string text = read_file(log);
+  EXPECT_NE(text.find("interrupted by a stop signal"), std::string::npos) << text;
+  EXPECT_EQ(text.find("changed in place"), std::string::npos) << text;
+  EXPECT_EQ(text.find("applied:"), std::string::npos) << text;
+  std::printf("stopped %.2f s after the signal\n", took);
+}
