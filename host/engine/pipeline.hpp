@@ -102,6 +102,7 @@ class Pipeline {
   // Host API callbacks (the plugin calls them through ex_host_api).
   static void cb_log(ex_host_ctx ctx, int32_t level, const char* msg, size_t len);
   static void cb_metric(ex_host_ctx ctx, int32_t kind, const char* name, const char* labels, double v);
+  static int32_t cb_stopping(ex_host_ctx ctx);
   static int32_t cb_assigned(ex_host_ctx ctx, const ex_partition* p, size_t n, ex_error* err);
   static int32_t cb_revoked(ex_host_ctx ctx, const ex_partition* p, size_t n, ex_error* err);
   static Sink* state_sink(ex_host_ctx ctx);

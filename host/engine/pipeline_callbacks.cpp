@@ -32,6 +32,7 @@ std::unique_ptr<HostBinding> Pipeline::binding(const std::string& component_id) 
   b->api.standby = &Pipeline::cb_standby;
   b->api.hold = &Pipeline::cb_hold;
   b->api.release = &Pipeline::cb_release;
+  b->api.stopping = &Pipeline::cb_stopping;
   return b;
 }
 
@@ -41,6 +42,8 @@ void Pipeline::cb_log(ex_host_ctx ctx, int32_t level, const char* msg, size_t le
   std::string scope = "pipeline:" + p->spec_.name;
   log::write(static_cast<log::Level>(std::clamp(level, 0, 3)), scope, std::string_view(msg, len));
 }
+
+int32_t Pipeline::cb_stopping(ex_host_ctx ctx) { return owner_of(ctx)->stop_.load() ? 1 : 0; }
 
 void Pipeline::cb_metric(ex_host_ctx ctx, int32_t kind, const char* name, const char* labels, double v) {
   auto* p = owner_of(ctx);

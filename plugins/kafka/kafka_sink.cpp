@@ -303,6 +303,8 @@ sdk::Status KafkaSink::open(std::optional<sdk::Checkpoint>& stored) {
       if (rd_kafka_error_is_fatal(e.get()))
         return fatal_status("init_transactions failed: " + describe(e.get()));
       if (rd_kafka_error_is_retriable(e.get())) {
+        if (host_.stopping())
+          return sdk::Status::retriable("stopped during init_transactions with " + cluster_.display);
         if (now_ms() < deadline) continue;  // resumes the same initialisation
         return sdk::Status::retriable("cannot reach " + cluster_.display +
                                       ": init_transactions: " + describe(e.get()));

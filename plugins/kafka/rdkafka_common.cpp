@@ -141,6 +141,11 @@ sdk::Status check_cluster(rd_kafka_t* rk, const std::string& servers, int64_t ti
         return sdk::Status::fatal("kafka client failed fatally while contacting " + servers);
       rd_kafka_poll(rk, 0);  // serves error_cb, which notes a security failure
       if (ctx != nullptr && !ctx->security_failure().empty()) return security_status(*ctx, servers);
+      // A stop asked for meanwhile (ABI 1.5) need not wait out the timeout.
+      if (ctx != nullptr && ctx->host().stopping()) {
+        ctx->host().info("kafka: stop asked while waiting for " + servers + "; not waiting any longer");
+        return sdk::Status::retriable("stopped while waiting for " + servers);
+      }
       if (now_ms() >= deadline)
         return sdk::Status::retriable("cannot reach " + servers + ": " + rd_kafka_err2str(err) +
                                       " (no metadata within " + std::to_string(timeout_ms) +

@@ -17,7 +17,7 @@ use std::os::raw::{c_char, c_void};
 // ---------------------------------------------------------------- versions
 
 pub const EX_ABI_VERSION_MAJOR: u32 = 1;
-pub const EX_ABI_VERSION_MINOR: u32 = 4;
+pub const EX_ABI_VERSION_MINOR: u32 = 5;
 pub const EX_ABI_VERSION: u32 = (EX_ABI_VERSION_MAJOR << 16) | EX_ABI_VERSION_MINOR;
 /// The exported symbol's name (without the NUL).
 pub const EX_PLUGIN_ENTRY_SYMBOL: &str = "exactly_plugin_descriptor";
@@ -246,6 +246,8 @@ pub struct ex_host_api {
     pub hold:
         Option<unsafe extern "C" fn(ctx: ex_host_ctx, part: *const ex_partition, err: *mut ex_error) -> i32>,
     pub release: Option<unsafe extern "C" fn(ctx: ex_host_ctx, part: *const ex_partition)>,
+    // 1.5 (check struct_size first)
+    pub stopping: Option<unsafe extern "C" fn(ctx: ex_host_ctx) -> i32>,
 }
 
 // ---------------------------------------------------------------- emitters

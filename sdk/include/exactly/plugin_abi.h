@@ -33,7 +33,7 @@ extern "C" {
 /* Major: incompatible change. Minor: append-only growth of structs. The host refuses a
  * plugin whose major differs or whose minor is newer than its own. */
 #define EX_ABI_VERSION_MAJOR 1u
-#define EX_ABI_VERSION_MINOR 4u
+#define EX_ABI_VERSION_MINOR 5u
 #define EX_ABI_VERSION ((EX_ABI_VERSION_MAJOR << 16) | EX_ABI_VERSION_MINOR)
 
 /* The one symbol a plugin library exports. */
@@ -316,6 +316,13 @@ typedef struct ex_host_api {
    * LIFETIME: `part` is the stage's, read during the call only (release reads its id). */
   int32_t (*hold)(ex_host_ctx ctx, const ex_partition* part, ex_error* err);
   void (*release)(ex_host_ctx ctx, const ex_partition* part);
+  /* ---- 1.5 (check struct_size first). ----
+   * 1 once the host has been asked to stop this instance (a stop signal, a reload that
+   * removes or restarts its pipeline), else 0. A call that may wait long (open()
+   * waiting for a cluster, a retry loop) polls it and gives up with any error: the
+   * host, stopping, neither reports that error as a failure nor restarts the instance.
+   * Any thread, any time while the instance lives. */
+  int32_t (*stopping)(ex_host_ctx ctx);
 } ex_host_api;
 
 /* ---------------------------------------------------------------- emitters */

@@ -285,6 +285,14 @@ class Host {
     ex_partition p = part.to_abi();
     api_->release(api_->ctx, &p);
   }
+  // ABI 1.5: true once the host has been asked to stop this instance. A call that may
+  // wait long (open() waiting for a cluster) polls it and gives up with any error; the
+  // host, stopping, does not count that as a failure. Always false on an older host.
+  bool stopping() const {
+    return api_ != nullptr &&
+           api_->struct_size >= offsetof(ex_host_api, stopping) + sizeof(api_->stopping) &&
+           api_->stopping != nullptr && api_->stopping(api_->ctx) != 0;
+  }
   // Sources (ABI 1.2): the partitions this instance should keep warm copies of without
   // owning them; replaces the previous set. A no-op on an older host.
   Status standby(const std::vector<Partition>& parts) const {

@@ -73,7 +73,7 @@ fn rust_facts() -> Vec<String> {
         ex_host_api {
             struct_size, ctx, pipeline_name, component_id, log, metric, partitions_assigned,
             partitions_revoked, state_supported, state_open, state_read, state_write,
-            state_position, standby, hold, release
+            state_position, standby, hold, release, stopping
         }
         ex_emitter { struct_size, ctx, keep, emit, reject }
         ex_record_errors { struct_size, ctx, reject, reject_record }
