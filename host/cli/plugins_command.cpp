@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 
 namespace exactly::cli {
 namespace {
@@ -29,7 +30,10 @@ const char* type_name(ex_config_type t) {
 
 int cmd_plugins(const PluginsOptions& opts) {
   const bool as_json = opts.json, as_markdown = opts.markdown;
-  std::vector<std::string> dirs = opts.dirs;
+  // On the command line a relative directory means the shell's working directory, as
+  // for any other command (in a config file it is relative to the file).
+  std::vector<std::string> dirs;
+  for (const auto& d : opts.dirs) dirs.push_back(std::filesystem::absolute(d).lexically_normal().string());
   for (auto& d : plugin::default_plugin_path()) dirs.push_back(d);
   plugin::Registry reg;
   reg.scan(dirs);

@@ -1,6 +1,7 @@
 #include "plugin/loader.hpp"
 #include "plugin/build_facts.hpp"
 #include "plugin/trust.hpp"
+#include "config/units.hpp"
 
 #include <boost/dll/runtime_symbol_info.hpp>
 #include <algorithm>
@@ -58,6 +59,27 @@ bool copy_vtable(const void* src, VT* dst, std::string* why, const char* what) {
   return true;
 }
 
+// What is wrong with a field's default for its own type and allowed values, or "".
+std::string bad_default(const Field& f) {
+  if (!f.has_default) return {};
+  const std::string& v = f.default_value;
+  bool ok = true;
+  switch (f.type) {
+    case EX_CFG_INT: ok = config::parse_int(v).has_value(); break;
+    case EX_CFG_DOUBLE: ok = config::parse_double(v).has_value(); break;
+    case EX_CFG_BOOL: ok = config::parse_bool(v).has_value(); break;
+    case EX_CFG_DURATION: ok = config::parse_duration_ms(v).has_value(); break;
+    case EX_CFG_SIZE: ok = config::parse_size_bytes(v).has_value(); break;
+    default: break;
+  }
+  if (!ok) return "is not a value of its type";
+  // Lists and maps have no single value to compare; an empty default means "none".
+  if (!f.allowed.empty() && !v.empty() && f.type != EX_CFG_LIST && f.type != EX_CFG_MAP &&
+      std::find(f.allowed.begin(), f.allowed.end(), v) == f.allowed.end())
+    return "is not one of its allowed values";
+  return {};
+}
+
 bool read_component(const ex_component& c, Component* out, std::string* why) {
   if (c.struct_size < kMinComponent) {
     *why = fmt::format("component struct too small ({} bytes)", c.struct_size);
@@ -72,6 +94,10 @@ bool read_component(const ex_component& c, Component* out, std::string* why) {
   out->doc = c.doc ? c.doc : "";
   // Arrays are walked with the plugin's own element size, so a plugin built against a
   // newer minor (longer structs) is read correctly.
+  if (c.field_count > 0 && c.fields == nullptr) {
+    *why = fmt::format("component '{}': fields is NULL but field_count is {}", out->name, c.field_count);
+    return false;
+  }
   uint32_t fstride = c.field_count > 0 ? c.fields[0].struct_size : 0;
   if (c.field_count > 0 && fstride < kMinField) {
     *why = fmt::format("component '{}': config field struct too small", out->name);
@@ -93,6 +119,18 @@ bool read_component(const ex_component& c, Component* out, std::string* why) {
     fd.doc = f.doc ? f.doc : "";
     if (f.allowed)
       for (const char* const* a = f.allowed; *a; ++a) fd.allowed.emplace_back(*a);
+    for (const auto& other : out->fields)
+      if (other.key == fd.key) {
+        *why = fmt::format("component '{}': config field '{}' is declared twice", out->name, fd.key);
+        return false;
+      }
+    // A default the schema itself refuses would be blamed on the user's YAML, and only
+    // once a pipeline uses the component.
+    if (std::string bad = bad_default(fd); !bad.empty()) {
+      *why = fmt::format("component '{}': config field '{}': default '{}' {}", out->name, fd.key,
+                         fd.default_value, bad);
+      return false;
+    }
     out->fields.push_back(std::move(fd));
   }
   std::string what = fmt::format("{} '{}'", kind_name(out->kind), out->name);
@@ -148,6 +186,8 @@ std::shared_ptr<Library> Registry::load(const std::string& path, std::string* wh
   lib->abi_version = d->abi_version;
   lib->name = d->name ? d->name : fs::path(path).stem().string();
   lib->version = d->version ? d->version : "";
+  if (d->component_count > 0 && d->components == nullptr)
+    return fail(fmt::format("components is NULL but component_count is {}", d->component_count));
   uint32_t cstride = d->component_count > 0 ? d->components[0].struct_size : 0;
   if (d->component_count > 0 && cstride < kMinComponent)
     return fail(fmt::format("component struct too small ({} bytes)", cstride));
@@ -158,6 +198,11 @@ std::shared_ptr<Library> Registry::load(const std::string& path, std::string* wh
     if (!read_component(raw, &c, &why)) return fail(why);
     lib->components.push_back(std::move(c));
   }
+  for (size_t i = 0; i < lib->components.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (lib->components[i].kind == lib->components[j].kind && lib->components[i].name == lib->components[j].name)
+        return fail(fmt::format("{} '{}' is declared twice in this library",
+                                kind_name(lib->components[i].kind), lib->components[i].name));
   for (auto& c : lib->components) c.library = lib.get();
   // A component name may exist once per kind across all libraries: the first wins.
   for (auto& c : lib->components) {

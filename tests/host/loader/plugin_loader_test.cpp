@@ -164,3 +164,50 @@ TEST(PluginLoader, LibraryOutlivesRegistryWhileAnObjectLives) {
 }
 
 }  // namespace
+
+namespace {
+// One defect per library (tests/host/fixtures/abi_bad_schema_plugin.cpp).
+struct BadSchema {
+  int defect;
+  std::string why;
+};
+}  // namespace
+
+// A descriptor the plugin got wrong is refused, naming what is wrong, and nothing reads
+// through it: a NULL array with a count crashed every command (plugins, validate, run)
+// before, even with no pipeline using the library.
+TEST(PluginLoader, ADescriptorWithABadSchemaIsRefusedNamingTheDefect) {
+  const std::string dir = std::string(EXACTLY_BUILD_DIR) + "/test-plugins-bad";
+  const BadSchema cases[] = {
+      {1, "component 'bad_schema': fields is NULL but field_count is 2"},
+      {2, "component 'bad_schema': config field 'i' is declared twice"},
+      {3, "transform 'bad_schema' is declared twice in this library"},
+      {4, "component 'bad_schema': config field 'i': default 'abc' is not a value of its type"},
+      {5, "component 'bad_schema': config field 's': default 'zzz' is not one of its allowed values"},
+      {6, "components is NULL but component_count is 1"},
+  };
+  for (const auto& c : cases) {
+    plugin::Registry reg;
+    std::string why;
+    const std::string path = dir + "/exactly_bad_schema_" + std::to_string(c.defect) + ".so";
+    EXPECT_EQ(reg.load(path, &why), nullptr) << path;
+    EXPECT_EQ(why, c.why) << path;
+  }
+  // Through the binary: listed as FAILED with the reason, the host's own plugins still there.
+  auto r = test::run(test::exactly_bin() + " plugins --plugin-path " + dir);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("FAILED " + dir + "/exactly_bad_schema_1.so: component 'bad_schema': fields is NULL"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("filter"), std::string::npos) << r.out;
+}
+
+// `exactly plugins --plugin-path DIR` takes a relative DIR from the working directory, as
+// the authoring guide runs it (`--plugin-path build`).
+TEST(PluginLoader, PluginsTakesARelativeDirectoryFromTheWorkingDirectory) {
+  auto r = test::run(std::string("cd ") + EXACTLY_BUILD_DIR + " && " + test::exactly_bin() +
+                     " plugins --plugin-path test-plugins");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(kDir + "/exactly_testkit.so"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("depends on the working directory"), std::string::npos) << r.out;
+}
