@@ -52,6 +52,10 @@ struct EmitCtx {
   std::vector<ex_record>* out;
   Task* task;
   const std::string* stage;
+  // The first index out of the batch that keep() or reject() was given: the SDK's
+  // void calls drop the error code, so the host fails the batch itself (a record
+  // silently lost otherwise).
+  std::string bad_index;
 };
 const ex_record& at(const ex_batch* b, size_t i) {
   return *reinterpret_cast<const ex_record*>(reinterpret_cast<const char*>(b->records) +
@@ -81,7 +85,11 @@ void Pipeline::run_task(Task& task, const ex_batch* batch) {
     ex_emitter em{sizeof(ex_emitter), reinterpret_cast<ex_emitter_ctx>(&ctx),
                   [](ex_emitter_ctx c, size_t idx) -> int32_t {
                     auto* x = reinterpret_cast<EmitCtx*>(c);
-                    if (idx >= x->in->count) return EX_ERR_FATAL;
+                    if (idx >= x->in->count) {
+                      if (x->bad_index.empty())
+                        x->bad_index = fmt::format("keep({}) on a batch of {} record(s)", idx, x->in->count);
+                      return EX_ERR_FATAL;
+                    }
                     x->out->push_back(at(x->in, idx));
                     return EX_OK;
                   },
@@ -92,13 +100,21 @@ void Pipeline::run_task(Task& task, const ex_batch* batch) {
                   },
                   [](ex_emitter_ctx c, size_t idx, const char* m, size_t n) -> int32_t {
                     auto* x = reinterpret_cast<EmitCtx*>(c);
-                    if (idx < x->in->count)
-                      x->task->rejects.push_back(
-                          TaskReject{*x->stage, x->task->arena.copy(at(x->in, idx)), std::string(m, n)});
+                    if (idx >= x->in->count) {
+                      if (x->bad_index.empty())
+                        x->bad_index = fmt::format("reject({}) on a batch of {} record(s)", idx, x->in->count);
+                      return EX_ERR_FATAL;
+                    }
+                    x->task->rejects.push_back(
+                        TaskReject{*x->stage, x->task->arena.copy(at(x->in, idx)), std::string(m, n)});
                     return EX_OK;
                   }};
     if (cur->count > 0) set_next_call_origin(batch_origin(cur));
     Outcome o = t->process(cur, &em);
+    if (o.ok() && !ctx.bad_index.empty())
+      o = Outcome::make(EX_ERR_FATAL, fmt::format("a record index out of the batch ({}): the "
+                                                  "plugin's bug; the round is not committed",
+                                                  ctx.bad_index));
     if (!o.ok()) {
       o.message = fmt::format("{}: {}", stage, o.message);
       task.failure = o;
