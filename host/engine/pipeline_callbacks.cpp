@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <mutex>
+#include <set>
 
 namespace exactly::engine {
 
@@ -48,10 +50,33 @@ int32_t Pipeline::cb_stopping(ex_host_ctx ctx) { return owner_of(ctx)->stop_.loa
 void Pipeline::cb_metric(ex_host_ctx ctx, int32_t kind, const char* name, const char* labels, double v) {
   auto* p = owner_of(ctx);
   if (name == nullptr) return;
+  const std::string& stage = HostBinding::of(ctx)->component_id;
+  // A name or label that Prometheus refuses would make a scraper drop the whole page,
+  // every other series with it: such a series is dropped instead, said once.
+  auto refuse = [&](const std::string& why) {
+    static std::mutex mu;
+    static std::set<std::string> said;
+    std::lock_guard<std::mutex> g(mu);
+    if (said.insert(p->spec_.name + "\n" + stage + "\n" + name).second)
+      log::warn("pipeline:" + p->spec_.name, "{}: metric '{}' dropped: {}", stage, name, why);
+  };
+  if (!metrics::Registry::valid_name(name))
+    return refuse("not a Prometheus metric name ([a-zA-Z_:][a-zA-Z0-9_:]*)");
   // The stage label keeps two instances of one plugin (a sink and a dead-letter sink,
   // say) in separate series.
-  auto l = p->labels(HostBinding::of(ctx)->component_id);
-  for (auto& kv : metrics::Registry::parse_labels(labels ? labels : "")) l.push_back(kv);
+  auto l = p->labels(stage);
+  const std::string raw = labels ? labels : "";
+  auto extra = metrics::Registry::parse_labels(raw);
+  if (!raw.empty() && extra.size() != static_cast<size_t>(std::count(raw.begin(), raw.end(), ',')) + 1)
+    return refuse("labels '" + raw + "' are not k=v pairs separated by commas");
+  for (auto& kv : extra) {
+    for (auto& other : l)
+      if (other.first == kv.first) return refuse("label '" + kv.first + "' given twice");
+    if (!metrics::Registry::valid_label_name(kv.first))
+      return refuse("label name '" + kv.first + "' is not a Prometheus label name");
+    if (kv.first == "le" || kv.first == "quantile") return refuse("label '" + kv.first + "' is reserved");
+    l.push_back(kv);
+  }
   if (kind == EX_METRIC_COUNTER)
     metrics::global().add(name, l, v);
   else

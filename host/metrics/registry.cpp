@@ -55,6 +55,22 @@ Registry::Labels Registry::parse_labels(const std::string& s) {
   return out;
 }
 
+namespace {
+bool name_chars(const std::string& s, bool colons) {
+  if (s.empty()) return false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+                    (colons && c == ':') || (i > 0 && c >= '0' && c <= '9');
+    if (!ok) return false;
+  }
+  return true;
+}
+}  // namespace
+
+bool Registry::valid_name(const std::string& s) { return name_chars(s, true); }
+bool Registry::valid_label_name(const std::string& s) { return name_chars(s, false); }
+
 Registry::Family& Registry::family(const std::string& name, Type dflt) {
   auto it = families_.find(name);
   if (it == families_.end()) {

@@ -39,6 +39,10 @@ class Registry {
   static std::string render_labels(const Labels& labels);
   // Parses "k=v,k2=v2" from plugins.
   static Labels parse_labels(const std::string& s);
+  // Prometheus' rules: [a-zA-Z_:][a-zA-Z0-9_:]* for names, [a-zA-Z_][a-zA-Z0-9_]* for
+  // label names. One series that breaks them makes a scraper refuse the whole page.
+  static bool valid_name(const std::string& s);
+  static bool valid_label_name(const std::string& s);
 
  private:
   struct Histogram {
