@@ -150,6 +150,14 @@ Outcome Pipeline::process_batch(Instance& in, const ex_batch* batch) {
     if (r.timestamp_ms >= 0) oldest_ms = std::min(oldest_ms, r.timestamp_ms);
     if (pos == nullptr || r.partition != pos_of) {
       pos_of = r.partition;
+      // The contract (assigned() before a partition's first record) broken by the source
+      // is the source's bug, said as such: a stateful stage would otherwise refuse the
+      // record and be blamed, and a stateless pipeline commit a partition nobody owns.
+      if (partitions_.count(pos_of) == 0)
+        return Outcome::make(EX_ERR_FATAL,
+                             fmt::format("{}: returned a record of partition id {} (offset {}) that it "
+                                         "has not reported with assigned() (or has revoked)",
+                                         in.source->id(), pos_of, r.offset));
       pos = &in.round_positions.try_emplace(pos_of, -1).first->second;
     }
     // A record's position is its offset + 1: the largest int64 has none.

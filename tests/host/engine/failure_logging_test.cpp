@@ -139,3 +139,20 @@ TEST(FailureLogging, AnOpenErrorOnAConfigKeyNamesItsFileLineAndColumn) {
             std::string::npos)
       << r.err;
 }
+
+// A source that returns records of a partition it never reported with assigned() is
+// named as the culprit (a stateful stage used to refuse the records and take the blame).
+TEST(FailureLogging, ARecordOfAPartitionTheSourceNeverAssignedIsTheSourcesError) {
+  auto dir = temp_dir("faillog-unassigned");
+  const fs::path yaml = counter_pipeline(dir, "t", "count: 1000000, announce: false", "");
+  Child c({exactly_bin(), "run", "--no-watch", yaml.string()}, dir / "log.txt");
+  const std::string want =
+      "source/counter: returned a record of partition id 0 (offset 0) that it has not reported with "
+      "assigned() (or has revoked)";
+  for (int i = 0; i < 200 && read_file(dir / "log.txt").find(want) == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  c.kill(SIGTERM);
+  c.wait();
+  EXPECT_NE(read_file(dir / "log.txt").find(want), std::string::npos) << read_file(dir / "log.txt");
+  EXPECT_EQ(read_file(dir / "out.txt").find("#pos"), std::string::npos) << "a round was committed";
+}
