@@ -66,7 +66,7 @@ const ex_config_field kFields[] = {
           "0 = unbounded",
           "0"),
     field("retention.max.age", EX_CFG_DURATION,
-          "evict ids claimed longer ago than this; 0 = no age limit", "0"),
+          "evict ids claimed longer ago than this, by the owning host's clock when the claim's round committed (not the records' timestamps): an outage or stall longer than this lets duplicates of ids claimed before it through; 0 = no age limit", "0"),
     field("fingerprint.bytes", EX_CFG_INT,
           "bytes of the value hash kept per id to tell duplicates from conflicts: 4 (misses "
           "one conflict in 4 billion), 8, or 0 (no conflict detection)",
