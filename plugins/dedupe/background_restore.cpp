@@ -29,7 +29,12 @@ void DedupeTransform::start_background_restore(Part& part) {
     } catch (const std::exception& e) {
       st = Status::fatal(std::string("dedupe: background restore failed: ") + e.what());
     }
-    if (!st && !part.cancel.load())
+    // A stop (ABI 1.5) that tears the sink down under a restore is not a failure: the
+    // next owner restores the partition again.
+    if (!st && !part.cancel.load() && host_.stopping())
+      host_.info("dedupe: restoring partition '" + part.partition.name +
+                 "' in the background ended with the stop (" + st.message() + ")");
+    else if (!st && !part.cancel.load())
       host_.error("dedupe: restoring partition '" + part.partition.name +
                   "' in the background failed: " + st.message());
     part.restore_result = st;

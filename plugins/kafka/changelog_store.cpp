@@ -269,7 +269,10 @@ sdk::Status ChangelogStore::ensure_topic(const std::string& topic, const sdk::Pa
     return sdk::Status::config("changelog.topic",
                                "kafka sink: changelog topic " + topic + " has " +
                                    std::to_string(known->second) + " partitions; input partition " +
-                                   part.name + " needs at least " + std::to_string(part.number + 1));
+                                   part.name + " needs at least " + std::to_string(part.number + 1) +
+                                   " (the input topic gained partitions: give the changelog as many, e.g. "
+                                   "kafka-topics.sh --alter --topic " + topic + " --partitions N with N "
+                                   "the input's count, then touch the config or SIGHUP each host)");
   return sdk::Status::ok();
 }
 

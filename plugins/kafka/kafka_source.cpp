@@ -729,14 +729,20 @@ sdk::Status KafkaSource::seek_all(const std::vector<std::pair<PartState*, int64_
   if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
     return sdk::Status::retriable(std::string("kafka source: cannot reposition partitions: ") +
                                   rd_kafka_err2str(err));
-  // Fresh fetchers: pause again what should be (whole source, held, priority).
+  // Fresh fetchers: pause again what should be (whole source, held, priority), and
+  // resume the rest explicitly: librdkafka keeps a partition's application pause across
+  // a re-assign, so one paused while held (a restore) stayed paused for good after it,
+  // while this source took it for fetching (an exploratory chaos run: a partition
+  // stalled for minutes, the fetch restarts could not move it).
   TplPtr again(rd_kafka_topic_partition_list_new(static_cast<int>(parts_.size())));
+  TplPtr go(rd_kafka_topic_partition_list_new(static_cast<int>(parts_.size())));
   for (auto& p : parts_) {
     if (!p.assigned) continue;
     p.rd_paused = wants_pause(p, paused_);
-    if (p.rd_paused) rd_kafka_topic_partition_list_add(again.get(), p.topic.c_str(), p.number);
+    rd_kafka_topic_partition_list_add(p.rd_paused ? again.get() : go.get(), p.topic.c_str(), p.number);
   }
   if (again->cnt > 0) rd_kafka_pause_partitions(rk_, again.get());
+  if (go->cnt > 0) rd_kafka_resume_partitions(rk_, go.get());
   return sdk::Status::ok();
 }
 

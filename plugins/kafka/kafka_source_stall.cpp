@@ -86,6 +86,14 @@ void KafkaSource::restart_fetch(PartState& p, int64_t at, int64_t waiting) {
       rd_kafka_metadata_destroy(md);
     rd_kafka_topic_destroy(rkt);
   }
+  // A partition this source fetches but librdkafka still holds paused (see seek_all)
+  // moves again only once resumed; resuming one that is not paused does nothing.
+  if (!wants_pause(p, paused_)) {
+    TplPtr one(rd_kafka_topic_partition_list_new(1));
+    rd_kafka_topic_partition_list_add(one.get(), p.topic.c_str(), p.number);
+    rd_kafka_resume_partitions(rk_, one.get());
+    p.rd_paused = false;
+  }
   sdk::Status st = seek_all({{&p, at}});
   if (!st) host_.warn(st.message());
 }
