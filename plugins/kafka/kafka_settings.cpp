@@ -227,7 +227,7 @@ void apply_producer_defaults(ConfBuilder& b, const SinkSettings& s) {
   // made it the largest part of every commit.
   b.set("retry.backoff.ms", "20", "rdkafka.retry.backoff.ms");
   // lz4 batches: at 147k records/s with 100 ms commits the p99 end-to-end latency fell
-  // in each of four alternating pairs (median 404 -> 285 ms) for no loss of throughput;
+  // in each of seven alternating pairs (median 344 -> 283 ms) for no loss of throughput;
   // the broker then writes a fraction of the bytes, and the writeback bursts of its page
   // cache, which set the worst seconds on a small machine, shrink with them
   // (docs/benchmarks.md, "Compressed output").
