@@ -36,21 +36,6 @@ bool only_component_params_changed(const config::PipelineSpec& a, const config::
   return x.fingerprint() == a.fingerprint();
 }
 
-// The value of label `key` in rendered labels (`a="x",b="y"`), or "".
-std::string label_value(const std::string& rendered, const std::string& key) {
-  const std::string needle = key + "=\"";
-  size_t at = rendered.find(needle);
-  while (at != std::string::npos && at > 0 && rendered[at - 1] != ',')
-    at = rendered.find(needle, at + 1);
-  if (at == std::string::npos) return {};
-  std::string v;
-  for (size_t i = at + needle.size(); i < rendered.size() && rendered[i] != '"'; ++i) {
-    if (rendered[i] == '\\' && i + 1 < rendered.size()) ++i;
-    v += rendered[i];
-  }
-  return v;
-}
-
 std::string join(const std::vector<std::string>& v) {
   std::string o;
   for (auto& s : v) o += (o.empty() ? "" : ",") + s;
@@ -234,7 +219,7 @@ std::string render_summary(const std::vector<const Pipeline*>& pipelines) {
     for (auto& ser : metrics::global().series_with("pipeline", name))
       if (!host_families.count(ser.name) && ser.name.size() > 6 &&
           ser.name.compare(ser.name.size() - 6, 6, "_total") == 0) {
-        std::string stage = label_value(ser.labels, "stage");
+        std::string stage = metrics::Registry::label_value(ser.labels, "stage");
         totals[{ser.name, stage}] += ser.value;
         stages_of[ser.name].insert(stage);
       }

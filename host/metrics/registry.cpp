@@ -145,16 +145,28 @@ void Registry::remove_matching(const std::string& k, const std::string& v) {
   }
 }
 
+std::string Registry::label_value(const std::string& rendered, const std::string& key) {
+  const std::string needle = key + "=\"";
+  size_t at = rendered.find(needle);
+  while (at != std::string::npos && at > 0 && rendered[at - 1] != ',') at = rendered.find(needle, at + 1);
+  if (at == std::string::npos) return {};
+  std::string v;
+  for (size_t i = at + needle.size(); i < rendered.size() && rendered[i] != '"'; ++i) {
+    if (rendered[i] == '\\' && i + 1 < rendered.size()) {
+      ++i;
+      v += rendered[i] == 'n' ? '\n' : rendered[i];
+    } else {
+      v += rendered[i];
+    }
+  }
+  return v;
+}
+
 void Registry::remove_gauges_matching(const Labels& match) {
   std::lock_guard<std::mutex> g(mu_);
-  std::vector<std::string> needles;
-  for (auto& [k, v] : match) needles.push_back(k + "=\"" + escape(v) + "\"");
   auto matches = [&](const std::string& rendered) {
-    for (auto& n : needles) {
-      size_t at = rendered.find(n);
-      while (at != std::string::npos && at > 0 && rendered[at - 1] != ',') at = rendered.find(n, at + 1);
-      if (at == std::string::npos) return false;
-    }
+    for (auto& [k, v] : match)
+      if (rendered.find(k + "=\"") == std::string::npos || label_value(rendered, k) != v) return false;
     return true;
   };
   for (auto& [name, f] : families_) {

@@ -37,6 +37,9 @@ class Registry {
   std::vector<Series> series_with(const std::string& k, const std::string& v) const;
 
   static std::string render_labels(const Labels& labels);
+  // The value of label `key` in labels rendered by render_labels (`a="x",b="y"`),
+  // unescaped, or "" when it has none.
+  static std::string label_value(const std::string& rendered, const std::string& key);
   // Parses "k=v,k2=v2" from plugins.
   static Labels parse_labels(const std::string& s);
   // Prometheus' rules: [a-zA-Z_:][a-zA-Z0-9_:]* for names, [a-zA-Z_][a-zA-Z0-9_]* for
