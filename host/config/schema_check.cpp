@@ -83,6 +83,14 @@ std::optional<std::string> normalise(const Field& f, const std::string& raw, con
   return out;
 }
 
+// The SDK's require_string() refuses "" when the plugin opens; say so here, with the line.
+void required_but_empty(const Field& f, const Flat& fv, const std::string& context,
+                        ErrorSink& ctx) {
+  ctx.error(fv.value_mark.line > 0 ? fv.value_mark : fv.key_mark,
+            fmt::format("{}: key '{}' is required and must not be empty ({})", context, f.key,
+                        f.doc.empty() ? type_name(f.type) : f.doc));
+}
+
 }  // namespace
 
 // Checks flattened values against a schema: unknown, wrongly typed and missing keys.
@@ -122,6 +130,7 @@ Checked check_fields(const std::vector<Flat>& flat, const std::vector<Field>& fi
       continue;
     }
     if (f->type == EX_CFG_LIST) {
+      const size_t values_before = c.values.size();
       if (fv.value.IsSequence()) {
         for (const auto& item : fv.value) {
           if (!item.IsScalar()) {
@@ -148,12 +157,20 @@ Checked check_fields(const std::vector<Flat>& flat, const std::vector<Field>& fi
       } else {
         ctx.error(fv.value_mark, fmt::format("{}: key '{}' expects a list, got {}", context,
                                              fv.key, node_kind(fv.value)));
+        continue;
       }
+      if (f->required && c.values.size() == values_before && fv.value.size() == 0)
+        required_but_empty(*f, fv, context, ctx);
       continue;
     }
     if (!fv.value.IsScalar()) {
       ctx.error(fv.value_mark, fmt::format("{}: key '{}' expects {}, got {}", context, fv.key,
                                            type_name(f->type), node_kind(fv.value)));
+      continue;
+    }
+    if (f->required && f->type == EX_CFG_STRING &&
+        fv.value.Scalar().find_first_not_of(" \t") == std::string::npos) {
+      required_but_empty(*f, fv, context, ctx);
       continue;
     }
     if (auto v = normalise(*f, fv.value.Scalar(), fv.value_mark, context, ctx))

@@ -21,9 +21,11 @@ std::optional<int64_t> parse_int(const std::string& s) {
 
 std::optional<double> parse_double(const std::string& s) {
   if (s.empty()) return std::nullopt;
+  errno = 0;
   char* end = nullptr;
   double v = std::strtod(s.c_str(), &end);
-  if (*end != '\0' || !std::isfinite(v)) return std::nullopt;
+  // ERANGE also flags underflow: "1e-400" would otherwise pass as 0, a value nobody wrote.
+  if (*end != '\0' || !std::isfinite(v) || errno == ERANGE) return std::nullopt;
   return v;
 }
 

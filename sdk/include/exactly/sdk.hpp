@@ -10,6 +10,8 @@
 
 #include <exactly/plugin_abi.h>
 
+#include <cerrno>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -151,8 +153,10 @@ class Config {
     if (!has(key)) return dflt;
     std::string s = get_string(key);
     char* end = nullptr;
+    errno = 0;
     double d = std::strtod(s.c_str(), &end);
-    if (s.empty() || *end != '\0') throw ConfigError(key, "expected a number, got '" + s + "'");
+    if (s.empty() || *end != '\0' || !std::isfinite(d) || errno == ERANGE)
+      throw ConfigError(key, "expected a number, got '" + s + "'");
     return d;
   }
   bool get_bool(const std::string& key, bool dflt = false) const {

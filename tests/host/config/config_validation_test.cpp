@@ -101,6 +101,20 @@ TEST_F(ValidateTest, WrongTypeIsNamed) {
   EXPECT_NE(r.err.find("key 'commit.interval' expects a duration"), std::string::npos) << r.err;
 }
 
+// strtod turns an underflow into 0 (or a subnormal) with ERANGE: a value nobody wrote.
+TEST_F(ValidateTest, NumberOutOfRangeIsNamed) {
+  auto r = validate(R"(pipelines:
+  - name: x
+    source: { plugin: counter }
+    sink: { plugin: faulty, config: { path: /tmp/x, abort.probability: 1e-400 } }
+)");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.err.find(file() + ":5:72: error: pipeline 'x' sink (faulty): key "
+                                "'abort.probability' expects a number, got '1e-400'"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST_F(ValidateTest, MissingRequiredKeyIsNamed) {
   auto r = validate(R"(pipelines:
   - name: x
@@ -111,6 +125,28 @@ TEST_F(ValidateTest, MissingRequiredKeyIsNamed) {
 )");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find(file() + ":7:15: error: pipeline 'x' sink (faulty): missing required key 'path'"),
+            std::string::npos)
+      << r.err;
+}
+
+// An empty required string or list is refused by the plugin at open(); validate says so
+// first, at the value's line.
+TEST_F(ValidateTest, EmptyRequiredValueIsNamed) {
+  auto r = validate(R"(pipelines:
+  - name: x
+    source: { plugin: counter }
+    sink: { plugin: faulty, config: { path: "" } }
+  - name: y
+    source: { plugin: counter }
+    sink: { plugin: faulty, config: { path: "  ", seed: 2 } }
+)");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.err.find(file() + ":5:45: error: pipeline 'x' sink (faulty): key 'path' is "
+                                "required and must not be empty"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find(file() + ":8:45: error: pipeline 'y' sink (faulty): key 'path' is "
+                                "required and must not be empty"),
             std::string::npos)
       << r.err;
 }
