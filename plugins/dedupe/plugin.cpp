@@ -35,7 +35,7 @@ const ex_config_field kFields[] = {
     field("changelog.topic", EX_CFG_STRING,
           "the changelog's name (a topic for the kafka sink); default "
           "exactly-<pipeline>-<stage>-changelog. Created compacted with one partition per "
-          "input partition when missing"),
+          "input partition when missing, and grown when the input gains partitions"),
     field("changelog.catch.up.timeout", EX_CFG_DURATION,
           "how long a restore waits for the changelog to reach the group's committed offset "
           "(a previous owner's last transaction still completing) before it counts as behind",

@@ -201,79 +201,123 @@ sdk::Status ChangelogStore::judge_policy(const std::string& topic, const std::st
   return sdk::Status::ok();
 }
 
+sdk::Status ChangelogStore::grow_topic(const std::string& topic, int from, int to,
+                                       const std::string& input) {
+  char err[512];
+  rd_kafka_NewPartitions_t* np = rd_kafka_NewPartitions_new(topic.c_str(), static_cast<size_t>(to),
+                                                            err, sizeof err);
+  if (np == nullptr) return sdk::Status::fatal("kafka sink: cannot grow changelog " + topic + ": " + err);
+  QueuePtr q(rd_kafka_queue_new(producer_));
+  rd_kafka_CreatePartitions(producer_, &np, 1, nullptr, q.get());
+  rd_kafka_NewPartitions_destroy(np);
+  EventPtr ev;
+  sdk::Status st = admin_result(q.get(), RD_KAFKA_EVENT_CREATEPARTITIONS_RESULT, timeout_ms_,
+                                "growing changelog " + topic, ev);
+  if (!st) return st;
+  size_t n = 0;
+  const rd_kafka_topic_result_t** res = rd_kafka_CreatePartitions_result_topics(
+      rd_kafka_event_CreatePartitions_result(ev.get()), &n);
+  for (size_t i = 0; i < n; ++i) {
+    rd_kafka_resp_err_t e = rd_kafka_topic_result_error(res[i]);
+    if (e == RD_KAFKA_RESP_ERR_NO_ERROR) continue;
+    // Another host grew it first (the count asked for is no longer an increase).
+    if (e == RD_KAFKA_RESP_ERR_INVALID_PARTITIONS) return sdk::Status::ok();
+    const char* why = rd_kafka_topic_result_error_string(res[i]);
+    return sdk::Status::config(
+        "changelog.topic",
+        "kafka sink: changelog topic " + topic + " has " + std::to_string(from) +
+            " partitions, input topic " + input + " needs " + std::to_string(to) +
+            ", and growing it on " + display_ + " failed: " + (why ? why : rd_kafka_err2str(e)) +
+            ". Fix: kafka-topics.sh --bootstrap-server " + connect_ + " --alter --topic " + topic +
+            " --partitions " + std::to_string(to) + ", then touch the config or SIGHUP each host");
+  }
+  host_.info("kafka sink: changelog topic " + topic + " grown from " + std::to_string(from) +
+             " to " + std::to_string(to) + " partitions (input topic " + input + " has " +
+             std::to_string(to) + ")");
+  return sdk::Status::ok();
+}
+
+// Partition p of every input topic keeps its claims in partition p of the changelog (the
+// keys name the input partition), so the changelog needs as many partitions as the
+// largest input topic. One that has fewer (the input gained partitions, or a second
+// input topic is larger) is grown: new partitions start empty, as the input partitions
+// they serve have no claims yet, and the existing ones keep their place.
 sdk::Status ChangelogStore::ensure_topic(const std::string& topic, const sdk::Partition& part,
                                          bool& created) {
   created = false;
+  if (part.number < 0)
+    return sdk::Status::fatal("kafka sink: changelog " + topic + ": input partition " + part.name +
+                              " has no partition number");
   // One checker at a time (a stage's restore thread may open changelogs too).
   std::lock_guard<std::mutex> g(topics_mu_);
   auto known = partitions_.find(topic);
-  if (known == partitions_.end()) {
-    for (int attempt = 0;; ++attempt) {
-      // All topics: asking for one by name would let a broker auto-create it.
-      const rd_kafka_metadata_t* md = nullptr;
-      rd_kafka_resp_err_t err = rd_kafka_metadata(producer_, 1, nullptr, &md,
-                                                  static_cast<int>(std::min<int64_t>(timeout_ms_, 10000)));
-      if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
-        return sdk::Status::retriable("kafka sink: cannot read metadata of " + display_ + ": " +
-                                      rd_kafka_err2str(err));
-      int have = -1, input = -1;
-      for (int i = 0; i < md->topic_cnt; ++i) {
-        const auto& t = md->topics[i];
-        if (t.err != RD_KAFKA_RESP_ERR_NO_ERROR) continue;
-        if (topic == t.topic) have = t.partition_cnt;
-        if (part.topic == t.topic) input = t.partition_cnt;
-      }
-      rd_kafka_metadata_destroy(md);
-      if (have > 0) {
-        if (input > 0 && have != input)
-          return sdk::Status::config(
-              "changelog.topic",
-              "kafka sink: changelog topic " + topic + " has " + std::to_string(have) +
-                  " partitions, but input topic " + part.topic + " has " + std::to_string(input) +
-                  "; a changelog needs one partition per input partition. Fix: delete the "
-                  "changelog (its stores are rebuilt from scratch) or name a new one in "
-                  "changelog.topic");
-        if (!created) {  // one this call created is compacted: it set the policy itself
-          sdk::Status st = check_policy(topic);
-          if (!st) return st;
+  if (known != partitions_.end() && part.number < known->second) return sdk::Status::ok();
+  const bool policy_checked = known != partitions_.end();
+  partitions_.erase(topic);
+  int grown_to = 0;
+  for (int attempt = 0;; ++attempt) {
+    // All topics: asking for one by name would let a broker auto-create it.
+    const rd_kafka_metadata_t* md = nullptr;
+    rd_kafka_resp_err_t err = rd_kafka_metadata(producer_, 1, nullptr, &md,
+                                                static_cast<int>(std::min<int64_t>(timeout_ms_, 10000)));
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+      return sdk::Status::retriable("kafka sink: cannot read metadata of " + display_ + ": " +
+                                    rd_kafka_err2str(err));
+    int have = -1, input = -1;
+    for (int i = 0; i < md->topic_cnt; ++i) {
+      const auto& t = md->topics[i];
+      if (t.err != RD_KAFKA_RESP_ERR_NO_ERROR) continue;
+      if (topic == t.topic) have = t.partition_cnt;
+      if (part.topic == t.topic) input = t.partition_cnt;
+    }
+    rd_kafka_metadata_destroy(md);
+    const int need = std::max(input, part.number + 1);
+    if (have > 0) {
+      if (have < need) {
+        if (grown_to >= need) {  // grown (by us or another host): wait for the metadata
+          if (attempt > 50)
+            return sdk::Status::retriable("kafka sink: changelog " + topic + " was grown to " +
+                                          std::to_string(need) + " partitions but the metadata "
+                                          "still shows " + std::to_string(have));
+          rd_kafka_poll(producer_, 100);
+          continue;
         }
-        known = partitions_.emplace(topic, have).first;
-        break;
-      }
-      if (attempt > 0 && created) {
-        if (attempt > 50)
-          return sdk::Status::retriable("kafka sink: changelog " + topic + " was created but does "
-                                        "not show in the metadata yet");
-        rd_kafka_poll(producer_, 100);
+        sdk::Status st = grow_topic(topic, have, need, part.topic);
+        if (!st) return st;
+        grown_to = need;
         continue;
       }
-      if (input <= 0)
-        return sdk::Status::config(
-            "changelog.topic",
-            "kafka sink: changelog topic " + topic + " does not exist, and input topic " +
-                part.topic + " is not on " + display_ + " to size it. Create it with one "
-                "partition per input partition and cleanup.policy=compact");
-      bool made = false;
-      sdk::Status st = create_topic(topic, input, made);
-      if (!st) return st;
-      created = made;
-      if (!made) {  // another one was first: wait for it in the metadata, then check it
-        rd_kafka_poll(producer_, 100);
-        if (attempt > 50)
-          return sdk::Status::retriable("kafka sink: changelog " + topic + " exists but does "
-                                        "not show in the metadata yet");
+      if (!created && !policy_checked) {  // one this call created is compacted: it set the policy
+        sdk::Status st = check_policy(topic);
+        if (!st) return st;
       }
+      partitions_.emplace(topic, have);
+      return sdk::Status::ok();
+    }
+    if (attempt > 0 && created) {
+      if (attempt > 50)
+        return sdk::Status::retriable("kafka sink: changelog " + topic + " was created but does "
+                                      "not show in the metadata yet");
+      rd_kafka_poll(producer_, 100);
+      continue;
+    }
+    if (input <= 0)
+      return sdk::Status::config(
+          "changelog.topic",
+          "kafka sink: changelog topic " + topic + " does not exist, and input topic " +
+              part.topic + " is not on " + display_ + " to size it. Create it with one "
+              "partition per input partition and cleanup.policy=compact");
+    bool made = false;
+    sdk::Status st = create_topic(topic, need, made);
+    if (!st) return st;
+    created = made;
+    if (!made) {  // another one was first: wait for it in the metadata, then check it
+      rd_kafka_poll(producer_, 100);
+      if (attempt > 50)
+        return sdk::Status::retriable("kafka sink: changelog " + topic + " exists but does "
+                                      "not show in the metadata yet");
     }
   }
-  if (part.number < 0 || part.number >= known->second)
-    return sdk::Status::config("changelog.topic",
-                               "kafka sink: changelog topic " + topic + " has " +
-                                   std::to_string(known->second) + " partitions; input partition " +
-                                   part.name + " needs at least " + std::to_string(part.number + 1) +
-                                   " (the input topic gained partitions: give the changelog as many, e.g. "
-                                   "kafka-topics.sh --alter --topic " + topic + " --partitions N with N "
-                                   "the input's count, then touch the config or SIGHUP each host)");
-  return sdk::Status::ok();
 }
 
 sdk::Status ChangelogStore::open(const std::string& topic, const sdk::Partition& part,

@@ -30,8 +30,8 @@ class ChangelogStore {
   ChangelogStore(const ChangelogStore&) = delete;
   ChangelogStore& operator=(const ChangelogStore&) = delete;
 
-  // Creates the topic when missing (compacted, one partition per input partition) or
-  // checks it; fills the readable range of `part`'s changelog partition.
+  // Creates the topic when missing (compacted, one partition per input partition), grows
+  // it when `part` needs more partitions, or checks it; fills the readable range of `part`'s changelog partition.
   sdk::Status open(const std::string& topic, const sdk::Partition& part, sdk::StateInfo& info);
   sdk::Status read(const std::string& topic, const sdk::Partition& part, int64_t from,
                    const sdk::StateRecordFn& fn);
@@ -52,6 +52,7 @@ class ChangelogStore {
  private:
   sdk::Status ensure_topic(const std::string& topic, const sdk::Partition& part, bool& created);
   sdk::Status create_topic(const std::string& topic, int partitions, bool& made);
+  sdk::Status grow_topic(const std::string& topic, int from, int to, const std::string& input);
   sdk::Status check_policy(const std::string& topic);
   sdk::Status describe_policy(const std::string& topic, std::string& policy);
   sdk::Status judge_policy(const std::string& topic, const std::string& policy);

@@ -64,7 +64,7 @@ public final class KafkaTool {
     static final class Args {
         final Map<String, String> opts = new HashMap<>();
         final Set<String> flags = new HashSet<>();
-        static final Set<String> FLAG_NAMES = Set.of("keyed", "read-committed", "verbose", "omit-dups", "dup-variant", "abort", "leave-open", "allow-empty", "allow-duplicates");
+        static final Set<String> FLAG_NAMES = Set.of("keyed", "read-committed", "verbose", "omit-dups", "dup-variant", "abort", "leave-open", "allow-empty", "allow-duplicates", "grow");
 
         Args(String[] argv, int from) {
             for (int i = from; i < argv.length; i++) {
@@ -284,6 +284,13 @@ public final class KafkaTool {
                 if (e.getCause() instanceof TopicExistsException) existed = true;
                 else throw e;
             }
+            // --grow: an existing topic with fewer partitions gets more (what an operator
+            // does with kafka-topics.sh --alter --partitions N).
+            if (existed && a.flag("grow")) {
+                int now = admin.describeTopics(List.of(topic)).allTopicNames().get(10, TimeUnit.SECONDS).get(topic).partitions().size();
+                if (now < partitions)
+                    admin.createPartitions(Map.of(topic, NewPartitions.increaseTo(partitions))).all().get(60, TimeUnit.SECONDS);
+            }
             // Wait until every partition has a leader, so that clients started right after
             // this command do not race against topic creation.
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
@@ -292,7 +299,8 @@ public final class KafkaTool {
                 try {
                     TopicDescription d = admin.describeTopics(List.of(topic)).allTopicNames().get(10, TimeUnit.SECONDS).get(topic);
                     actual = d.partitions().size();
-                    boolean allLeaders = d.partitions().stream().allMatch(p -> p.leader() != null && !p.leader().isEmpty());
+                    boolean grown = !(existed && a.flag("grow") && actual < partitions);
+                    boolean allLeaders = grown && d.partitions().stream().allMatch(p -> p.leader() != null && !p.leader().isEmpty());
                     if (allLeaders) break;
                 } catch (ExecutionException e) {
                     if (!(e.getCause() instanceof UnknownTopicOrPartitionException)) throw e;
