@@ -75,6 +75,10 @@ int cmd_run(const RunOptions& opts) {
   }
   // A crash names its pipeline, stage and library on stderr before the process dies.
   engine::install_fatal_signal_report();
+  // A long-running host whose log reader went away (`exactly run ... | head`, a closed
+  // journal pipe) must not die of SIGPIPE mid-round: its writes fail with EPIPE instead
+  // and the log is lost, not the round. Sockets (metrics, plugins) get EPIPE the same way.
+  std::signal(SIGPIPE, SIG_IGN);
   // Signals are taken synchronously by this thread only; pipeline threads inherit
   // the blocked mask.
   sigset_t set;
