@@ -1,6 +1,7 @@
 #include "file_source.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -60,6 +61,32 @@ Status FileSource::validate(const sdk::Config& config) {
 
 FileSource::~FileSource() {
   if (fd_ >= 0) ::close(fd_);
+  if (offsets_lock_fd_ >= 0) ::close(offsets_lock_fd_);
+}
+
+// One source per offsets.path: two (two pipelines, two hosts) each resumed from the
+// other's position and skipped what the other had read, silently. offsets.path itself is
+// replaced by rename at each commit, so the lock is on a file beside it that stays put;
+// it goes with the descriptor, so a source that dies, or is rebuilt, lets go of it.
+Status FileSource::lock_offsets() {
+  if (offsets_path_.empty() || offsets_lock_fd_ >= 0) return Status::ok();
+  const std::string lock = offsets_path_ + ".lock";
+  int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::error(EX_ERR_CONFIG, errno_text("cannot open", lock), "offsets.path");
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int e = errno;
+    ::close(fd);
+    if (e == EWOULDBLOCK)
+      return Status::error(EX_ERR_CONFIG,
+                           offsets_path_ + " is in use by another file source (another pipeline "
+                                           "or another exactly process): two sources on one "
+                                           "offsets.path would each resume from the other's "
+                                           "position and skip lines",
+                           "offsets.path");
+    return Status::fatal("cannot lock " + lock + ": " + std::strerror(e));
+  }
+  offsets_lock_fd_ = fd;
+  return Status::ok();
 }
 
 Status FileSource::parse_position(const sdk::Checkpoint& cp, Position& out) const {
@@ -121,6 +148,8 @@ Status FileSource::seek_to(const Position& at, const char* stored_where) {
 }
 
 Status FileSource::open(const std::optional<sdk::Checkpoint>& resume) {
+  Status locked = lock_offsets();
+  if (!locked) return locked;
   if (fd_ >= 0) ::close(fd_);
   fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd_ < 0) return Status::error(EX_ERR_CONFIG, errno_text("cannot open", path_), "path");

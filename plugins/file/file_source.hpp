@@ -40,6 +40,8 @@ class FileSource final : public sdk::Source {
     std::optional<uint64_t> fingerprint;
   };
   sdk::Status parse_position(const sdk::Checkpoint& cp, Position& out) const;
+  // Takes <offsets.path>.lock for this source's life (refuses a second source on it).
+  sdk::Status lock_offsets();
   // Seeks to a stored position, refusing (a config error: a restart cannot change it) a
   // position past the end of the file or whose preceding bytes are no longer the ones
   // read there: the file was replaced or rewritten, and reading on would lose lines
@@ -64,6 +66,7 @@ class FileSource final : public sdk::Source {
   size_t max_line_bytes_;
   std::string offsets_path_;  // optional store of our own committed position
   int fd_ = -1;
+  int offsets_lock_fd_ = -1;  // flock on <offsets.path>.lock while this source lives
   bool announced_ = false;
 
   // buf_[0..len_) holds file bytes starting at file offset buf_offset_; lines before

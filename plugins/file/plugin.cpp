@@ -19,7 +19,8 @@ const ex_config_field kSourceFields[] = {
           "67108864"),
     field("offsets.path", EX_CFG_STRING,
           "where commit() keeps the position when the sink does not store it; empty = "
-          "restart from the beginning",
+          "restart from the beginning. One source per file: a second one (another pipeline "
+          "or process) is refused while <offsets.path>.lock is held",
           ""),
 };
 

@@ -246,6 +246,31 @@ TEST(FileSource, OwnOffsetsFileWhenTheSinkKeepsNoPositions) {
   EXPECT_EQ(values(drain(s)), (std::vector<std::string>{"c", "d"}));
 }
 
+// Two sources on one offsets.path each resumed from the other's position and skipped
+// the lines the other had read; the second is refused while the first lives, and a
+// source rebuilt after the first is gone takes the file over.
+TEST(FileSource, ASecondSourceOnTheSameOffsetsPathIsRefusedWhileTheFirstHoldsIt) {
+  TempDir dir;
+  std::string a = dir.file("a.jsonl"), b = dir.file("b.jsonl"), offsets = dir.file("shared.offset");
+  spit(a, "a1\na2\n");
+  spit(b, "b1\n");
+  {
+    SourceHarness first(lib(), "file", {{"path", a}, {"offsets.path", offsets}});
+    ASSERT_TRUE(first.open().is_ok());
+    SourceHarness second(lib(), "file", {{"path", b}, {"offsets.path", offsets}});
+    Status st = second.open();
+    EXPECT_EQ(st.code(), EX_ERR_CONFIG) << st.message();
+    EXPECT_EQ(st.key(), "offsets.path");
+    EXPECT_NE(st.message().find(offsets + " is in use by another file source"), std::string::npos)
+        << st.message();
+    // The first one's commits go on (the lock sits beside the file it replaces).
+    ASSERT_EQ(first.poll(0).size(), 2u);
+    EXPECT_TRUE(first.commit(first.checkpoint()).is_ok());
+  }
+  SourceHarness after(lib(), "file", {{"path", a}, {"offsets.path", offsets}});
+  EXPECT_TRUE(after.open().is_ok());
+}
+
 TEST(FileSource, ErrorsNameTheProblem) {
   TempDir dir;
   SourceHarness missing(lib(), "file", {{"path", dir.file("nope.jsonl")}});
