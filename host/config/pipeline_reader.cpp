@@ -242,6 +242,17 @@ void read_pipeline(const YAML::Node& node, const Mark& at, const std::string& fi
     if (read_component(dlq->value, dlq->value_mark, EX_KIND_SINK, "errors.dead-letter", context,
                        reg, &cs, ctx)) {
       dlq_clean = ctx.errors->size() == before;
+      // A sink with a completion window (ABI 1.4: http) settles records after its commit
+      // returns, and the host drives that window only for the main sink: as a dead-letter
+      // sink, the offsets moved past dead letters still in flight or already failed.
+      if (cs.component && cs.component->sink.completed != nullptr) {
+        ctx.error(cs.mark, fmt::format("{}: errors.dead-letter: the {} sink finishes its "
+                                       "records after the commit (a completion window), so "
+                                       "a dead letter it failed to deliver would be lost; use "
+                                       "a sink that finishes them in the commit (kafka, file)",
+                                       context, cs.plugin));
+        dlq_clean = false;
+      }
       p.dead_letter = std::move(cs);
     }
   }

@@ -147,6 +147,30 @@ TEST(ValidatePluginChecks, TheSinkSeesThePipelinesDelivery) {
 // dedupe's changelog: on behind a sink that keeps no changelogs (the file sink) is the
 // config's problem: the pipeline fails once, naming the key, instead of restarting into
 // "refused the assignment" for ever (a bounded run never ended).
+// The http sink settles records after its commit returns (a completion window) and the
+// host drives that window only for the main sink: as a dead-letter sink, the offsets
+// moved past dead letters it later failed to deliver. Refused where it is written.
+TEST(ValidatePluginChecks, ASinkThatFinishesAfterTheCommitIsRefusedAsDeadLetterSink) {
+  fs::path dir = temp_dir("validate-dlq-http");
+  write_file(dir / "p.yaml",
+             "pipelines:\n"
+             "  - name: p\n"
+             "    errors:\n"
+             "      policy: dead-letter\n"
+             "      dead-letter: { plugin: http, config: { url: \"http://127.0.0.1:9/dlq\" } }\n"
+             "    source: " + kGen + "\n"
+             "    sink: " + kFileSink + "\n");
+  for (const char* cmd : {" validate ", " run --no-watch "}) {
+    auto r = run("timeout 60 " + exactly_bin() + cmd + (dir / "p.yaml").string(), dir);
+    EXPECT_EQ(r.exit_code, 2) << cmd << r.out << r.err;
+    EXPECT_NE(r.err.find((dir / "p.yaml").string() + ":5:20: error: pipeline 'p': errors.dead-letter: "
+                         "the http sink finishes its records after the commit"),
+              std::string::npos)
+        << cmd << r.err;
+  }
+  EXPECT_FALSE(fs::exists(dir / "out.jsonl"));
+}
+
 TEST(ValidatePluginChecks, AChangelogBehindASinkThatKeepsNoneFailsTheRunOnce) {
   fs::path dir = temp_dir("run-changelog-file-sink");
   write_file(dir / "p.yaml",
