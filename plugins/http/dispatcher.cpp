@@ -264,16 +264,26 @@ void Dispatcher::start_ready(RateClasses& classes, const Settings& s, const Done
 int Dispatcher::pump(RateClasses& classes, const Settings& s, const Done& done, int wait_ms) {
   ensure_slots(s);
   auto now = Clock::now();
+  // A due retry goes ahead of its class's queue, not behind it: at the back of a
+  // rate-limited class's backlog it waited seconds past retry.backoff.max, and its record
+  // (the oldest still open) held the committed position back all that time, so a crash
+  // replayed everything sent after it. Due retries keep their order among themselves.
+  std::vector<Request*> due;
   for (size_t k = 0; k < delayed_.size();) {
     Request* r = delayed_[k];
     if (r->not_before <= now) {
-      if (ready_.size() <= r->cls) ready_.resize(r->cls + 1);
-      ready_[r->cls].push_back(r);
+      due.push_back(r);
       delayed_[k] = delayed_.back();
       delayed_.pop_back();
     } else {
       ++k;
     }
+  }
+  std::sort(due.begin(), due.end(),
+            [](const Request* a, const Request* b) { return a->not_before > b->not_before; });
+  for (Request* r : due) {
+    if (ready_.size() <= r->cls) ready_.resize(r->cls + 1);
+    ready_[r->cls].push_front(r);
   }
   auto wake = now + std::chrono::milliseconds(std::max(wait_ms, 0));
   start_ready(classes, s, done, now, wake);

@@ -21,6 +21,28 @@ TEST(HttpSinkRetry, ServerErrorThenSuccessIsRetriedWithTheSameKey) {
   EXPECT_GT(s.host().metric("http_sink_retries_total{class=default}"), 2.5);
 }
 
+// A retry that is due goes ahead of its class's queue: behind the backlog of a
+// rate-limited class it waited seconds past retry.backoff.max, and its record held the
+// committed position back all that time (a crash then replayed everything after it).
+TEST(HttpSinkRetry, ADueRetryGoesAheadOfItsRateLimitedClassesBacklog) {
+  HttpTestServer srv;
+  SinkHarness s(lib(), "http", job_config(srv, {{"retry.max", "3"},
+                                                {"classes.a.rate", "20"},
+                                                {"classes.a.burst", "1"}}));
+  ASSERT_TRUE(s.ok()) << s.create_status().message();
+  std::vector<OwnedRecord> in = {job("fail", "1", "500", "a", "r0")};
+  for (int i = 0; i < 40; ++i) in.push_back(ok_job("a", std::to_string(i)));  // 2 s at 20/s
+  EXPECT_TRUE(s.write(in).empty());
+  auto seen = srv.requests();
+  auto retried = with_prefix(seen, "/fail/1/500/a-r0"), rest = with_prefix(seen, "/ok/x/x/a-");
+  ASSERT_EQ(retried.size(), 2u);
+  ASSERT_EQ(rest.size(), 40u);
+  EXPECT_EQ(retried[1].status, 200);
+  size_t sent_before_retry = 0;
+  for (auto& r : rest) sent_before_retry += r.t < retried[1].t ? 1 : 0;
+  EXPECT_LE(sent_before_retry, 5u) << "the retry waited behind its class's backlog";
+}
+
 TEST(HttpSinkRetry, ClientErrorIsARecordErrorWithStatusAndResponse) {
   HttpTestServer srv;
   SinkHarness s(lib(), "http", job_config(srv, {{"retry.max", "3"}}));
