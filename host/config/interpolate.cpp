@@ -1,5 +1,7 @@
 #include "config/interpolate.hpp"
 
+#include "config/read_regular_file.hpp"
+
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
@@ -48,19 +50,12 @@ Interpolated interpolate(const std::string& text) {
     r.changed = true;
     if (ref.rfind("file:", 0) == 0) {
       std::string path = ref.substr(5);
-      std::error_code ec;
-      if (std::filesystem::is_directory(path, ec)) {
-        r.error = "${file:" + path + "}: " + path + " is a directory, not a file";
+      std::string data, why;
+      if (!read_regular_file(path, kMaxFileBytes, data, why)) {
+        r.error = "${file:" + path + "}: cannot read " + (path.empty() ? "(empty path)" : path) +
+                  (path.empty() ? "" : ": " + why);
         return r;
       }
-      std::ifstream in(path, std::ios::binary);
-      if (path.empty() || !in) {
-        r.error = "${file:" + path + "}: cannot read " + (path.empty() ? "(empty path)" : path);
-        return r;
-      }
-      std::string data(kMaxFileBytes + 1, '\0');
-      in.read(data.data(), static_cast<std::streamsize>(data.size()));
-      data.resize(static_cast<size_t>(in.gcount()));
       if (data.size() > kMaxFileBytes) {
         r.error = "${file:" + path + "}: larger than 1 MiB";
         return r;

@@ -3,6 +3,8 @@
 // components can be resolved), scans the plugin path, then reads every pipeline.
 #include "config/loader.hpp"
 
+#include "config/read_regular_file.hpp"
+
 #include "config/pipeline_reader.hpp"
 #include "config/top_level_keys.hpp"
 #include "config/yaml_flatten.hpp"
@@ -32,16 +34,6 @@ void drop_extension_keys(YAML::Node root) {
   for (auto it = root.begin(); it != root.end(); ++it)
     if (it->first.IsScalar() && it->first.Scalar().rfind("x-", 0) == 0) drop.push_back(it->first);
   for (auto& k : drop) root.remove(k);
-}
-
-bool read_text(const std::string& file, std::string& out) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return false;
-  // Bounded: one byte more than allowed is enough to say it is too big.
-  out.assign(kMaxConfigBytes + 1, '\0');
-  in.read(out.data(), static_cast<std::streamsize>(out.size()));
-  out.resize(static_cast<size_t>(in.gcount()));
-  return !in.bad();
 }
 
 }  // namespace
@@ -102,9 +94,9 @@ LoadResult load(const std::vector<std::string>& paths, plugin::Registry& registr
   for (auto& file : r.spec.files) {
     Doc d;
     d.file = file;
-    std::string text;
-    if (!read_text(file, text)) {
-      ctx.error(Mark{file, 0, 0}, "cannot read file");
+    std::string text, why;
+    if (!read_regular_file(file, kMaxConfigBytes, text, why)) {
+      ctx.error(Mark{file, 0, 0}, "cannot read file: " + why);
       continue;
     }
     if (auto problem = check_yaml_text(text)) {

@@ -4,6 +4,8 @@
 
 #include "test_util.hpp"
 
+#include <sys/stat.h>
+
 using namespace exactly::test;
 
 namespace {
@@ -111,6 +113,33 @@ TEST_F(ValidateTest, NumberOutOfRangeIsNamed) {
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.err.find(file() + ":5:72: error: pipeline 'x' sink (faulty): key "
                                 "'abort.probability' expects a number, got '1e-400'"),
+            std::string::npos)
+      << r.err;
+}
+
+// Opening a FIFO for reading waits for a writer: validate (and a reload) hung there,
+// deaf to SIGTERM. A FIFO, as a pipeline file or behind ${file:}, is refused at once.
+TEST_F(ValidateTest, AFifoIsRefusedWithoutWaitingForAWriter) {
+  ASSERT_EQ(::mkfifo((dir / "secret.fifo").c_str(), 0600), 0);
+  auto r = run("timeout 20 " + exactly_bin() + " validate " + [&] {
+    write_file(dir / "p.yaml", "plugin.path: [" + kPluginPath + "]\npipelines:\n  - name: x\n"
+               "    source: { plugin: counter }\n"
+               "    sink: { plugin: faulty, config: { path: \"${file:" + (dir / "secret.fifo").string() +
+               "}\" } }\n");
+    return file();
+  }(), dir);
+  EXPECT_EQ(r.exit_code, 2) << "124 = hung\n" << r.err;
+  EXPECT_NE(r.err.find("cannot read " + (dir / "secret.fifo").string() +
+                       ": is a FIFO (named pipe), not a regular file"),
+            std::string::npos)
+      << r.err;
+
+  fs::create_directory(dir / "conf");
+  ASSERT_EQ(::mkfifo((dir / "conf" / "q.yaml").c_str(), 0600), 0);
+  r = run("timeout 20 " + exactly_bin() + " validate " + (dir / "conf").string(), dir);
+  EXPECT_EQ(r.exit_code, 2) << "124 = hung\n" << r.err;
+  EXPECT_NE(r.err.find((dir / "conf" / "q.yaml").string() +
+                       ": error: cannot read file: is a FIFO (named pipe), not a regular file"),
             std::string::npos)
       << r.err;
 }

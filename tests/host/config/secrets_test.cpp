@@ -55,7 +55,7 @@ TEST(Interpolation, AnUnsetVariableIsAnErrorAtItsLine) {
   write_file(dir / "p.yaml", pipeline(dir, "5", "message: \"${file:" + dir.string() + "}\""));
   r = run(exactly_bin() + " validate " + (dir / "p.yaml").string(), dir);
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find(dir.string() + " is a directory, not a file"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(dir.string() + ": is a directory, not a file"), std::string::npos) << r.err;
   // A nested reference was kept as literal text ("out-${B}.jsonl").
   write_file(dir / "p.yaml", pipeline(dir, "5", "message: \"${EXACTLY_TEST_UNSET:-${HOME}}\""));
   r = run(exactly_bin() + " validate " + (dir / "p.yaml").string(), dir);
