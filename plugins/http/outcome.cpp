@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 
 namespace exactly::http {
 
@@ -9,6 +10,15 @@ Outcome classify(CURLcode code, long status, int64_t retry_after_s, const char* 
   Outcome o;
   if (code != CURLE_OK) {
     std::string detail = curl_error != nullptr && *curl_error ? curl_error : curl_easy_strerror(code);
+    // libcurl reports an answer that is not HTTP (a proxy or server sending garbage) as an
+    // unsupported protocol, "Received HTTP/0.9 when not allowed": the next answer may be
+    // fine, unlike a URL's scheme.
+    if (code == CURLE_UNSUPPORTED_PROTOCOL && detail.find("HTTP/0.9") != std::string::npos) {
+      o.what = "bad response (not HTTP): " + detail;
+      o.verdict = Outcome::Verdict::retry;
+      o.unhealthy = true;
+      return o;
+    }
     switch (code) {
       // Nothing a retry can change: the URL itself is wrong.
       case CURLE_URL_MALFORMAT:

@@ -9,6 +9,7 @@ What to do is in the path, so that tests running side by side cannot disturb eac
   /sleep/<ms>/<n>/<rest>         the first n sleep <ms> before answering 200
   /hold/<v>/<ms>/<rest>          the first request whose <rest> starts with segment <v>
                                  sleeps <ms> (one slow record among many paths)
+  /garbage/<n>/<rest>            the first n get bytes that are not HTTP, then 200
   anything else                  200 {"ok":true}
 
   http-test-server.py --log requests.jsonl --port-file port [--port 0]
@@ -39,7 +40,7 @@ class Handler(BaseHTTPRequestHandler):
             n = seen.get(self.path, 0)
             seen[self.path] = n + 1
         parts = self.path.lstrip("/").split("/")
-        status, extra, delay = 200, {}, 0.0
+        status, extra, delay, garbage = 200, {}, 0.0, False
         try:
             if parts[0] == "fail" and n < int(parts[1]):
                 status = int(parts[2])
@@ -47,6 +48,8 @@ class Handler(BaseHTTPRequestHandler):
                 status = int(parts[1])
             elif parts[0] == "throttle" and n < int(parts[1]):
                 status, extra = 429, {"Retry-After": parts[2]}
+            elif parts[0] == "garbage" and n < int(parts[1]):
+                garbage = True
             elif parts[0] == "sleep" and n < int(parts[2]):
                 delay = int(parts[1]) / 1000.0
             elif parts[0] == "hold" and parts[3] == parts[1]:
@@ -69,6 +72,14 @@ class Handler(BaseHTTPRequestHandler):
         with lock:
             log_file.write(line + "\n")
             log_file.flush()
+        if garbage:
+            try:
+                self.wfile.write(b"\x00\x17garbage, not an HTTP answer\r\n\r\n")
+                self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            self.close_connection = True
+            return
         try:
             self.send_response(status)
             for k, v in extra.items():

@@ -43,6 +43,19 @@ TEST(HttpSinkRetry, ADueRetryGoesAheadOfItsRateLimitedClassesBacklog) {
   EXPECT_LE(sent_before_retry, 5u) << "the retry waited behind its class's backlog";
 }
 
+// An answer that is not HTTP (a proxy or server sending garbage) is libcurl's
+// "unsupported protocol", like a bad URL scheme; it is retried, not failed for good.
+TEST(HttpSinkRetry, AnAnswerThatIsNotHttpIsRetried) {
+  HttpTestServer srv;
+  SinkHarness s(lib(), "http", job_config(srv, {{"retry.max", "3"}}));
+  ASSERT_TRUE(s.ok()) << s.create_status().message();
+  auto rejected = s.write({job("garbage", "1", "x", "c", "g1")});
+  EXPECT_TRUE(rejected.empty()) << rejected[0].second;
+  auto seen = with_prefix(srv.requests(), "/garbage/1/x/c-g1");
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[1].status, 200);
+}
+
 TEST(HttpSinkRetry, ClientErrorIsARecordErrorWithStatusAndResponse) {
   HttpTestServer srv;
   SinkHarness s(lib(), "http", job_config(srv, {{"retry.max", "3"}}));
