@@ -108,6 +108,9 @@ std::vector<RunningCall> calls_running_longer_than(int64_t min_ms) {
 }
 
 std::string describe(const std::vector<RunningCall>& calls) {
+  // A stop that ran out of time between plugin calls (the host's own commit work, or a
+  // shutdown.timeout far too short: a bare number is milliseconds) printed nothing here.
+  if (calls.empty()) return "(no plugin call in progress: the pipelines were between calls)\n";
   std::string s;
   for (const auto& c : calls)
     s += fmt::format("pipeline '{}', stage '{}': {}() running for {:.1f} s{}\n", c.pipeline, c.stage,
