@@ -322,6 +322,9 @@ void Pipeline::thread_main() {
   use_alternate_signal_stack();
   std::string scope = "pipeline:" + spec_.name;
   auto backoff = std::chrono::milliseconds(spec_.backoff_initial_ms);
+  // 0 from the start, not only after a first open: a pipeline whose create() or open()
+  // hangs had no series at all, and `exactly_pipeline_up == 0` never fired for it.
+  metrics::global().set("pipeline_up", labels(), 0);
   for (;;) {
     uint64_t commits_before = stats_.commits.load();
     RunResult r = run_instance();
