@@ -91,6 +91,40 @@ bool within(const YAML::Node& n, size_t& left, size_t depth, YAML::Mark& where) 
   }
   return true;
 }
+
+// YAML's own tags (`!!str 5`) mean what they say; any other (`!env HOME`, as some tools
+// expand) was read as the plain text after it: `path: !env OUT` wrote a file named OUT.
+bool known_tag(const std::string& tag) {
+  if (tag.empty() || tag == "?" || tag == "!") return true;  // untagged (plain or quoted)
+  static const char* kCore[] = {"str", "int", "float", "bool", "null", "map", "seq"};
+  for (const char* t : kCore)
+    if (tag == std::string("tag:yaml.org,2002:") + t) return true;
+  return false;
+}
+
+std::optional<YamlProblem> tag_problem(const YAML::Node& n) {
+  if (known_tag(n.Tag())) return std::nullopt;
+  return YamlProblem{n.Mark().line + 1, n.Mark().column + 1,
+                     fmt::format("unknown YAML tag '{}': exactly expands nothing by tag (write "
+                                 "${{NAME}} for an environment variable, ${{file:/path}} for a "
+                                 "file's contents)",
+                                 n.Tag())};
+}
+
+// Every node's tag; bounded, as check_yaml_documents counts the nodes first.
+std::optional<YamlProblem> unknown_tag(const YAML::Node& n) {
+  if (auto p = tag_problem(n)) return p;
+  if (n.IsMap()) {
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      if (auto p = unknown_tag(it->first)) return p;
+      if (auto p = unknown_tag(it->second)) return p;
+    }
+  } else if (n.IsSequence()) {
+    for (auto it = n.begin(); it != n.end(); ++it)
+      if (auto p = unknown_tag(*it)) return p;
+  }
+  return std::nullopt;
+}
 }  // namespace
 
 std::optional<YamlProblem> check_yaml_documents(const std::vector<YAML::Node>& docs, YAML::Node& doc) {
@@ -113,6 +147,7 @@ std::optional<YamlProblem> check_yaml_documents(const std::vector<YAML::Node>& d
                                    "deeper than {} (aliases repeating aliases, or an alias "
                                    "inside its own anchor?); refusing to read it",
                                    kMaxYamlNodes, kMaxYamlDepth)};
+  if (have) return unknown_tag(doc);
   return std::nullopt;
 }
 

@@ -144,6 +144,24 @@ TEST_F(ValidateTest, AFifoIsRefusedWithoutWaitingForAWriter) {
       << r.err;
 }
 
+// A tag some other tool expands (`!env NAME`) was read as the text after it: the sink
+// wrote a file named OUT_PATH. YAML's own tags still mean what they say.
+TEST_F(ValidateTest, AnUnknownYamlTagIsRefusedAndYamlsOwnAreKept) {
+  auto r = validate(R"(pipelines:
+  - name: x
+    source: { plugin: counter, config: { count: !!int 5 } }
+    sink: { plugin: faulty, config: { path: !env OUT_PATH } }
+)");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.err.find(file() + ":5:45: error: unknown YAML tag '!env'"), std::string::npos) << r.err;
+  r = validate(R"(pipelines:
+  - name: x
+    source: { plugin: counter, config: { count: !!int 5 } }
+    sink: { plugin: faulty, config: { path: !!str /tmp/x } }
+)");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
 TEST_F(ValidateTest, MissingRequiredKeyIsNamed) {
   auto r = validate(R"(pipelines:
   - name: x
