@@ -1,5 +1,7 @@
 #include "dispatcher.hpp"
 
+#include "url_display.hpp"
+
 #include <algorithm>
 #include <deque>
 #include <stdexcept>
@@ -104,7 +106,7 @@ void Dispatcher::fail(Request& r, RateClass& c, std::string reason, bool downstr
 namespace {
 std::string final_reason(const Request& r, const Settings& s) {
   std::string m = r.last.what + " after " + std::to_string(r.attempts) + " attempt(s): " +
-                  s.method + " " + r.url;
+                  s.method + " " + display_url(r.url);
   if (!r.response.empty()) m += "; response: " + r.response;
   return m;
 }
@@ -227,7 +229,7 @@ void Dispatcher::start_ready(RateClasses& classes, const Settings& s, const Done
           why += r.attempts == 0 ? " (not sent)"
                                  : " after " + std::to_string(r.attempts) +
                                        " attempt(s), last: " + r.last.what + ": " + s.method +
-                                       " " + r.url;
+                                       " " + display_url(r.url);
           ++c.fuse_rejects;
           fail(r, c, std::move(why), false);
           --pending_;

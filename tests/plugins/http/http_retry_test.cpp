@@ -56,6 +56,28 @@ TEST(HttpSinkRetry, AnAnswerThatIsNotHttpIsRetried) {
   EXPECT_EQ(seen[1].status, 200);
 }
 
+// The reason a record failed is logged, put in its dead-letter header and shown in the
+// summary: the URL there keeps no password and no credential-like query values.
+TEST(HttpSinkRetry, TheFailureReasonsUrlHidesCredentials) {
+  HttpTestServer srv;
+  std::string base = srv.base();
+  base.insert(base.find("://") + 3, "admin:hunter2pass@");
+  SinkHarness s(lib(), "http",
+                {{"url", base + "/always/404/{/cls}-{/id}?api_key=s3cr3tvalue&page=2"},
+                 {"idempotency.key", "/id"}});
+  ASSERT_TRUE(s.ok()) << s.create_status().message();
+  auto rejected = s.write({ok_job("c", "1")});
+  ASSERT_EQ(rejected.size(), 1u);
+  // What the server answered is quoted as it came (this one echoes the path).
+  const std::string why = rejected[0].second.substr(0, rejected[0].second.find("; response:"));
+  EXPECT_EQ(why.find("hunter2pass"), std::string::npos) << why;
+  EXPECT_EQ(why.find("s3cr3tvalue"), std::string::npos) << why;
+  EXPECT_NE(why.find("admin:***@"), std::string::npos) << why;
+  EXPECT_NE(why.find("?api_key=***&page=2"), std::string::npos) << why;
+  ASSERT_EQ(srv.requests().size(), 1u);  // the request itself went out with them
+  EXPECT_NE(srv.requests()[0].path.find("api_key=s3cr3tvalue"), std::string::npos);
+}
+
 TEST(HttpSinkRetry, ClientErrorIsARecordErrorWithStatusAndResponse) {
   HttpTestServer srv;
   SinkHarness s(lib(), "http", job_config(srv, {{"retry.max", "3"}}));
