@@ -38,8 +38,29 @@ void describe_metrics() {
 
 // One reload: validate everything first; apply only a valid set. `stop_asked` is
 // polled while the reload drains (see Supervisor::apply).
+// Host settings a reload does not re-read, as they were at start; shutdown.timeout is
+// taken from each applied reload.
+struct HostSettings {
+  std::string metrics_listen;
+  int64_t stage_timeout_ms = 0;
+  int64_t shutdown_timeout_ms = 0;
+};
+
+// An edit to a setting that only a restart applies is said, not silently ignored.
+void warn_restart_only(const config::HostSpec& next, const HostSettings& live) {
+  if (next.metrics_listen != live.metrics_listen)
+    log::warn("reload", "{}metrics.listen changed from '{}' to '{}': the metrics address is "
+                        "bound once, at start; it changes when the host restarts",
+              next.metrics_mark.line > 0 ? next.metrics_mark.str() + ": " : "",
+              live.metrics_listen, next.metrics_listen);
+  if (next.stage_timeout_ms != live.stage_timeout_ms)
+    log::warn("reload", "stage.timeout changed from {} ms to {} ms: it is read once, at start; "
+                        "it changes when the host restarts",
+              live.stage_timeout_ms, next.stage_timeout_ms);
+}
+
 bool reload(const std::vector<std::string>& paths, engine::Supervisor& sup, const char* why,
-            const std::function<bool()>& stop_asked) {
+            const std::function<bool()>& stop_asked, HostSettings& live) {
   plugin::Registry registry;
   auto r = config::load(paths, registry);
   metrics::global().set("plugin_load_failures", {}, static_cast<double>(registry.failures().size()));
@@ -52,6 +73,8 @@ bool reload(const std::vector<std::string>& paths, engine::Supervisor& sup, cons
     return false;
   }
   log::info("reload", "{}: valid; applying (pipelines that go or change are drained first)", why);
+  warn_restart_only(r.spec, live);
+  live.shutdown_timeout_ms = r.spec.shutdown_timeout_ms;
   auto rep = sup.apply(r.spec, stop_asked);
   if (rep.interrupted) {
     log::info("reload", "{}: interrupted by a stop signal: every pipeline is stopping and none "
@@ -119,7 +142,9 @@ int cmd_run(const RunOptions& opts) {
   if (watch) watcher = std::make_unique<config::Watcher>(paths);
 
   engine::StageWatchdog watchdog(loaded.spec.stage_timeout_ms);
-  const int64_t shutdown_timeout_ms = loaded.spec.shutdown_timeout_ms;
+  HostSettings live{loaded.spec.metrics_listen, loaded.spec.stage_timeout_ms,
+                    loaded.spec.shutdown_timeout_ms};
+  const int64_t& shutdown_timeout_ms = live.shutdown_timeout_ms;
   engine::Supervisor sup;
   auto rep = sup.apply(loaded.spec);
   log::info("host", "started {} pipeline(s) from {} file(s){}", rep.added.size(),
@@ -184,11 +209,11 @@ int cmd_run(const RunOptions& opts) {
       on_stop_signal(sig);
       sup.request_stop_all();
     } else if (sig == SIGHUP && !stopping) {
-      edited = reload(paths, sup, "SIGHUP", stop_asked) || edited;
+      edited = reload(paths, sup, "SIGHUP", stop_asked, live) || edited;
     }
     if (watcher && !stopping) {
       if (watcher->poll(std::chrono::milliseconds(200)))
-        edited = reload(paths, sup, "files changed", stop_asked) || edited;
+        edited = reload(paths, sup, "files changed", stop_asked, live) || edited;
     } else {
       usleep(200 * 1000);
     }

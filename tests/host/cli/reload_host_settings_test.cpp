@@ -1,0 +1,52 @@
+// Host-level settings on reload: metrics.listen and stage.timeout are read once, at
+// start, so an edit to them is said in the log (it was silently ignored), while the
+// pipelines' part of the same edit is applied.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <csignal>
+#include <thread>
+
+#include "test_util.hpp"
+
+using namespace exactly::test;
+
+namespace {
+
+std::string yaml(const fs::path& out, const std::string& listen, int batch) {
+  return "metrics: { listen: \"" + listen + "\" }\n"
+         "pipelines:\n"
+         "  - name: gen\n"
+         "    commit: { interval: 100ms }\n"
+         "    source: { plugin: generator, config: { count: 0, rate: 500, batch.size: " +
+         std::to_string(batch) + " } }\n"
+         "    sink: { plugin: file, config: { path: " + out.string() + ", fsync: false } }\n";
+}
+
+bool wait_for(const fs::path& log, const std::string& text, int seconds) {
+  for (int i = 0; i < seconds * 10; ++i) {
+    if (read_file(log).find(text) != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+TEST(ReloadHostSettings, AMetricsAddressEditIsSaidToNeedARestart) {
+  fs::path dir = temp_dir("reload-host-settings");
+  fs::path conf = dir / "p.yaml", out = dir / "out.jsonl", log = dir / "host.log";
+  write_file(conf, yaml(out, "127.0.0.1:0", 50));
+  Child host({exactly_bin(), "run", conf.string()}, log);
+  ASSERT_TRUE(wait_for(log, "started 1 pipeline", 20)) << read_file(log);
+  write_file(conf, yaml(out, "127.0.0.1:1", 60));
+  ASSERT_TRUE(wait_for(log, "applied", 20)) << read_file(log);
+  host.kill(SIGTERM);
+  EXPECT_EQ(host.wait(), 0) << read_file(log);
+  const std::string text = read_file(log);
+  EXPECT_NE(text.find(conf.string() + ":1:20: metrics.listen changed from '127.0.0.1:0' to "
+                      "'127.0.0.1:1': the metrics address is bound once, at start"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("reconfigured=gen"), std::string::npos) << text;  // the rest applied
+}
+
+}  // namespace
