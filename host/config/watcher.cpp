@@ -15,6 +15,12 @@
 namespace exactly::config {
 namespace fs = std::filesystem;
 
+namespace {
+constexpr uint32_t kContents = IN_CLOSE_WRITE | IN_MODIFY | IN_CREATE | IN_DELETE | IN_MOVED_TO |
+                               IN_MOVED_FROM | IN_ATTRIB;
+constexpr uint32_t kEntries = IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM;
+}  // namespace
+
 Watcher::Watcher(const std::vector<std::string>& paths, std::chrono::milliseconds debounce)
     : debounce_(debounce) {
   fd_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
@@ -22,26 +28,22 @@ Watcher::Watcher(const std::vector<std::string>& paths, std::chrono::millisecond
     log::warn("reload", "inotify unavailable; only SIGHUP reloads");
     return;
   }
-  std::set<std::string> watched;
   for (auto& p : paths) {
     std::error_code ec;
     fs::path abs = fs::absolute(p, ec).lexically_normal();
-    std::string dir;
+    if (abs.has_filename() == false) abs = abs.parent_path();  // "conf/" -> "conf"
     if (fs::is_directory(abs, ec)) {
-      dir = abs.string();
-      dirs_.insert(dir);
+      dirs_.insert(abs.string());
+      watch(abs.string(), kContents);
+      const std::string parent = abs.parent_path().string();
+      if (parent != abs.string()) {
+        parents_[parent].insert(abs.string());
+        watch(parent, kEntries);
+      }
     } else {
-      dir = abs.parent_path().string();
       files_.insert(abs.string());
+      watch(abs.parent_path().string(), kContents);
     }
-    if (!watched.insert(dir).second) continue;
-    int wd = inotify_add_watch(fd_, dir.c_str(),
-                               IN_CLOSE_WRITE | IN_MODIFY | IN_CREATE | IN_DELETE | IN_MOVED_TO |
-                                   IN_MOVED_FROM | IN_ATTRIB);
-    if (wd < 0)
-      log::warn("reload", "cannot watch {}: {}", dir, std::strerror(errno));
-    else
-      watches_.emplace_back(wd, dir);
   }
 }
 
@@ -49,12 +51,59 @@ Watcher::~Watcher() {
   if (fd_ >= 0) close(fd_);
 }
 
+void Watcher::watch(const std::string& dir, uint32_t mask) {
+  // IN_MASK_ADD: one directory can be both watched for its files and, as a parent, for
+  // its entries; a second add must not narrow the first.
+  int wd = inotify_add_watch(fd_, dir.c_str(), mask | IN_MASK_ADD);
+  if (wd < 0) {
+    log::warn("reload", "cannot watch {}: {}", dir, std::strerror(errno));
+    return;
+  }
+  // A replaced directory: drop the watch of the inode that was there (it now lives
+  // elsewhere, or nowhere) before this path's new one takes its place.
+  for (auto it = watches_.begin(); it != watches_.end();) {
+    if (it->second == dir && it->first != wd) {
+      inotify_rm_watch(fd_, it->first);
+      it = watches_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  watches_[wd] = dir;
+}
+
 bool Watcher::relevant(const std::string& dir, const std::string& name) const {
+  // A Kubernetes ConfigMap volume updates by renaming a new `..data` symlink into place.
+  if (name == "..data") return dirs_.count(dir) > 0;
   if (name.empty() || name[0] == '.') return false;  // editor temp files, .swp
   std::string full = (fs::path(dir) / name).lexically_normal().string();
   if (files_.count(full)) return true;
   if (!dirs_.count(dir)) return false;
   return is_pipeline_file_name(name);
+}
+
+void Watcher::on_event(int wd, const std::string& name) {
+  auto w = watches_.find(wd);
+  if (w == watches_.end() || name.empty()) return;
+  const std::string dir = w->second;
+  bool changed = relevant(dir, name);
+  auto p = parents_.find(dir);
+  if (p != parents_.end()) {
+    const std::string child = (fs::path(dir) / name).lexically_normal().string();
+    if (p->second.count(child)) {
+      // The directory itself was moved in, away, created or deleted: follow the path.
+      std::error_code ec;
+      if (fs::is_directory(child, ec)) {
+        watch(child, kContents);
+        log::info("reload", "{} was replaced: watching the directory now at that path", child);
+      }
+      changed = true;
+    }
+  }
+  if (changed) {
+    pending_ = true;
+    last_event_ = std::chrono::steady_clock::now();
+  }
 }
 
 bool Watcher::poll(std::chrono::milliseconds timeout) {
@@ -77,13 +126,7 @@ bool Watcher::poll(std::chrono::milliseconds timeout) {
       for (char* ptr = buf; ptr < buf + n;) {
         auto* ev = reinterpret_cast<inotify_event*>(ptr);
         ptr += sizeof(inotify_event) + ev->len;
-        std::string dir;
-        for (auto& [wd, d] : watches_)
-          if (wd == ev->wd) dir = d;
-        if (ev->len > 0 && relevant(dir, ev->name)) {
-          pending_ = true;
-          last_event_ = std::chrono::steady_clock::now();
-        }
+        if (ev->len > 0) on_event(ev->wd, ev->name);
       }
     }
   }

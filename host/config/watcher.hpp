@@ -2,8 +2,12 @@
 // Watches the config files and directories `exactly run` was given (inotify).
 // Editors save in many ways (write in place, write-temp-and-rename, delete and
 // create); watching the parent directory and filtering by name sees them all.
-// Changes are debounced so a half-written file is not read mid-save.
+// A directory given whole may itself be replaced (a deploy that renames a new config
+// directory into place; a Kubernetes ConfigMap volume swapping its `..data` symlink):
+// its parent is watched too, and the watch follows the new directory.
+// Changes are debounced so that an editor's multi-step save is read once it is done.
 #include <chrono>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -23,11 +27,16 @@ class Watcher {
 
  private:
   bool relevant(const std::string& dir, const std::string& name) const;
+  // Adds (or, for a replaced directory, moves) the watch on `dir`; `mask_add` keeps what
+  // an earlier watch of the same directory asked for.
+  void watch(const std::string& dir, uint32_t mask);
+  void on_event(int wd, const std::string& name);
   int fd_ = -1;
   std::chrono::milliseconds debounce_;
-  std::vector<std::pair<int, std::string>> watches_;  // wd -> directory
-  std::set<std::string> files_;                        // explicitly named files
-  std::set<std::string> dirs_;                         // directories given whole
+  std::map<int, std::string> watches_;                  // wd -> directory
+  std::set<std::string> files_;                         // explicitly named files
+  std::set<std::string> dirs_;                          // directories given whole
+  std::map<std::string, std::set<std::string>> parents_;  // parent -> directories given whole
   bool pending_ = false;
   std::chrono::steady_clock::time_point last_event_{};
 };

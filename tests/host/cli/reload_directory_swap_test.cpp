@@ -1,0 +1,70 @@
+// Config directories replaced whole while the host runs, as deploys do: a new directory
+// renamed over the old one (mv conf conf.old; mv conf.new conf), and a Kubernetes
+// ConfigMap volume, whose files are symlinks through `..data`, a symlink the kubelet
+// swaps by renaming a new one over it. Both used to end hot reload silently: the watch
+// stayed on the old directory, and `..data` was ignored as a hidden name.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <thread>
+
+#include "test_util.hpp"
+
+using namespace exactly::test;
+
+namespace {
+
+std::string pipeline(const std::string& name, const fs::path& dir) {
+  return "  - name: " + name + "\n"
+         "    source: { plugin: generator, config: { count: 0, rate: 50 } }\n"
+         "    sink: { plugin: file, config: { path: " + (dir / (name + ".jsonl")).string() +
+         ", fsync: false } }\n";
+}
+
+bool wait_for(const fs::path& log, const std::string& text, int seconds) {
+  for (int i = 0; i < seconds * 10; ++i) {
+    if (read_file(log).find(text) != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+TEST(ReloadDirectorySwap, ARenamedInDirectoryAndASwappedConfigMapAreFollowed) {
+  const fs::path dir = temp_dir("reload-dir-swap"), log = dir / "host.log";
+  const fs::path conf = dir / "conf", kube = dir / "kube";
+  fs::create_directories(conf);
+  write_file(conf / "a.yaml", "pipelines:\n" + pipeline("one", dir));
+  // A ConfigMap volume: kube/p.yaml -> ..data/p.yaml, ..data -> ..v1
+  fs::create_directories(kube / "..v1");
+  write_file(kube / "..v1" / "p.yaml", "pipelines:\n" + pipeline("kube1", dir));
+  fs::create_directory_symlink("..v1", kube / "..data");
+  fs::create_symlink("..data/p.yaml", kube / "p.yaml");
+
+  Child host({exactly_bin(), "run", conf.string(), kube.string()}, log);
+  ASSERT_TRUE(wait_for(log, "started 2 pipeline", 20)) << read_file(log);
+
+  // A deploy: the new directory is prepared beside the old and renamed into place.
+  fs::create_directories(dir / "conf.new");
+  write_file(dir / "conf.new" / "a.yaml", "pipelines:\n" + pipeline("one", dir));
+  write_file(dir / "conf.new" / "b.yaml", "pipelines:\n" + pipeline("two", dir));
+  fs::rename(conf, dir / "conf.old");
+  fs::rename(dir / "conf.new", conf);
+  EXPECT_TRUE(wait_for(log, "added=two", 20)) << read_file(log);
+  // ... and the directory now at that path is the one watched.
+  write_file(conf / "c.yaml", "pipelines:\n" + pipeline("three", dir));
+  EXPECT_TRUE(wait_for(log, "added=three", 20)) << read_file(log);
+
+  // The kubelet's update: a new version directory, a new ..data renamed over the old.
+  fs::create_directories(kube / "..v2");
+  write_file(kube / "..v2" / "p.yaml", "pipelines:\n" + pipeline("kube1", dir) + pipeline("kube2", dir));
+  fs::create_directory_symlink("..v2", kube / "..data_tmp");
+  ASSERT_EQ(std::rename((kube / "..data_tmp").c_str(), (kube / "..data").c_str()), 0);
+  EXPECT_TRUE(wait_for(log, "added=kube2", 20)) << read_file(log);
+
+  host.kill(SIGTERM);
+  EXPECT_EQ(host.wait(), 0) << read_file(log);
+}
+
+}  // namespace
