@@ -61,7 +61,10 @@ ApplyReport Supervisor::apply(const config::HostSpec& spec, const std::function<
   // stop asked meanwhile ends the wait (the pipeline is then stopped with the others).
   auto reconfigured_in_place = [&](Pipeline& p, const config::PipelineSpec& to) {
     auto fut = p.request_reconfigure(to);
-    const int64_t until = steady_ms() + p.spec().commit_interval_ms + 10000;
+    // A round boundary comes within commit.interval unless a call hangs; the wait is also
+    // bounded by shutdown.timeout, which an operator sets to say how long a reload may take.
+    const int64_t until =
+        steady_ms() + std::min<int64_t>(p.spec().commit_interval_ms + 10000, spec.shutdown_timeout_ms);
     while (fut.wait_for(std::chrono::milliseconds(20)) != std::future_status::ready &&
            steady_ms() < until && !asked()) {
     }
