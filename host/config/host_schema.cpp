@@ -27,7 +27,10 @@ const std::vector<Field>& pipeline_fields() {
       fld("delivery", EX_CFG_STRING, "at_least_once", "delivery guarantee",
           {"at_least_once", "exactly_once"}),
       fld("commit.interval", EX_CFG_DURATION, "1s", "time from one commit's start to the next (a round gathers for what the last "
-          "commit left of it, and at least as long as that commit took)"),
+          "commit left of it, and at least as long as commits typically take); a round also "
+          "ends once its oldest record has waited this long since its timestamp (late input "
+          "after a stall upstream), but gathers at least a quarter of it and twice the "
+          "typical commit"),
       fld("commit.max.records", EX_CFG_INT, "100000", "records that close a round early"),
       fld("commit.after.takeover", EX_CFG_DURATION, "2s",
           "for this long after the source is given partitions (other than at start) or resumes "

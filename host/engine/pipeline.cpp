@@ -233,13 +233,21 @@ Pipeline::RunResult Pipeline::run_instance() {
   for (;;) {
     apply_reconfigure(in);
     in.round_start = Clock::now();
-    const Clock::duration round_len = round_length<Clock::duration>(interval, in.last_commit);
+    const Clock::duration round_len =
+        round_length<Clock::duration>(interval, in.last_commit, in.typical_commit);
+    const Clock::duration min_round = round_min_length<Clock::duration>(interval, in.typical_commit);
     bool eoi = false;
     Outcome err;
     while (!stop_ && in.round_records < static_cast<uint64_t>(spec_.commit_max_records)) {
-      auto elapsed = Clock::now() - in.round_start;
-      if (elapsed >= round_len) break;
-      auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(round_len - elapsed);
+      const auto now = Clock::now();
+      Clock::time_point due{};
+      const bool aged = in.round_oldest_ms != std::numeric_limits<int64_t>::max();
+      if (aged)  // the oldest record's timestamp + interval, moved onto the steady clock
+        due = now + std::chrono::milliseconds(in.round_oldest_ms + spec_.commit_interval_ms -
+                                              wall_ms());
+      const auto end = round_end(in.round_start, round_len, min_round, aged ? &due : nullptr);
+      if (now >= end) break;
+      auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(end - now);
       int32_t timeout = static_cast<int32_t>(std::clamp<int64_t>(remaining.count(), 1, kIdlePollMs));
       ex_batch b{};
       const auto polled_at = Clock::now();
@@ -290,6 +298,7 @@ Pipeline::RunResult Pipeline::run_instance() {
       const auto commit_start = Clock::now();
       err = commit_round(in, eoi);
       in.last_commit = Clock::now() - commit_start;
+      in.typical_commit = next_typical_commit(in.typical_commit, in.last_commit);
     }
     if (!err.ok()) {
       abort_round(in, err.message);

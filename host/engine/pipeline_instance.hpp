@@ -29,12 +29,16 @@ inline ex_bytes bv(const std::string& s) {
 inline double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
+// The wall clock in epoch ms, the unit of record timestamps.
+inline int64_t wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
 // Seconds from a record timestamp (epoch ms) to now, by the wall clock; a timestamp
 // ahead of this host's clock (another host's skew) counts as 0.
 inline double age_seconds(int64_t timestamp_ms) {
-  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                             std::chrono::system_clock::now().time_since_epoch())
-                             .count();
+  const int64_t now_ms = wall_ms();
   return now_ms > timestamp_ms ? static_cast<double>(now_ms - timestamp_ms) / 1000.0 : 0.0;
 }
 inline Pipeline* owner_of(ex_host_ctx ctx) {
@@ -94,6 +98,7 @@ struct Pipeline::Instance {
   int64_t consecutive_aborts = 0;
   Clock::time_point round_start = Clock::now();
   Clock::duration last_commit{};  // how long the last round's commit took (round_cadence.hpp)
+  Clock::duration typical_commit{};  // moving average of commit times (round_cadence.hpp)
   // For commit.after.takeover after partitions are assigned (not the instance's first
   // assignment) or resumed, a round ends after each batch: a takeover's first output is
   // visible without waiting out commit.interval.

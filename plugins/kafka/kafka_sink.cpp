@@ -74,8 +74,10 @@ KafkaSink::KafkaSink(sdk::Host host, SinkSettings s)
   if (eos_) {
     txn_id_ = s.txn_id;
     default_txn_id = txn_id_.empty();
-    if (default_txn_id)
+    if (default_txn_id) {
       txn_id_ = default_transactional_id(host_.pipeline(), txn_instance_id(s.state_dir, host_.pipeline()));
+      identity_file_ = instance_id_path(s.state_dir, host_.pipeline());
+    }
   }
 
   ConfBuilder b;
@@ -279,7 +281,22 @@ bool KafkaSink::cluster_lacks(rd_kafka_topic_t* rkt) {
 sdk::Status KafkaSink::fatal_status(const std::string& what) {
   broken_ = true;
   std::string reason = fatal_reason(rk_);
-  return sdk::Status::fatal("kafka sink: " + what + (reason.empty() ? "" : " (" + reason + ")"));
+  std::string hint;
+  const rd_kafka_resp_err_t err = rd_kafka_fatal_error(rk_, nullptr, 0);
+  // Fenced: a newer producer with our transactional.id took over. Usually a restart of
+  // this very pipeline elsewhere (fine: this instance is rebuilt and takes it back once
+  // that one is gone); if it repeats, two live hosts share one id, which only a copied
+  // state.dir (a cloned VM, a restored backup) does, as a second process on one
+  // state.dir is refused by its lock.
+  if (err == RD_KAFKA_RESP_ERR__FENCED || err == RD_KAFKA_RESP_ERR_PRODUCER_FENCED ||
+      err == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH)
+    hint = ". Another producer with transactional.id " + txn_id_ + " has taken over" +
+           (identity_file_.empty()
+                ? std::string(" (the transactional.id set for this sink is in use elsewhere?)")
+                : " (if this repeats, another live host uses a copy of this state.dir: each "
+                  "host needs its own; on the host with the copy, stop exactly and delete the "
+                  "id file, here " + identity_file_ + ", so that it takes a new id)");
+  return sdk::Status::fatal("kafka sink: " + what + (reason.empty() ? "" : " (" + reason + ")") + hint);
 }
 
 sdk::Status KafkaSink::open(std::optional<sdk::Checkpoint>& stored) {

@@ -99,6 +99,7 @@ class KafkaSink final : public sdk::Sink, public ClientContext {
   Partitioning partitioning_ = Partitioning::Default;
   bool eos_ = false;
   std::string txn_id_;
+  std::string identity_file_;  // where the default transactional.id's instance part lives
   int64_t txn_timeout_ms_ = 60000;
   int64_t call_timeout_ms_ = 15000;
   int64_t open_timeout_ms_ = 30000;

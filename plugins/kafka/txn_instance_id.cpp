@@ -83,6 +83,10 @@ void hold_identity(const std::filesystem::path& id_path, const std::string& pipe
 
 }  // namespace
 
+std::string instance_id_path(const std::string& state_dir, const std::string& pipeline) {
+  return (std::filesystem::path(state_dir) / "kafka-sink" / (safe(pipeline) + ".instance-id")).string();
+}
+
 std::string txn_instance_id(const std::string& state_dir, const std::string& pipeline) {
   std::filesystem::path dir = std::filesystem::path(state_dir) / "kafka-sink";
   std::error_code ec;

@@ -11,6 +11,8 @@ namespace exactly::kafka {
 // Reads (or creates) the instance id for `pipeline` under `state_dir`; throws
 // ConfigError("state.dir", ...) when the directory cannot be used.
 std::string txn_instance_id(const std::string& state_dir, const std::string& pipeline);
+// The file that keeps that instance id: <state.dir>/kafka-sink/<pipeline>.instance-id.
+std::string instance_id_path(const std::string& state_dir, const std::string& pipeline);
 
 // "exactly-<pipeline>-<instance id>" with the pipeline name made safe for an id.
 std::string default_transactional_id(const std::string& pipeline, const std::string& instance);

@@ -185,6 +185,40 @@ TEST(CommitProtocol, CommitsStartEveryIntervalNotEveryIntervalPlusACommit) {
   EXPECT_GE(median, 580) << "gaps between commit starts, ms: " << all;
 }
 
+// Median gap between commit starts (ms) of a steady 4 s input (10 values every 10 ms)
+// whose records are stamped `age_ms` before their poll, with a 2 s interval.
+int64_t median_commit_gap(const std::string& tag, int64_t age_ms) {
+  auto dir = temp_dir(tag);
+  std::string yaml = pipeline_yaml(dir / "out.txt", 4000, ", times.path: " + (dir / "times.txt").string());
+  yaml.replace(yaml.find("batch.size: 64"), 14,
+               "batch.size: 10, poll.pace.ms: 10, timestamp.age.ms: " + std::to_string(age_ms));
+  yaml.replace(yaml.find("{ max.records: 512, interval: 5s }"), 34,
+               "{ max.records: 100000, interval: 2s }");
+  write_file(dir / "p.yaml", yaml);
+  auto r = run(exactly_bin() + " run " + (dir / "p.yaml").string(), dir);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(parse_output(dir / "out.txt").values.size(), 4000u);
+  std::vector<int64_t> starts;
+  for (auto& l : lines_of(read_file(dir / "times.txt")))
+    if (!l.empty()) starts.push_back(std::stoll(l));
+  if (starts.size() < 3) return -static_cast<int64_t>(starts.size());
+  std::vector<int64_t> gaps;  // the last round ends at the end of the input, not on a cadence
+  for (size_t i = 1; i + 1 < starts.size(); ++i) gaps.push_back(starts[i] - starts[i - 1]);
+  std::sort(gaps.begin(), gaps.end());
+  return gaps[gaps.size() / 2];
+}
+
+TEST(CommitProtocol, ARoundOfLateInputEndsOnceItsOldestRecordHasWaitedTheInterval) {
+  // Records an hour old when polled (input late after a stall upstream, or a replay):
+  // the round ends at its shortest, a quarter of the 2 s interval, not at 2 s.
+  const int64_t late = median_commit_gap("commit-late", 3600 * 1000);
+  EXPECT_GE(late, 400) << "shorter than a quarter interval";
+  EXPECT_LT(late, 1200) << "late input waited for the whole interval";
+  // Fresh records keep the cadence: they reach the interval's age about when it ends.
+  const int64_t fresh = median_commit_gap("commit-fresh", 0);
+  EXPECT_GE(fresh, 1600) << "fresh input cut the rounds short";
+}
+
 TEST(ErrorPolicy, StopNamesTheRecordOriginAndCommitsNothingOfTheRound) {
   auto dir = temp_dir("policy");
   write_file(dir / "p.yaml",
