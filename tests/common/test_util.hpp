@@ -92,6 +92,16 @@ inline RunResult run(const std::string& cmd, const fs::path& work = {}) {
 
 inline std::string exactly_bin() { return EXACTLY_BINARY; }
 
+// Polls the file `log` until it holds `text` (true) or `seconds` have passed (false).
+inline bool wait_for_text(const fs::path& log, const std::string& text, int seconds) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (read_file(log).find(text) != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return read_file(log).find(text) != std::string::npos;
+}
+
 // A child process started with fork/exec (for kill -9 tests).
 class Child {
  public:

@@ -23,14 +23,6 @@ std::string pipeline(const std::string& name, const fs::path& dir) {
          ", fsync: false } }\n";
 }
 
-bool wait_for(const fs::path& log, const std::string& text, int seconds) {
-  for (int i = 0; i < seconds * 10; ++i) {
-    if (read_file(log).find(text) != std::string::npos) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return false;
-}
-
 TEST(ReloadDirectorySwap, ARenamedInDirectoryAndASwappedConfigMapAreFollowed) {
   const fs::path dir = temp_dir("reload-dir-swap"), log = dir / "host.log";
   const fs::path conf = dir / "conf", kube = dir / "kube";
@@ -43,7 +35,7 @@ TEST(ReloadDirectorySwap, ARenamedInDirectoryAndASwappedConfigMapAreFollowed) {
   fs::create_symlink("..data/p.yaml", kube / "p.yaml");
 
   Child host({exactly_bin(), "run", conf.string(), kube.string()}, log);
-  ASSERT_TRUE(wait_for(log, "started 2 pipeline", 20)) << read_file(log);
+  ASSERT_TRUE(wait_for_text(log, "started 2 pipeline", 20)) << read_file(log);
 
   // A deploy: the new directory is prepared beside the old and renamed into place.
   fs::create_directories(dir / "conf.new");
@@ -51,17 +43,17 @@ TEST(ReloadDirectorySwap, ARenamedInDirectoryAndASwappedConfigMapAreFollowed) {
   write_file(dir / "conf.new" / "b.yaml", "pipelines:\n" + pipeline("two", dir));
   fs::rename(conf, dir / "conf.old");
   fs::rename(dir / "conf.new", conf);
-  EXPECT_TRUE(wait_for(log, "added=two", 20)) << read_file(log);
+  EXPECT_TRUE(wait_for_text(log, "added=two", 20)) << read_file(log);
   // ... and the directory now at that path is the one watched.
   write_file(conf / "c.yaml", "pipelines:\n" + pipeline("three", dir));
-  EXPECT_TRUE(wait_for(log, "added=three", 20)) << read_file(log);
+  EXPECT_TRUE(wait_for_text(log, "added=three", 20)) << read_file(log);
 
   // The kubelet's update: a new version directory, a new ..data renamed over the old.
   fs::create_directories(kube / "..v2");
   write_file(kube / "..v2" / "p.yaml", "pipelines:\n" + pipeline("kube1", dir) + pipeline("kube2", dir));
   fs::create_directory_symlink("..v2", kube / "..data_tmp");
   ASSERT_EQ(std::rename((kube / "..data_tmp").c_str(), (kube / "..data").c_str()), 0);
-  EXPECT_TRUE(wait_for(log, "added=kube2", 20)) << read_file(log);
+  EXPECT_TRUE(wait_for_text(log, "added=kube2", 20)) << read_file(log);
 
   host.kill(SIGTERM);
   EXPECT_EQ(host.wait(), 0) << read_file(log);

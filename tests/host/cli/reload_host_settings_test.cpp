@@ -23,22 +23,14 @@ std::string yaml(const fs::path& out, const std::string& listen, int batch) {
          "    sink: { plugin: file, config: { path: " + out.string() + ", fsync: false } }\n";
 }
 
-bool wait_for(const fs::path& log, const std::string& text, int seconds) {
-  for (int i = 0; i < seconds * 10; ++i) {
-    if (read_file(log).find(text) != std::string::npos) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return false;
-}
-
 TEST(ReloadHostSettings, AMetricsAddressEditIsSaidToNeedARestart) {
   fs::path dir = temp_dir("reload-host-settings");
   fs::path conf = dir / "p.yaml", out = dir / "out.jsonl", log = dir / "host.log";
   write_file(conf, yaml(out, "127.0.0.1:0", 50));
   Child host({exactly_bin(), "run", conf.string()}, log);
-  ASSERT_TRUE(wait_for(log, "started 1 pipeline", 20)) << read_file(log);
+  ASSERT_TRUE(wait_for_text(log, "started 1 pipeline", 20)) << read_file(log);
   write_file(conf, yaml(out, "127.0.0.1:1", 60));
-  ASSERT_TRUE(wait_for(log, "applied", 20)) << read_file(log);
+  ASSERT_TRUE(wait_for_text(log, "applied", 20)) << read_file(log);
   host.kill(SIGTERM);
   EXPECT_EQ(host.wait(), 0) << read_file(log);
   const std::string text = read_file(log);

@@ -23,14 +23,6 @@ std::string yaml(const fs::path& out, int batch) {
          "    sink: { plugin: file, config: { path: " + out.string() + ", fsync: false } }\n";
 }
 
-bool wait_for(const fs::path& log, const std::string& text, int seconds) {
-  for (int i = 0; i < seconds * 10; ++i) {
-    if (read_file(log).find(text) != std::string::npos) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return false;
-}
-
 size_t size_of(const fs::path& p) {
   std::error_code ec;
   auto n = fs::file_size(p, ec);
@@ -42,13 +34,13 @@ TEST(ReloadPluginChecks, APluginLevelInvalidEditIsRefusedAndThePipelineKeepsRunn
   fs::path conf = dir / "p.yaml", out = dir / "out.jsonl", log = dir / "host.log";
   write_file(conf, yaml(out, 50));
   Child host({exactly_bin(), "run", conf.string()}, log);
-  ASSERT_TRUE(wait_for(log, "started 1 pipeline", 20)) << read_file(log);
+  ASSERT_TRUE(wait_for_text(log, "started 1 pipeline", 20)) << read_file(log);
   for (int i = 0; i < 100 && size_of(out) == 0; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   ASSERT_GT(size_of(out), 0u) << read_file(log);
 
   write_file(conf, yaml(out, 0));  // the generator's create() refuses batch.size 0
-  ASSERT_TRUE(wait_for(log, "rejected", 20)) << read_file(log);
+  ASSERT_TRUE(wait_for_text(log, "rejected", 20)) << read_file(log);
   std::string text = read_file(log);
   EXPECT_NE(text.find(conf.string() + ":4:"), std::string::npos) << text;
   EXPECT_NE(text.find("key 'batch.size'"), std::string::npos) << text;
@@ -69,7 +61,7 @@ TEST(ReloadPluginChecks, AnEditThatFailsTheOnlyPipelineKeepsTheHostWatchingForTh
   fs::path conf = dir / "p.yaml", out = dir / "out.jsonl", log = dir / "host.log";
   write_file(conf, yaml(out, 50));
   Child host({exactly_bin(), "run", conf.string()}, log);
-  ASSERT_TRUE(wait_for(log, "started 1 pipeline", 20)) << read_file(log);
+  ASSERT_TRUE(wait_for_text(log, "started 1 pipeline", 20)) << read_file(log);
   // A new sink file: the generator's positions stored with the first one are not a file
   // source's.
   const fs::path out2 = dir / "out2.jsonl";
@@ -80,7 +72,7 @@ TEST(ReloadPluginChecks, AnEditThatFailsTheOnlyPipelineKeepsTheHostWatchingForTh
     return y;
   };
   write_file(conf, with_source("{ plugin: file, config: { path: " + (dir / "missing.jsonl").string() + " } }"));
-  ASSERT_TRUE(wait_for(log, "still watching the files", 30)) << read_file(log);
+  ASSERT_TRUE(wait_for_text(log, "still watching the files", 30)) << read_file(log);
   EXPECT_NE(read_file(log).find("cannot open " + (dir / "missing.jsonl").string()), std::string::npos)
       << read_file(log);
   // The host is still there: the fix starts the pipeline again.
@@ -115,10 +107,10 @@ TEST(ReloadPluginChecks, AStopSignalDuringAnInPlaceChangeWithdrawsItAndStops) {
   };
   write_file(conf, with_field("/id"));
   Child host({exactly_bin(), "run", conf.string()}, log);
-  ASSERT_TRUE(wait_for(log, "started 1 pipeline", 20)) << read_file(log);
+  ASSERT_TRUE(wait_for_text(log, "started 1 pipeline", 20)) << read_file(log);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   write_file(conf, with_field("/seq"));  // the filter takes a new field in place
-  ASSERT_TRUE(wait_for(log, "valid; applying", 20)) << read_file(log);
+  ASSERT_TRUE(wait_for_text(log, "valid; applying", 20)) << read_file(log);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   const auto signalled = std::chrono::steady_clock::now();
   host.kill(SIGTERM);

@@ -22,15 +22,6 @@ std::string yaml(const fs::path& dir, const std::string& top, int64_t sleep_ms, 
          "    sink: { plugin: faulty, config: { path: " + (dir / "out.txt").string() + " } }\n";
 }
 
-bool wait_for_text(const fs::path& log, const std::string& text, std::chrono::seconds limit) {
-  auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (read_file(log).find(text) != std::string::npos) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return false;
-}
-
 int wait_exit(Child& c, std::chrono::seconds limit) {
   int code = 0;
   auto deadline = std::chrono::steady_clock::now() + limit;
@@ -63,7 +54,7 @@ TEST(HungStage, AStopGivesUpAfterShutdownTimeoutWithAReportAndExitCode3) {
   auto dir = temp_dir("hung");
   write_file(dir / "p.yaml", yaml(dir, "stage.timeout: 1s\nshutdown.timeout: 2s\n", 3600 * 1000));
   Child host({exactly_bin(), "run", "--no-watch", (dir / "p.yaml").string()}, dir / "log.txt");
-  ASSERT_TRUE(wait_for_text(dir / "log.txt", "has not returned for", std::chrono::seconds(30)))
+  ASSERT_TRUE(wait_for_text(dir / "log.txt", "has not returned for", 30))
       << read_file(dir / "log.txt");
   auto t0 = std::chrono::steady_clock::now();
   host.kill(SIGTERM);  // one signal: a normal stop, which the hung stage cannot finish
@@ -82,7 +73,7 @@ TEST(HungStage, AReloadThatReplacesAHungPipelineGivesUpAfterShutdownTimeout) {
   auto dir = temp_dir("hung");
   write_file(dir / "p.yaml", yaml(dir, "stage.timeout: 1s\nshutdown.timeout: 2s\n", 3600 * 1000));
   Child host({exactly_bin(), "run", (dir / "p.yaml").string()}, dir / "log.txt");
-  ASSERT_TRUE(wait_for_text(dir / "log.txt", "has not returned for", std::chrono::seconds(30)))
+  ASSERT_TRUE(wait_for_text(dir / "log.txt", "has not returned for", 30))
       << read_file(dir / "log.txt");
   // The operator removes the stuck pipeline (renames it): the reload drains it first.
   std::string text = yaml(dir, "stage.timeout: 1s\nshutdown.timeout: 2s\n", 0);
