@@ -72,26 +72,6 @@ namespace {
 // No config nests this deep; an alias inside its own anchor nests without end.
 constexpr size_t kMaxYamlDepth = 200;
 
-// Counts nodes with aliases expanded, stopping once over the budget or the depth;
-// `where` is the node it stopped at (inside the repeated part).
-bool within(const YAML::Node& n, size_t& left, size_t depth, YAML::Mark& where) {
-  if (left == 0 || depth > kMaxYamlDepth) {
-    where = n.Mark();
-    return false;
-  }
-  --left;
-  if (n.IsMap()) {
-    for (auto it = n.begin(); it != n.end(); ++it)
-      if (!within(it->first, left, depth + 1, where) ||
-          !within(it->second, left, depth + 1, where))
-        return false;
-  } else if (n.IsSequence()) {
-    for (auto it = n.begin(); it != n.end(); ++it)
-      if (!within(*it, left, depth + 1, where)) return false;
-  }
-  return true;
-}
-
 // YAML's own tags (`!!str 5`) mean what they say; any other (`!env HOME`, as some tools
 // expand) was read as the plain text after it: `path: !env OUT` wrote a file named OUT.
 bool known_tag(const std::string& tag) {
@@ -102,28 +82,34 @@ bool known_tag(const std::string& tag) {
   return false;
 }
 
-std::optional<YamlProblem> tag_problem(const YAML::Node& n) {
-  if (known_tag(n.Tag())) return std::nullopt;
-  return YamlProblem{n.Mark().line + 1, n.Mark().column + 1,
-                     fmt::format("unknown YAML tag '{}': exactly expands nothing by tag (write "
-                                 "${{NAME}} for an environment variable, ${{file:/path}} for a "
-                                 "file's contents)",
-                                 n.Tag())};
-}
-
-// Every node's tag; bounded, as check_yaml_documents counts the nodes first.
-std::optional<YamlProblem> unknown_tag(const YAML::Node& n) {
-  if (auto p = tag_problem(n)) return p;
+// One walk over the document: counts nodes with aliases expanded, stopping once over
+// the budget or the depth (`where` is the node it stopped at, inside the repeated part),
+// or at the first node with a tag it does not know (`bad_tag` then holds the problem).
+bool within(const YAML::Node& n, size_t& left, size_t depth, YAML::Mark& where,
+            std::optional<YamlProblem>& bad_tag) {
+  if (left == 0 || depth > kMaxYamlDepth) {
+    where = n.Mark();
+    return false;
+  }
+  if (!known_tag(n.Tag())) {
+    bad_tag = YamlProblem{n.Mark().line + 1, n.Mark().column + 1,
+                          fmt::format("unknown YAML tag '{}': exactly expands nothing by tag "
+                                      "(write ${{NAME}} for an environment variable, "
+                                      "${{file:/path}} for a file's contents)",
+                                      n.Tag())};
+    return false;
+  }
+  --left;
   if (n.IsMap()) {
-    for (auto it = n.begin(); it != n.end(); ++it) {
-      if (auto p = unknown_tag(it->first)) return p;
-      if (auto p = unknown_tag(it->second)) return p;
-    }
+    for (auto it = n.begin(); it != n.end(); ++it)
+      if (!within(it->first, left, depth + 1, where, bad_tag) ||
+          !within(it->second, left, depth + 1, where, bad_tag))
+        return false;
   } else if (n.IsSequence()) {
     for (auto it = n.begin(); it != n.end(); ++it)
-      if (auto p = unknown_tag(*it)) return p;
+      if (!within(*it, left, depth + 1, where, bad_tag)) return false;
   }
-  return std::nullopt;
+  return true;
 }
 }  // namespace
 
@@ -141,13 +127,15 @@ std::optional<YamlProblem> check_yaml_documents(const std::vector<YAML::Node>& d
   }
   size_t left = kMaxYamlNodes;
   YAML::Mark where = doc.Mark();
-  if (have && !within(doc, left, 0, where))
+  std::optional<YamlProblem> bad_tag;
+  if (have && !within(doc, left, 0, where, bad_tag)) {
+    if (bad_tag) return bad_tag;
     return YamlProblem{where.line + 1, where.column + 1,
                        fmt::format("the document expands to more than {} YAML nodes or nests "
                                    "deeper than {} (aliases repeating aliases, or an alias "
                                    "inside its own anchor?); refusing to read it",
                                    kMaxYamlNodes, kMaxYamlDepth)};
-  if (have) return unknown_tag(doc);
+  }
   return std::nullopt;
 }
 

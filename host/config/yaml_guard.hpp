@@ -27,8 +27,8 @@ std::optional<YamlProblem> check_yaml_text(const std::string& text);
 // fuzz_config_load), so the documents are counted, cheaply, with a bound first.
 constexpr size_t kMaxYamlDocuments = 64;
 std::optional<YamlProblem> check_yaml_stream(const std::string& text);
-// After parsing: at most one non-empty document, and at most kMaxYamlNodes nodes once
-// aliases are expanded. Returns the document to use in `doc`.
+// After parsing: at most one non-empty document, at most kMaxYamlNodes nodes once
+// aliases are expanded, and no tag but YAML's own. Returns the document to use in `doc`.
 std::optional<YamlProblem> check_yaml_documents(const std::vector<YAML::Node>& docs, YAML::Node& doc);
 
 }  // namespace exactly::config
