@@ -37,6 +37,27 @@ sdk::Status admin_result(rd_kafka_queue_t* q, rd_kafka_event_type_t type, int64_
   return sdk::Status::retriable("kafka sink: " + what + " timed out");
 }
 
+// The first error among an admin call's per-topic results (NO_ERROR if none), `why` its
+// text. `benign` (the topic already exists, or already has the partitions asked for:
+// another host was first) is no error; `benign_seen` says whether it came back.
+rd_kafka_resp_err_t first_topic_error(const rd_kafka_topic_result_t** res, size_t n,
+                                      rd_kafka_resp_err_t benign, bool& benign_seen,
+                                      std::string& why) {
+  benign_seen = false;
+  for (size_t i = 0; i < n; ++i) {
+    const rd_kafka_resp_err_t e = rd_kafka_topic_result_error(res[i]);
+    if (e == RD_KAFKA_RESP_ERR_NO_ERROR) continue;
+    if (e == benign) {
+      benign_seen = true;
+      continue;
+    }
+    const char* text = rd_kafka_topic_result_error_string(res[i]);
+    why = text ? text : rd_kafka_err2str(e);
+    return e;
+  }
+  return RD_KAFKA_RESP_ERR_NO_ERROR;
+}
+
 // Segments roll at this size so compaction (which never touches the active segment)
 // keeps the changelog near the store's retained claims.
 constexpr const char* kSegmentBytes = "67108864";
@@ -130,20 +151,13 @@ sdk::Status ChangelogStore::create_topic(const std::string& topic, int partition
   size_t n = 0;
   const rd_kafka_topic_result_t** res =
       rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev.get()), &n);
+  // Another host (or stage instance) created it first: checked like any existing one.
   bool exists = false;
-  for (size_t i = 0; i < n; ++i) {
-    rd_kafka_resp_err_t e = rd_kafka_topic_result_error(res[i]);
-    if (e == RD_KAFKA_RESP_ERR_NO_ERROR) continue;
-    // Another host (or stage instance) created it first: checked like any existing one.
-    if (e == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
-      exists = true;
-      continue;
-    }
-    const char* why = rd_kafka_topic_result_error_string(res[i]);
+  std::string why;
+  if (first_topic_error(res, n, RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS, exists, why) !=
+      RD_KAFKA_RESP_ERR_NO_ERROR)
     return sdk::Status::config("changelog.topic", "kafka sink: cannot create changelog topic " +
-                                                      topic + " on " + display_ + ": " +
-                                                      (why ? why : rd_kafka_err2str(e)));
-  }
+                                                      topic + " on " + display_ + ": " + why);
   if (exists) return sdk::Status::ok();
   made = true;
   host_.info("kafka sink: created changelog topic " + topic + " (" + std::to_string(partitions) +
@@ -217,20 +231,19 @@ sdk::Status ChangelogStore::grow_topic(const std::string& topic, int from, int t
   size_t n = 0;
   const rd_kafka_topic_result_t** res = rd_kafka_CreatePartitions_result_topics(
       rd_kafka_event_CreatePartitions_result(ev.get()), &n);
-  for (size_t i = 0; i < n; ++i) {
-    rd_kafka_resp_err_t e = rd_kafka_topic_result_error(res[i]);
-    if (e == RD_KAFKA_RESP_ERR_NO_ERROR) continue;
-    // Another host grew it first (the count asked for is no longer an increase).
-    if (e == RD_KAFKA_RESP_ERR_INVALID_PARTITIONS) return sdk::Status::ok();
-    const char* why = rd_kafka_topic_result_error_string(res[i]);
+  // Another host grew it first (the count asked for is no longer an increase).
+  bool grown_elsewhere = false;
+  std::string why;
+  if (first_topic_error(res, n, RD_KAFKA_RESP_ERR_INVALID_PARTITIONS, grown_elsewhere, why) !=
+      RD_KAFKA_RESP_ERR_NO_ERROR)
     return sdk::Status::config(
         "changelog.topic",
         "kafka sink: changelog topic " + topic + " has " + std::to_string(from) +
             " partitions, input topic " + input + " needs " + std::to_string(to) +
-            ", and growing it on " + display_ + " failed: " + (why ? why : rd_kafka_err2str(e)) +
+            ", and growing it on " + display_ + " failed: " + why +
             ". Fix: kafka-topics.sh --bootstrap-server " + connect_ + " --alter --topic " + topic +
             " --partitions " + std::to_string(to) + ", then touch the config or SIGHUP each host");
-  }
+  if (grown_elsewhere) return sdk::Status::ok();
   host_.info("kafka sink: changelog topic " + topic + " grown from " + std::to_string(from) +
              " to " + std::to_string(to) + " partitions (input topic " + input + " has " +
              std::to_string(to) + ")");
