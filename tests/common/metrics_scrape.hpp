@@ -5,8 +5,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <regex>
 #include <string>
+#include <thread>
 
 namespace exactly::test {
 
@@ -35,6 +40,21 @@ inline int metrics_port(const std::string& log) {
   std::smatch m;
   static const std::regex re(R"(metrics on http://127\.0\.0\.1:(\d+)/metrics)");
   return std::regex_search(log, m, re) ? std::stoi(m[1]) : 0;
+}
+
+// Scrapes the host whose log is `log` until the page holds `needle` (up to ~10 s); the
+// last page read, which the caller checks.
+inline std::string scrape_until(const std::filesystem::path& log, const std::string& needle) {
+  std::string body;
+  for (int i = 0; i < 200; ++i) {
+    std::ifstream in(log);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const int port = metrics_port(text);
+    if (port != 0) body = scrape(port);
+    if (body.find(needle) != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return body;
 }
 
 }  // namespace exactly::test

@@ -34,13 +34,7 @@ TEST(PluginMetricNames, SeriesAScraperWouldRefuseAreDroppedWithOneWarningAndTheR
                              "    sink: { plugin: discard }\n");
   const fs::path log = dir / "log.txt";
   Child c({exactly_bin(), "run", "--no-watch", (dir / "p.yaml").string()}, log);
-  std::string body;
-  for (int i = 0; i < 200; ++i) {
-    const int port = metrics_port(read_file(log));
-    if (port != 0) body = scrape(port);
-    if (body.find("exactly_good_total") != std::string::npos) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  const std::string body = scrape_until(log, "exactly_good_total");
   c.kill(SIGTERM);
   EXPECT_EQ(c.wait(), 0) << read_file(log);
   EXPECT_NE(body.find("exactly_good_total{pipeline=\"m\",stage=\"transforms[0]/metric\",k=\"v\"}"),
