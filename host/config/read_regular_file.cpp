@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -47,10 +48,11 @@ bool read_regular_file(const std::string& path, size_t max, std::string& out, st
     ::close(fd);
     return false;
   }
-  out.assign(max + 1, '\0');
-  size_t got = 0;
-  while (got < out.size()) {
-    const ssize_t n = ::read(fd, out.data() + got, out.size() - got);
+  // Grown as it is read (the size stat gives may change), never past max + 1.
+  out.reserve(std::min<size_t>(static_cast<size_t>(st.st_size), max) + 1);
+  char buf[65536];
+  while (out.size() <= max) {
+    const ssize_t n = ::read(fd, buf, std::min(sizeof buf, max + 1 - out.size()));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       why = std::strerror(errno);
@@ -59,10 +61,9 @@ bool read_regular_file(const std::string& path, size_t max, std::string& out, st
       return false;
     }
     if (n == 0) break;
-    got += static_cast<size_t>(n);
+    out.append(buf, static_cast<size_t>(n));
   }
   ::close(fd);
-  out.resize(got);
   return true;
 }
 
