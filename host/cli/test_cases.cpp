@@ -1,5 +1,8 @@
 #include "cli/test_cases.hpp"
 
+#include "config/read_regular_file.hpp"
+#include "config/yaml_guard.hpp"
+
 #include <charconv>
 
 #include <filesystem>
@@ -12,6 +15,9 @@ namespace exactly::cli {
 namespace fs = std::filesystem;
 
 namespace {
+
+// A JSON-lines input or expectation file of a test case; larger ones are a mistake.
+constexpr size_t kMaxInputBytes = size_t{256} << 20;
 
 [[noreturn]] void fail(const std::string& where, const std::string& what) {
   throw TestFileError(where + ": " + what);
@@ -162,8 +168,11 @@ std::vector<TestRecord> parse_records(const YAML::Node& n, const std::string& fi
   if (!n.IsScalar()) fail(at(file, n), key + ": a list of records or the path of a JSON-lines file");
   fs::path p = n.Scalar();
   if (p.is_relative()) p = fs::path(file).parent_path() / p;
-  std::ifstream in(p);
-  if (!in) fail(at(file, n), key + ": cannot read " + p.string());
+  std::string text, why;
+  if (!config::read_regular_file(p.string(), kMaxInputBytes, text, why))
+    fail(at(file, n), key + ": cannot read " + p.string() + ": " + why);
+  if (text.size() > kMaxInputBytes) fail(at(file, n), key + ": " + p.string() + " is larger than 256 MiB");
+  std::istringstream in(text);
   std::string line;
   for (int no = 1; std::getline(in, line); ++no) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
@@ -216,11 +225,14 @@ std::string test_file_for(const std::string& pipeline_file) {
 }
 
 std::vector<TestCase> load_test_cases(const std::string& path) {
+  // Read as config files are: a FIFO would block `exactly test` until something wrote to it.
+  std::string text, why;
+  if (!config::read_regular_file(path, config::kMaxConfigBytes, text, why))
+    throw TestFileError(path + ": cannot read the test file: " + why);
+  if (text.size() > config::kMaxConfigBytes) throw TestFileError(path + ": larger than 4 MiB");
   YAML::Node root;
   try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    throw TestFileError(path + ": cannot read the test file");
+    root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     throw TestFileError(path + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
   }

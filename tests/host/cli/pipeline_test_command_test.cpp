@@ -5,6 +5,8 @@
 
 #include "test_util.hpp"
 
+#include <sys/stat.h>
+
 using namespace exactly::test;
 
 namespace {
@@ -211,4 +213,23 @@ TEST(PipelineTest, OffsetsOutOfRangeAreRefusedWithTheirLine) {
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("orders.test.yaml:5: no offset is left after 9223372036854775806"),
             std::string::npos) << r.out;
+}
+
+// A FIFO as the test file or as a case's input file: refused at once, as config files
+// are, instead of `exactly test` waiting for a writer.
+TEST(PipelineTest, AFifoIsRefusedWithoutWaitingForAWriter) {
+  auto dir = temp_dir("ptest-fifo");
+  write_file(dir / "orders.yaml", pipeline(dir / "state"));
+  ASSERT_EQ(::mkfifo((dir / "in.jsonl").c_str(), 0600), 0);
+  write_file(dir / "orders.test.yaml", "tests:\n  - name: x\n    input: in.jsonl\n    expect: []\n");
+  auto r = run("timeout 20 " + exactly_bin() + " test " + (dir / "orders.yaml").string(), dir);
+  EXPECT_EQ(r.exit_code, 2) << "124 = hung\n" << r.out << r.err;
+  EXPECT_NE(r.err.find("in.jsonl: is a FIFO (named pipe), not a regular file"), std::string::npos) << r.err;
+  fs::remove(dir / "orders.test.yaml");
+  ASSERT_EQ(::mkfifo((dir / "orders.test.yaml").c_str(), 0600), 0);
+  r = run("timeout 20 " + exactly_bin() + " test " + (dir / "orders.yaml").string(), dir);
+  EXPECT_EQ(r.exit_code, 2) << "124 = hung\n" << r.out << r.err;
+  EXPECT_NE(r.err.find("cannot read the test file: is a FIFO (named pipe), not a regular file"),
+            std::string::npos)
+      << r.err;
 }
