@@ -23,9 +23,13 @@ std::string listen_problem(const std::string& v) {
   if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos)
     return "expected address:port with a port number, e.g. 127.0.0.1:9464";
   if (std::stoi(port) > 65535) return "port " + port + " is out of range (0-65535)";
+  // Debian's civetweb is built without IPv6: "[::1]:9464" would pass here and then stop
+  // `exactly run` with "invalid port spec".
+  if (host.find_first_of(":[]") != std::string::npos)
+    return "IPv6 addresses are not supported by the metrics server (civetweb is built without "
+           "IPv6): use an IPv4 address or a host name, e.g. 127.0.0.1:9464 or 0.0.0.0:9464";
   for (char ch : host)
-    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '-' && ch != ':' &&
-        ch != '[' && ch != ']')
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '-')
       return "the address part '" + host + "' is not a host name or IP address";
   return "";
 }

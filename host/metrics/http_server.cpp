@@ -1,10 +1,12 @@
 #include "metrics/http_server.hpp"
 
 #include "metrics/registry.hpp"
+#include "util/log.hpp"
 
 #include <civetweb.h>
 
 #include <cstring>
+#include <string>
 
 namespace exactly::metrics {
 namespace {
@@ -28,6 +30,22 @@ int handle_other(mg_connection* conn, void*) {
   return 404;
 }
 
+// civetweb says why a start failed only through its log callback (mg_start2's error text
+// is a summary, "Failed to setup server ports"): while start() runs, that reason is kept
+// for the error; later messages (a worker's trouble) go to the host's log.
+thread_local std::string* starting = nullptr;
+
+int log_message(const mg_connection*, const char* message) {
+  if (message == nullptr) return 1;
+  if (starting != nullptr) {
+    if (!starting->empty()) *starting += "; ";
+    *starting += message;
+  } else {
+    log::warn("metrics", "{}", message);
+  }
+  return 1;  // handled: civetweb writes nothing to stderr itself
+}
+
 }  // namespace
 
 HttpServer::~HttpServer() { stop(); }
@@ -40,9 +58,23 @@ bool HttpServer::start(const std::string& listen, std::string* why) {
   (void)inited;
   const char* options[] = {"listening_ports", addr.c_str(), "num_threads", "2", nullptr};
   mg_callbacks cb{};
-  ctx_ = mg_start(&cb, nullptr, options);
+  cb.log_message = log_message;
+  mg_init_data init{};
+  init.callbacks = &cb;
+  init.configuration_options = options;
+  // civetweb's own reason (the OS error of bind, an address it cannot parse), so that an
+  // operator reads "Address already in use" or "Cannot assign requested address" instead
+  // of a guess.
+  char text[256] = {0};
+  unsigned code = 0;
+  mg_error_data error{&code, text, sizeof(text)};
+  std::string reason;
+  starting = &reason;
+  ctx_ = mg_start2(&init, &error);
+  starting = nullptr;
   if (ctx_ == nullptr) {
-    *why = "cannot listen on " + addr + " (address in use or not local?)";
+    if (reason.empty()) reason = text;
+    *why = "cannot listen on " + addr + (reason.empty() ? std::string() : ": " + reason);
     return false;
   }
   mg_set_request_handler(ctx_, "/metrics", handle_metrics, nullptr);

@@ -1,6 +1,8 @@
 #include "http_settings.hpp"
 #include "header_text.hpp"
 
+#include <curl/curl.h>
+
 #include <cmath>
 #include <cstdlib>
 #include <stdexcept>
@@ -85,6 +87,16 @@ void read_classes(const sdk::Config& c, Settings& s, const ClassSettings& base) 
   }
 }
 
+
+// Empty when libcurl parses `url`; else libcurl's reason.
+std::string curl_url_problem(const std::string& url) {
+  CURLU* h = curl_url();
+  if (h == nullptr) return {};  // out of memory: leave it to the request
+  CURLUcode rc = curl_url_set(h, CURLUPART_URL, url.c_str(), 0);
+  curl_url_cleanup(h);
+  return rc == CURLUE_OK ? std::string() : std::string(curl_url_strerror(rc));
+}
+
 }  // namespace
 
 Settings Settings::from(const sdk::Config& c) {
@@ -97,6 +109,10 @@ Settings Settings::from(const sdk::Config& c) {
   }
   if (s.url_text.rfind("http://", 0) != 0 && s.url_text.rfind("https://", 0) != 0)
     throw sdk::ConfigError("url", "must start with http:// or https://");
+  // libcurl's own parser, as each request will meet it: a URL it cannot parse (an unclosed
+  // IPv6 bracket, a space, a bad port) would otherwise fail every record at run time.
+  if (std::string why = curl_url_problem(s.url.sample()); !why.empty())
+    throw sdk::ConfigError("url", "libcurl cannot parse it: " + why);
   s.method = c.get_string("method", "POST");
   s.forward_headers = c.get_bool("forward.record.headers", true);
   s.content_type = c.get_string("content.type", "application/json");

@@ -38,6 +38,12 @@ UrlTemplate UrlTemplate::parse(std::string_view t) {
   return u;
 }
 
+std::string UrlTemplate::sample() const {
+  std::string out;
+  for (const auto& p : parts_) out += p.is_field ? std::string("x") : p.literal;
+  return out;
+}
+
 bool UrlTemplate::render(RecordFields& fields, std::string& out, std::string& reason) const {
   out.clear();
   for (const auto& p : parts_) {

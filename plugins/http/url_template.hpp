@@ -17,6 +17,8 @@ class UrlTemplate {
   static UrlTemplate parse(std::string_view text);
   // False with `reason` when a field is missing.
   bool render(RecordFields& fields, std::string& out, std::string& reason) const;
+  // The URL with every field as "x": what a parser can check before any record exists.
+  std::string sample() const;
   bool constant() const { return parts_.size() <= 1 && (parts_.empty() || !parts_[0].is_field); }
 
  private:
