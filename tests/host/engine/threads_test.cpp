@@ -31,7 +31,7 @@ Result run_with(int threads, int n) {
              "    commit: { max.records: 1000, interval: 5s }\n"
              "    source: { plugin: counters, config: { count: " + std::to_string(n) +
              ", batch.size: 200, partitions: 4 } }\n"
-             "    transforms:\n      - { plugin: tag-task, config: { sleep.us: 20 } }\n"
+             "    transforms:\n      - { plugin: tag-task, config: { sleep.us: 200 } }\n"
              "    sink: { plugin: faulty, config: { path: " + (dir / "out.txt").string() + " } }\n");
   Result r;
   r.run = run(exactly_bin() + " run " + (dir / "p.yaml").string(), dir);
@@ -75,6 +75,10 @@ TEST(Threads, TwoTasksSplitThePartitionsKeepTheirOrderAndRunAtOnce) {
   EXPECT_EQ(r.tags[1], r.tags[3]);
   EXPECT_GT(r.overlaps, 0) << "the two tasks never ran at the same time\n" << r.run.out << r.run.err;
   // Tasks that wait (sleep.us) run faster side by side, so the pool keeps fanning out.
+  // Each task sleeps 20 ms per batch (100 records x 200 us): a worker woken late on a
+  // busy machine still claims its task long before the caller is done with its own (at
+  // 20 us per record, 2 ms, the caller ran both in a loaded CI minute and the pool rightly
+  // stopped fanning out).
   EXPECT_GT(r.fanned_out, 16) << r.run.out;
 }
 
