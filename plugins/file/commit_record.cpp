@@ -6,7 +6,8 @@
 namespace exactly::file {
 namespace {
 
-constexpr std::string_view kMagic = "exactly.file.commit.v1\n";
+constexpr std::string_view kMagicV1 = "exactly.file.commit.v1\n";
+constexpr std::string_view kMagic = "exactly.file.commit.v2\n";
 
 uint64_t fnv1a64(std::string_view s) {
   uint64_t h = 0xcbf29ce484222325ull;
@@ -48,6 +49,8 @@ std::string CommitRecord::encode() const {
     s += "format " + std::to_string(positions->format.size()) + "\n" + positions->format + "\n";
     s += "data " + std::to_string(positions->data.size()) + "\n" + positions->data + "\n";
   }
+  s += "file " + std::string(file ? "1" : "0") + "\n";
+  if (file) s += "device " + std::to_string(file->device) + "\ninode " + std::to_string(file->inode) + "\n";
   char sum[32];
   std::snprintf(sum, sizeof(sum), "%016llx", static_cast<unsigned long long>(fnv1a64(s)));
   s += "fnv1a64 " + std::string(sum) + "\n";
@@ -64,8 +67,9 @@ sdk::Status CommitRecord::decode(const std::string& text, const std::string& pat
                               "path");
   };
   std::string_view t(text);
-  if (t.substr(0, kMagic.size()) != kMagic) return bad("unknown header");
-  size_t at = kMagic.size();
+  const bool v1 = t.substr(0, kMagicV1.size()) == kMagicV1;
+  if (!v1 && t.substr(0, kMagic.size()) != kMagic) return bad("unknown header");
+  size_t at = kMagic.size();  // both headers are as long
   uint64_t has = 0;
   out = CommitRecord{};
   if (!read_number(t, at, "length", out.length) || !read_number(t, at, "positions", has) ||
@@ -76,6 +80,16 @@ sdk::Status CommitRecord::decode(const std::string& text, const std::string& pat
     if (!read_blob(t, at, "format", cp.format) || !read_blob(t, at, "data", cp.data))
       return bad("bad positions");
     out.positions = std::move(cp);
+  }
+  if (!v1) {
+    uint64_t has_file = 0;
+    if (!read_number(t, at, "file", has_file) || has_file > 1) return bad("bad file line");
+    if (has_file == 1) {
+      FileIdentity id;
+      if (!read_number(t, at, "device", id.device) || !read_number(t, at, "inode", id.inode))
+        return bad("bad file identity");
+      out.file = id;
+    }
   }
   size_t body = at;
   char sum[32];

@@ -19,6 +19,18 @@ using sdk::Status;
 namespace {
 // Bytes buffered before they go to the kernel; bounds memory, keeps write() calls few.
 constexpr size_t kFlushThreshold = 1 << 20;
+
+FileIdentity identity_of(const struct stat& sb) {
+  return FileIdentity{static_cast<uint64_t>(sb.st_dev), static_cast<uint64_t>(sb.st_ino)};
+}
+
+Status in_use(const std::string& path) {
+  return Status::error(EX_ERR_CONFIG,
+                       path + " is in use by another file sink (another pipeline or "
+                              "dead-letter sink, or another exactly process): two sinks "
+                              "on one file would overwrite each other's records and commits",
+                       "path");
+}
 }  // namespace
 
 FileSink::FileSink(sdk::Host host, const sdk::Config& config)
@@ -54,12 +66,7 @@ Status FileSink::open(std::optional<sdk::Checkpoint>& stored) {
     const int e = errno;
     ::close(fd_);
     fd_ = -1;
-    if (e == EWOULDBLOCK)
-      return Status::error(EX_ERR_CONFIG,
-                           path_ + " is in use by another file sink (another pipeline or "
-                                   "dead-letter sink, or another exactly process): two sinks "
-                                   "on one file would overwrite each other's records and commits",
-                           "path");
+    if (e == EWOULDBLOCK) return in_use(path_);
     return Status::fatal("cannot lock " + path_ + ": " + std::strerror(e));
   }
   std::optional<std::string> text;
@@ -71,14 +78,27 @@ Status FileSink::open(std::optional<sdk::Checkpoint>& stored) {
   if (::fstat(fd_, &sb) != 0) return Status::fatal(errno_text("cannot stat", path_));
   auto size = static_cast<uint64_t>(sb.st_size);
 
+  const FileIdentity id = identity_of(sb);
   if (text) {
     st = CommitRecord::decode(*text, commit_path_, rec);
     if (!st) return st;
+    if (rec.file && *rec.file != id) {
+      // Not the file the record is of: the path was renamed away (logrotate) after the last
+      // commit, while exactly was stopped or in the round a crash ended. What the new file
+      // holds is someone else's; we go on after it, with the same positions.
+      host_.info(path_ + " is another file than at the last commit (rotated): its " +
+                 std::to_string(size) + " bytes are kept and output goes on after them");
+      rec.length = size;
+      rec.file = id;
+      st = sdk::replace_file_atomically(commit_path_, rec.encode(), fsync_);
+      if (!st) return st;
+    }
   } else {
     // First run on this path: whatever the file holds already is someone's data, not an
     // unfinished round of ours. Record it as committed before writing anything, so a
     // crash before our first commit cuts back to exactly this.
     rec.length = size;
+    rec.file = id;
     st = sdk::replace_file_atomically(commit_path_, rec.encode(), fsync_);
     if (!st) return st;
   }
@@ -96,12 +116,70 @@ Status FileSink::open(std::optional<sdk::Checkpoint>& stored) {
   st = truncate_to(rec.length);  // also positions the fd at the committed end
   if (!st) return st;
   end_ = synced_ = committed_ = rec.length;
+  file_ = id;
+  positions_ = rec.positions;
   stored = rec.positions;
+  return Status::ok();
+}
+
+Status FileSink::follow_rotation() {
+  struct stat now {};
+  const bool exists = ::stat(path_.c_str(), &now) == 0;
+  if (!exists && errno != ENOENT) return Status::fatal(errno_text("cannot stat", path_));
+  if (exists && identity_of(now) == file_) {
+    struct stat mine {};
+    if (::fstat(fd_, &mine) != 0) return Status::fatal(errno_text("cannot stat", path_));
+    if (static_cast<uint64_t>(mine.st_size) < committed_)
+      // Writing on at our offset would leave a hole of zero bytes before the next line.
+      return Status::error(EX_ERR_CONFIG,
+                           path_ + " was cut to " + std::to_string(mine.st_size) +
+                               " bytes, below its committed length (" + std::to_string(committed_) +
+                               "), while exactly wrote it (logrotate's copytruncate?): rotate "
+                               "by renaming (logrotate without copytruncate), or remove " +
+                               commit_path_ + " to start over",
+                           "path");
+    return Status::ok();
+  }
+  // Renamed away or removed: the committed rounds stay in the old file, and output goes on
+  // in a new one at `path`. The commit record names the new file before anything is
+  // written to it, so a crash from here on cuts back to where this file started.
+  int fd = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::error(EX_ERR_CONFIG, errno_text("cannot open", path_), "path");
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int e = errno;
+    ::close(fd);
+    if (e == EWOULDBLOCK) return in_use(path_);
+    return Status::fatal("cannot lock " + path_ + ": " + std::strerror(e));
+  }
+  struct stat sb {};
+  if (::fstat(fd, &sb) != 0) {
+    ::close(fd);
+    return Status::fatal(errno_text("cannot stat", path_));
+  }
+  CommitRecord rec;
+  rec.length = static_cast<uint64_t>(sb.st_size);
+  rec.positions = positions_;
+  rec.file = identity_of(sb);
+  Status st = sdk::replace_file_atomically(commit_path_, rec.encode(), fsync_);
+  if (!st || ::lseek(fd, static_cast<off_t>(rec.length), SEEK_SET) < 0) {
+    ::close(fd);
+    return st ? Status::fatal(errno_text("cannot seek", path_)) : st;
+  }
+  ::close(fd_);
+  fd_ = fd;
+  file_ = *rec.file;
+  end_ = synced_ = committed_ = rec.length;
+  host_.info(path_ + " was renamed away or removed (rotated): output goes on in a new " + path_);
+  host_.counter("file_sink_rotations_total", 1);
   return Status::ok();
 }
 
 Status FileSink::write(const sdk::Batch& in, const sdk::RecordErrors& errors) {
   if (fd_ < 0) return Status::fatal("write before open");
+  if (end_ == committed_ && buffer_.empty()) {  // nothing of this round in the file yet
+    Status st = follow_rotation();
+    if (!st) return st;
+  }
   for (size_t i = 0; i < in.size(); ++i) {
     std::string_view v = sdk::view(in[i].value);
     // A newline inside a value would split one record into two lines on read-back.
@@ -145,12 +223,14 @@ Status FileSink::commit(const sdk::Checkpoint* positions, bool& stored_positions
   if (!st) return st;
   CommitRecord rec;
   rec.length = end_;
+  rec.file = file_;
   if (positions != nullptr) rec.positions = *positions;
   st = sdk::replace_file_atomically(commit_path_, rec.encode(), fsync_);
   if (!st) return st;
   host_.counter("file_sink_bytes_total", static_cast<double>(end_ - committed_));
   host_.counter("file_sink_records_total", static_cast<double>(round_records_));
   committed_ = end_;
+  positions_ = rec.positions;
   round_records_ = 0;
   stored_positions = positions != nullptr;
   return Status::ok();

@@ -1,6 +1,7 @@
 // The `file` sink: one line per record value. Each round's output becomes visible
 // atomically with the source positions through the `<path>.commit` sidecar; anything
-// past the committed length is an unfinished round and is cut off on open/abort.
+// past the committed length is an unfinished round and is cut off on open/abort. A path
+// renamed away between rounds (logrotate) is followed into a new file.
 #pragma once
 
 #include <exactly/sdk.hpp>
@@ -34,6 +35,9 @@ class FileSink final : public sdk::Sink {
   FileSink(sdk::Host host, SinkSettings s);
   sdk::Status flush();
   sdk::Status truncate_to(uint64_t length);
+  // Between rounds: a path renamed away or removed (logrotate) is followed into a new file;
+  // a file cut below its committed length (copytruncate) stops the pipeline.
+  sdk::Status follow_rotation();
 
   sdk::Host host_;
   std::string path_;
@@ -45,6 +49,8 @@ class FileSink final : public sdk::Sink {
   uint64_t synced_ = 0;      // file length known durable
   uint64_t committed_ = 0;   // file length recorded in the sidecar
   uint64_t round_records_ = 0;
+  FileIdentity file_;                       // of fd_, as in the commit record
+  std::optional<sdk::Checkpoint> positions_;  // in the commit record now
 };
 
 }  // namespace exactly::file
