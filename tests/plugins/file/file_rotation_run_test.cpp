@@ -3,6 +3,9 @@
 // and the host counts both rotations.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <future>
 #include <regex>
@@ -35,7 +38,10 @@ TEST(FileRotationRun, OutputRenamedTwiceWhileRunningLosesAndRepeatsNothing) {
   fs::rename(out, dir / "out.jsonl.1");
   wait_for_lines(out, 500);
   fs::rename(out, dir / "out.jsonl.2");
-  write_file(out, "");  // logrotate's `create`
+  // logrotate's `create`: an empty file, unless the sink has made one there already
+  // (O_EXCL: truncating the sink's new file would be copytruncate).
+  int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
+  if (fd >= 0) ::close(fd);
   host.join();
   RunResult r = result.get();
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
