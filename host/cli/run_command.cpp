@@ -1,4 +1,5 @@
 #include "cli/commands.hpp"
+#include "cli/stop_signals.hpp"
 #include "config/loader.hpp"
 #include "config/watcher.hpp"
 #include "engine/fatal_signal.hpp"
@@ -102,14 +103,19 @@ int cmd_run(const RunOptions& opts) {
   // journal pipe) must not die of SIGPIPE mid-round: its writes fail with EPIPE instead
   // and the log is lost, not the round. Sockets (metrics, plugins) get EPIPE the same way.
   std::signal(SIGPIPE, SIG_IGN);
-  // Signals are taken synchronously by this thread only; pipeline threads inherit
-  // the blocked mask.
+  // Signals are taken synchronously: SIGHUP by this thread, SIGINT and SIGTERM by a
+  // thread of their own (stop_signals.hpp); every other thread inherits the blocked mask.
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  sigset_t hup;
+  sigemptyset(&hup);
+  sigaddset(&hup, SIGHUP);
+  // Before the config loads: a plugin's validate() may hang the load itself.
+  StopSignals stop(config::HostSpec{}.shutdown_timeout_ms);
   describe_metrics();
 
   plugin::Registry registry;
@@ -144,23 +150,13 @@ int cmd_run(const RunOptions& opts) {
   engine::StageWatchdog watchdog(loaded.spec.stage_timeout_ms);
   HostSettings live{loaded.spec.metrics_listen, loaded.spec.stage_timeout_ms,
                     loaded.spec.shutdown_timeout_ms};
-  const int64_t& shutdown_timeout_ms = live.shutdown_timeout_ms;
+  stop.set_shutdown_timeout(live.shutdown_timeout_ms);
   engine::Supervisor sup;
   auto rep = sup.apply(loaded.spec);
   log::info("host", "started {} pipeline(s) from {} file(s){}", rep.added.size(),
             loaded.spec.files.size(), watch ? "; watching them for changes" : "");
 
-  int signals = 0;
   bool stopping = false;
-  int64_t stop_deadline = 0;  // steady ms; set by the first stop signal
-  // Past shutdown.timeout a stop does not wait for a hung plugin: say what is stuck, exit.
-  auto check_deadline = [&] {
-    if (stop_deadline == 0 || engine::steady_ms() < stop_deadline) return;
-    log::error("host", "the pipelines did not stop within shutdown.timeout ({} s); still running:\n{}"
-               "exiting with code 3 without committing them (their rounds are replayed on the next start)",
-               shutdown_timeout_ms / 1000.0, engine::describe(engine::calls_running_longer_than(0)));
-    std::_Exit(3);
-  };
   // Runs while any pipeline runs; a reload that starts new ones keeps it going. Once a
   // reload has been applied the host is being operated by editing its files: a pipeline
   // that an edit made fail (a topic that does not exist) keeps it watching, so that the
@@ -179,63 +175,31 @@ int cmd_run(const RunOptions& opts) {
     said_waiting = true;
     return true;
   };
-  auto on_stop_signal = [&](int sig) {
-    if (++signals > 1) {
-      log::error("host", "second signal: exiting without waiting for the round to commit");
-      std::_Exit(130);
-    }
-    log::info("host", "signal {}: finishing and committing the running round", sig);
-    stopping = true;
-    stop_deadline = engine::steady_ms() + shutdown_timeout_ms;
-  };
   // While a reload drains, the main loop is not listening: a stop signal then must
-  // still stop the host (and not after the reload has started the new instances), and
-  // a second one still exit at once. SIGHUP stays pending for the main loop.
-  sigset_t stop_set;
-  sigemptyset(&stop_set);
-  sigaddset(&stop_set, SIGINT);
-  sigaddset(&stop_set, SIGTERM);
-  auto stop_asked = [&] {
-    timespec zero{0, 0};
-    int sig = sigtimedwait(&stop_set, nullptr, &zero);
-    if (sig == SIGINT || sig == SIGTERM) on_stop_signal(sig);
-    return stopping;
+  // still stop the host (and not after the reload has started the new instances).
+  // SIGHUP stays pending for the main loop.
+  auto stop_asked = [&] { return stop.requested(); };
+  auto reload_now = [&](const char* why) {
+    edited = reload(paths, sup, why, stop_asked, live) || edited;
+    stop.set_shutdown_timeout(live.shutdown_timeout_ms);
   };
   while (keep_running()) {
-    check_deadline();
-    timespec zero{0, 0};
-    int sig = sigtimedwait(&set, nullptr, &zero);
-    if (sig == SIGINT || sig == SIGTERM) {
-      on_stop_signal(sig);
+    if (stop.requested() && !stopping) {
+      stopping = true;
       sup.request_stop_all();
-    } else if (sig == SIGHUP && !stopping) {
-      edited = reload(paths, sup, "SIGHUP", stop_asked, live) || edited;
     }
+    timespec zero{0, 0};
+    if (sigtimedwait(&hup, nullptr, &zero) == SIGHUP && !stopping) reload_now("SIGHUP");
     if (watcher && !stopping) {
-      if (watcher->poll(std::chrono::milliseconds(200)))
-        edited = reload(paths, sup, "files changed", stop_asked, live) || edited;
+      if (watcher->poll(std::chrono::milliseconds(200)) && !stop.requested()) reload_now("files changed");
     } else {
       usleep(200 * 1000);
     }
   }
-  // Tearing down (consumers leaving their groups, plugins closing) can take seconds; a
-  // second signal meanwhile still means "exit now".
-  std::atomic<bool> joined{false};
-  std::thread joiner([&] {
-    sup.join_all();
-    joined = true;
-  });
-  if (stop_deadline == 0) stop_deadline = engine::steady_ms() + shutdown_timeout_ms;
-  while (!joined) {
-    check_deadline();
-    timespec tick{0, 50 * 1000 * 1000};
-    int sig = sigtimedwait(&set, nullptr, &tick);
-    if ((sig == SIGINT || sig == SIGTERM) && ++signals > 1) {
-      log::error("host", "second signal: exiting without waiting for the pipelines to close");
-      std::_Exit(130);
-    }
-  }
-  joiner.join();
+  // Tearing down (consumers leaving their groups, plugins closing) can take seconds; the
+  // stop-signal thread holds it to shutdown.timeout, and a second signal exits at once.
+  stop.closing();
+  sup.join_all();
   std::fprintf(stdout, "\n%s", secrets::scrub(engine::render_summary(sup.all())).c_str());
   std::fflush(stdout);
   return sup.any_failed() ? 1 : 0;

@@ -98,3 +98,49 @@ TEST(HungStage, TimeoutsAreCheckedByValidate) {
   EXPECT_NE(all.find("shutdown.timeout"), std::string::npos) << all;
   EXPECT_NE(all.find("stage.timeout"), std::string::npos) << all;
 }
+
+// A plugin's validate() runs on the host's main thread while a config loads (at start and
+// on every reload), where no signal was read: a stop was ignored, even a second one.
+std::string with_slow_validate(const fs::path& dir, const std::string& text) {
+  return text + "  - name: checked\n"
+                "    source: { plugin: counter, config: { count: 10 } }\n"
+                "    transforms: [ { plugin: slow-validate, config: { validate.ms: 3600000 } } ]\n"
+                "    sink: { plugin: faulty, config: { path: " + (dir / "checked.txt").string() + " } }\n";
+}
+
+TEST(HungStage, AStopWhileAReloadWaitsForAHungValidateEndsAfterShutdownTimeout) {
+  auto dir = temp_dir("hung");
+  // A pipeline that runs until stopped (10 records a poll, 10 polls a second).
+  const std::string text = "plugin.path: [" + kPlugins + "]\nstage.timeout: 1s\nshutdown.timeout: 2s\n"
+                           "pipelines:\n  - name: steady\n"
+                           "    source: { plugin: counter, config: { count: 1000000000, batch.size: 10, poll.pace.ms: 100 } }\n"
+                           "    sink: { plugin: faulty, config: { path: " + (dir / "out.txt").string() + " } }\n";
+  write_file(dir / "p.yaml", text);
+  Child host({exactly_bin(), "run", (dir / "p.yaml").string()}, dir / "log.txt");
+  ASSERT_TRUE(wait_for_text(dir / "log.txt", "started 1 pipeline", 30)) << read_file(dir / "log.txt");
+  write_file(dir / "p.yaml.tmp", with_slow_validate(dir, text));
+  fs::rename(dir / "p.yaml.tmp", dir / "p.yaml");
+  ASSERT_TRUE(wait_for_text(dir / "log.txt", "validate() has not returned for", 30))
+      << read_file(dir / "log.txt");
+  host.kill(SIGTERM);  // one signal: the stop waits shutdown.timeout for the hung check
+  int code = wait_exit(host, std::chrono::seconds(30));
+  std::string log = read_file(dir / "log.txt");
+  EXPECT_EQ(code, 3) << log;
+  EXPECT_NE(log.find("signal 15: finishing and committing the running round"), std::string::npos) << log;
+  EXPECT_NE(log.find("did not stop within shutdown.timeout (2 s); still running:"), std::string::npos) << log;
+  EXPECT_NE(log.find("validate() running for"), std::string::npos) << log;
+}
+
+TEST(HungStage, ASecondSignalWhileTheFirstConfigLoadHangsExitsAtOnce) {
+  auto dir = temp_dir("hung");
+  write_file(dir / "p.yaml", with_slow_validate(dir, yaml(dir, "shutdown.timeout: 1h\n", 0, 0)));
+  Child host({exactly_bin(), "run", "--no-watch", (dir / "p.yaml").string()}, dir / "log.txt");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // inside validate() by now
+  host.kill(SIGTERM);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  host.kill(SIGTERM);
+  int code = wait_exit(host, std::chrono::seconds(10));
+  std::string log = read_file(dir / "log.txt");
+  EXPECT_EQ(code, 130) << log;
+  EXPECT_NE(log.find("second signal: exiting"), std::string::npos) << log;
+}

@@ -1,0 +1,60 @@
+#include "cli/stop_signals.hpp"
+
+#include "engine/plugin_call.hpp"
+#include "util/log.hpp"
+
+#include <csignal>
+#include <cstdlib>
+#include <ctime>
+
+namespace exactly::cli {
+
+StopSignals::StopSignals(int64_t shutdown_timeout_ms) : timeout_ms_(shutdown_timeout_ms) {
+  thread_ = std::thread([this] { loop(); });
+}
+
+StopSignals::~StopSignals() {
+  quit_.store(true);
+  thread_.join();
+}
+
+void StopSignals::closing() {
+  closing_.store(true);
+  start_clock();
+}
+
+void StopSignals::start_clock() {
+  int64_t none = 0;
+  deadline_ms_.compare_exchange_strong(none, engine::steady_ms() + timeout_ms_.load());
+}
+
+void StopSignals::loop() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  while (!quit_.load()) {
+    timespec tick{0, 50 * 1000 * 1000};
+    const int sig = sigtimedwait(&set, nullptr, &tick);
+    if (sig == SIGINT || sig == SIGTERM) {
+      if (requested_.exchange(true)) {
+        log::error("host", "second signal: exiting without waiting for {}",
+                   closing_.load() ? "the pipelines to close" : "the round to commit");
+        std::_Exit(130);
+      }
+      log::info("host", "signal {}: finishing and committing the running round", sig);
+      start_clock();
+    }
+    const int64_t deadline = deadline_ms_.load();
+    if (deadline != 0 && engine::steady_ms() >= deadline) {
+      // Past shutdown.timeout a stop does not wait for a hung plugin: say what is stuck, exit.
+      log::error("host",
+                 "the pipelines did not stop within shutdown.timeout ({} s); still running:\n{}"
+                 "exiting with code 3 without committing them (their rounds are replayed on the next start)",
+                 timeout_ms_.load() / 1000.0, engine::describe(engine::calls_running_longer_than(0)));
+      std::_Exit(3);
+    }
+  }
+}
+
+}  // namespace exactly::cli
