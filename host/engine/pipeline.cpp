@@ -339,8 +339,15 @@ void Pipeline::thread_main() {
     RunResult r = run_instance();
     metrics::global().set("pipeline_up", labels(), 0);
     // Said on stderr too, not only in the summary: create/open failures included.
-    if (r == RunResult::failed_permanent)
-      log::error(scope, "failed, not restarted (fix the configuration): {}", error());
+    // A record that errors.policy: stop refused is the data's problem, not the config's:
+    // said as the docs show it ("stopped: record at ..."), not as "fix the configuration".
+    if (r == RunResult::failed_permanent) {
+      const std::string why = error();
+      if (why.find("(errors.policy: stop)") != std::string::npos)
+        log::error(scope, "stopped, not restarted: {}", why);
+      else
+        log::error(scope, "failed, not restarted (fix the configuration): {}", why);
+    }
     if (r == RunResult::finished) {
       state_ = State::finished;
       break;

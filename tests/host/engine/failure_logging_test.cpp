@@ -44,6 +44,21 @@ TEST(FailureLogging, APipelineFailingInCreateIsLoggedWithItsReason) {
   EXPECT_NE(rest.find("must be positive"), std::string::npos) << rest;
 }
 
+// errors.policy: stop on a record: the data's problem, said as such (it was logged as
+// "failed, not restarted (fix the configuration)", sending the operator to the YAML).
+TEST(FailureLogging, ARecordStoppedByThePolicyIsNotCalledAConfigurationProblem) {
+  auto dir = temp_dir("faillog");
+  const fs::path yaml =
+      counter_pipeline(dir, "t", "count: 100", "[ { plugin: reject-every, config: { every: 70 } } ]");
+  auto r = run(exactly_bin() + " run --no-watch " + yaml.string(), dir);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("ERROR [pipeline:t] stopped, not restarted: record at counter-0@70 rejected by "
+                       "transforms[0]/reject-every: value 70 is a multiple of 70 (errors.policy: stop)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("fix the configuration"), std::string::npos) << r.err;
+}
+
 // A plugin that crashes the process: one line on stderr names the pipeline, the stage,
 // the plugin and its library before the host dies of the signal (issue "hardening").
 void expect_crash_report(bool own_thread) {
