@@ -221,11 +221,17 @@ Outcome Pipeline::process_batch(Instance& in, const ex_batch* batch) {
     const ex_batch* batch;
     std::string stage;
     size_t* count;
-  } sctx{this, &in, cur, in.sink->id(), &sink_rejects};
+    std::string bad_index;  // as EmitCtx's: the SDK's void reject() drops the error code
+  } sctx{this, &in, cur, in.sink->id(), &sink_rejects, {}};
   ex_record_errors errs{sizeof(ex_record_errors), reinterpret_cast<ex_record_errors_ctx>(&sctx),
                         [](ex_record_errors_ctx c, size_t idx, const char* m, size_t n) -> int32_t {
                           auto* x = reinterpret_cast<SinkCtx*>(c);
-                          if (idx >= x->batch->count) return EX_ERR_FATAL;
+                          if (idx >= x->batch->count) {
+                            if (x->bad_index.empty())
+                              x->bad_index = fmt::format("reject({}) on a batch of {} record(s)", idx,
+                                                         x->batch->count);
+                            return EX_ERR_FATAL;
+                          }
                           ++*x->count;
                           x->p->handle_reject(*x->in, x->stage, at(x->batch, idx), std::string(m, n));
                           return EX_OK;
@@ -234,6 +240,12 @@ Outcome Pipeline::process_batch(Instance& in, const ex_batch* batch) {
   if (cur->count > 0) {
     set_next_call_origin(batch_origin(cur));
     Outcome o = in.sink->write(cur, &errs);
+    // A record the sink says it refused but cannot be named was neither written nor sent
+    // to the error policy: the round must not commit past it.
+    if (o.ok() && !sctx.bad_index.empty())
+      o = Outcome::make(EX_ERR_FATAL, fmt::format("a record index out of the batch ({}): the "
+                                                  "plugin's bug; the round is not committed",
+                                                  sctx.bad_index));
     if (!o.ok()) {
       o.message = fmt::format("{}: {}", in.sink->id(), o.message);
       return o;

@@ -374,6 +374,22 @@ TEST(Shutdown, ASignalDuringAReloadsDrainStopsTheHostAndStartsNothing) {
   for (size_t i = 0; i < o.values.size(); ++i) ASSERT_EQ(o.values[i], static_cast<int64_t>(i));
 }
 
+// The same bug in a sink's write(): its reject(index past the batch) was ignored, and the
+// round committed with the record neither written nor handed to the error policy.
+TEST(ErrorPolicy, ASinkRejectPastTheBatchFailsTheRoundByName) {
+  auto dir = temp_dir("bad-index");
+  write_file(dir / "p.yaml",
+             pipeline_yaml(dir / "out.txt", 50000000, ", refuse.value: 10, refuse.bad.index: true"));
+  Child c({exactly_bin(), "run", "--no-watch", (dir / "p.yaml").string()}, dir / "log.txt");
+  const std::string want = "sink/faulty: a record index out of the batch (reject(";
+  for (int i = 0; i < 200 && read_file(dir / "log.txt").find(want) == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  c.kill(SIGTERM);
+  c.wait();
+  EXPECT_NE(read_file(dir / "log.txt").find(want), std::string::npos) << read_file(dir / "log.txt");
+  EXPECT_TRUE(parse_output(dir / "out.txt").values.empty());
+}
+
 // A transform that keeps or rejects a record by an index past its batch (a plugin bug the
 // SDK's void keep()/reject() cannot report) fails the batch, naming the stage and the
 // call, instead of losing the record silently; nothing of the round is committed.
