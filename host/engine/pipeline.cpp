@@ -302,6 +302,12 @@ Pipeline::RunResult Pipeline::run_instance() {
     }
     if (!err.ok()) {
       abort_round(in, err.message);
+      // Asked to stop, a plugin may give up a long call with any error (ABI 1.5,
+      // host.stopping()): the stop it obeyed is not its failure.
+      if (stop_) {
+        log::info(scope, "stopping: the round is aborted ({})", err.message);
+        return cleanup(RunResult::stopped);
+      }
       if (err.code == EX_ERR_CONFIG) {
         fail(err.message);  // logged by thread_main
         return cleanup(RunResult::failed_permanent);

@@ -144,3 +144,23 @@ TEST(HungStage, ASecondSignalWhileTheFirstConfigLoadHangsExitsAtOnce) {
   EXPECT_EQ(code, 130) << log;
   EXPECT_NE(log.find("second signal: exiting"), std::string::npos) << log;
 }
+
+// A plugin that honours host.stopping() (ABI 1.5) gives up its call with an error: the
+// host, stopping, must not report that as the pipeline's failure (it logged "fatal").
+TEST(HungStage, AStageThatGivesUpBecauseTheHostStopsIsNotAFailure) {
+  auto dir = temp_dir("hung");
+  std::string text = yaml(dir, "", 3600 * 1000);
+  text.replace(text.find("ms: 3600000 }"), 13, "ms: 3600000, give.up.on.stop: true }");
+  write_file(dir / "p.yaml", text);
+  Child host({exactly_bin(), "run", "--no-watch", (dir / "p.yaml").string()}, dir / "log.txt");
+  ASSERT_TRUE(wait_for_text(dir / "log.txt", "running (counter", 30)) << read_file(dir / "log.txt");
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // inside process() at value 500
+  host.kill(SIGTERM);
+  int code = wait_exit(host, std::chrono::seconds(30));
+  std::string log = read_file(dir / "log.txt");
+  EXPECT_EQ(code, 0) << log;
+  EXPECT_NE(log.find("stopping: the round is aborted (transforms[0]/sleep-at: given up: the host is stopping)"),
+            std::string::npos) << log;
+  EXPECT_EQ(log.find("ERROR"), std::string::npos) << log;
+  EXPECT_EQ(log.find("restarting"), std::string::npos) << log;
+}
