@@ -233,3 +233,27 @@ TEST(PipelineTest, AFifoIsRefusedWithoutWaitingForAWriter) {
             std::string::npos)
       << r.err;
 }
+
+// A transform that keeps or rejects a record past its batch (a plugin bug): `exactly test`
+// fails the case with the host's words, as `exactly run` fails the round. It crashed
+// (keep: an index read past the input) or counted the reject as a normal one.
+TEST(PipelineTest, AKeepOrRejectPastTheBatchFailsTheCaseAsTheHostWould) {
+  for (const std::string call : {"keep", "reject"}) {
+    auto dir = temp_dir("ptest-bad-index");
+    write_file(dir / "p.yaml",
+               "plugin.path: [" + std::string(EXACTLY_BUILD_DIR) + "/test-plugins]\n"
+               "pipelines:\n  - name: p\n"
+               "    source: { plugin: counter, config: { count: 3 } }\n"
+               "    transforms: [ { plugin: bad-index, config: { at: 2, call: " + call + " } } ]\n"
+               "    sink: { plugin: discard, config: {} }\n");
+    write_file(dir / "p.test.yaml",
+               "tests:\n  - name: x\n    input: [ { value: '1' }, { value: '2' }, { value: '3' } ]\n"
+               "    expect: [ { value: '1' }, { value: '2' }, { value: '3' } ]\n");
+    auto r = run(exactly_bin() + " test " + (dir / "p.yaml").string(), dir);
+    EXPECT_EQ(r.exit_code, 1) << call << "\n" << r.out << r.err;
+    EXPECT_NE((r.out + r.err).find("process failed: a record index out of the batch (" + call +
+                                   "(1003) on a batch of 3 record(s))"),
+              std::string::npos)
+        << call << "\n" << r.out << r.err;
+  }
+}

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -313,6 +314,24 @@ inline ex_error new_error() {
   return e;
 }
 
+// keep()/reject() of an index past the batch: a plugin bug that the SDK's void calls
+// cannot report. Kept (the first one) to fail the call as the host does.
+inline int32_t bad_index(std::string& first, const char* call, size_t index, size_t count) noexcept {
+  if (first.empty()) {
+    try {
+      first = std::string(call) + "(" + std::to_string(index) + ") on a batch of " + std::to_string(count) +
+              " record(s)";
+    } catch (...) {
+    }
+  }
+  return EX_ERR_FATAL;
+}
+inline void set_bad_index_error(ex_error& e, const std::string& call) {
+  std::snprintf(e.message, sizeof(e.message),
+                "a record index out of the batch (%s): the plugin's bug; the round is not committed",
+                call.c_str());
+}
+
 // The component's plugin-level check (ABI 1.3 `validate`) on `config` with schema
 // defaults filled, as the host runs it for `exactly validate`. A component without one
 // (NULL, or a vtable from an older minor) answers ok: only the schema would be checked.
@@ -372,24 +391,47 @@ class TransformHarness {
     struct Ctx {
       const std::vector<OwnedRecord>* in;
       TransformOutput* out;
-    } ctx{&in, &out};
+      std::string bad_index;  // as the host: the first keep()/reject() past the batch
+    } ctx{&in, &out, {}};
+    // As the host does (pipeline_records.cpp): an index past the batch is refused and fails
+    // the call; nothing throws back across the C ABI into the plugin.
     ex_emitter em{sizeof(ex_emitter), reinterpret_cast<ex_emitter_ctx>(&ctx),
                   [](ex_emitter_ctx c, size_t i) {
                     auto* x = reinterpret_cast<Ctx*>(c);
-                    x->out->kept.push_back(i);
-                    x->out->records.push_back((*x->in)[i]);
+                    if (i >= x->in->size()) return bad_index(x->bad_index, "keep", i, x->in->size());
+                    try {
+                      x->out->kept.push_back(i);
+                      x->out->records.push_back((*x->in)[i]);
+                    } catch (...) {
+                      return int32_t{EX_ERR_FATAL};
+                    }
                     return int32_t{EX_OK};
                   },
                   [](ex_emitter_ctx c, const ex_record* r) {
-                    reinterpret_cast<Ctx*>(c)->out->records.push_back(OwnedRecord::from(*r));
+                    if (r == nullptr) return int32_t{EX_ERR_FATAL};
+                    try {
+                      reinterpret_cast<Ctx*>(c)->out->records.push_back(OwnedRecord::from(*r));
+                    } catch (...) {
+                      return int32_t{EX_ERR_FATAL};
+                    }
                     return int32_t{EX_OK};
                   },
                   [](ex_emitter_ctx c, size_t i, const char* m, size_t n) {
-                    reinterpret_cast<Ctx*>(c)->out->rejected.emplace_back(i, std::string(m, n));
+                    auto* x = reinterpret_cast<Ctx*>(c);
+                    if (i >= x->in->size()) return bad_index(x->bad_index, "reject", i, x->in->size());
+                    try {
+                      x->out->rejected.emplace_back(i, m != nullptr ? std::string(m, n) : std::string());
+                    } catch (...) {
+                      return int32_t{EX_ERR_FATAL};
+                    }
                     return int32_t{EX_OK};
                   }};
     ex_error e = new_error();
     int32_t rc = vt_->process(self_, view.get(), &em, &e);
+    if (rc == EX_OK && !ctx.bad_index.empty()) {
+      rc = EX_ERR_FATAL;
+      set_bad_index_error(e, ctx.bad_index);
+    }
     if (st) *st = status_of(rc, e);
     if (rc != EX_OK && !st) throw std::runtime_error("process failed: " + std::string(e.message));
     return out;
@@ -615,15 +657,29 @@ class SinkHarness {
                                                           sdk::Status* st = nullptr) {
     BatchView view(in);
     std::vector<std::pair<size_t, std::string>> rejected;
-    ex_record_errors errs{sizeof(errs), reinterpret_cast<ex_record_errors_ctx>(&rejected),
+    struct Ctx {
+      std::vector<std::pair<size_t, std::string>>* rejected;
+      size_t count;
+      std::string bad_index;
+    } ctx{&rejected, in.size(), {}};
+    ex_record_errors errs{sizeof(errs), reinterpret_cast<ex_record_errors_ctx>(&ctx),
                           [](ex_record_errors_ctx c, size_t i, const char* m, size_t n) {
-                            reinterpret_cast<std::vector<std::pair<size_t, std::string>>*>(c)
-                                ->emplace_back(i, std::string(m, n));
+                            auto* x = reinterpret_cast<Ctx*>(c);
+                            if (i >= x->count) return bad_index(x->bad_index, "reject", i, x->count);
+                            try {
+                              x->rejected->emplace_back(i, m != nullptr ? std::string(m, n) : std::string());
+                            } catch (...) {
+                              return int32_t{EX_ERR_FATAL};
+                            }
                             return int32_t{EX_OK};
                           },
                           nullptr};
     ex_error e = new_error();
     int32_t rc = vt_->write(self_, view.get(), &errs, &e);
+    if (rc == EX_OK && !ctx.bad_index.empty()) {
+      rc = EX_ERR_FATAL;
+      set_bad_index_error(e, ctx.bad_index);
+    }
     if (st) *st = status_of(rc, e);
     if (rc != EX_OK && !st) throw std::runtime_error("write failed: " + std::string(e.message));
     return rejected;
