@@ -102,8 +102,10 @@ int cmd_plugins(const PluginsOptions& opts) {
           for (auto& x : f.allowed) a += (a.empty() ? "" : ", ") + ("`" + x + "`");
           doc += " One of: " + a + ".";
         }
+        // One table row: a '|' would split it, a line break or control character end it.
         for (auto& ch : doc)
           if (ch == '|') ch = '/';
+          else if (static_cast<unsigned char>(ch) < ' ' || ch == 0x7f) ch = ' ';
         o += fmt::format("| `{}` | {} | {} | {} |\n", f.key, type_name(f.type), d, doc);
       }
     };

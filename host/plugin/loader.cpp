@@ -68,8 +68,22 @@ std::string bad_default(const Field& f) {
     case EX_CFG_INT: ok = config::parse_int(v).has_value(); break;
     case EX_CFG_DOUBLE: ok = config::parse_double(v).has_value(); break;
     case EX_CFG_BOOL: ok = config::parse_bool(v).has_value(); break;
-    case EX_CFG_DURATION: ok = config::parse_duration_ms(v).has_value(); break;
-    case EX_CFG_SIZE: ok = config::parse_size_bytes(v).has_value(); break;
+    // Canonical numbers (ms, bytes), as plugin-authoring.md asks: the SDK's harness hands
+    // defaults to the plugin as written, so "30s" worked in the host and failed there.
+    case EX_CFG_DURATION:
+      if (!config::parse_int(v).has_value())
+        return config::parse_duration_ms(v).has_value()
+                   ? "is not canonical: write the duration in milliseconds (e.g. '" +
+                         std::to_string(*config::parse_duration_ms(v)) + "')"
+                   : "is not a value of its type";
+      break;
+    case EX_CFG_SIZE:
+      if (!config::parse_int(v).has_value())
+        return config::parse_size_bytes(v).has_value()
+                   ? "is not canonical: write the size in bytes (e.g. '" +
+                         std::to_string(*config::parse_size_bytes(v)) + "')"
+                   : "is not a value of its type";
+      break;
     default: break;
   }
   if (!ok) return "is not a value of its type";
@@ -112,6 +126,25 @@ bool read_component(const ex_component& c, Component* out, std::string* why) {
     }
     Field fd;
     fd.key = f.key;
+    // Keys are written in YAML and shown in `exactly plugins` and its markdown table.
+    if (fd.key.empty() || std::any_of(fd.key.begin(), fd.key.end(), [](char ch) {
+          return static_cast<unsigned char>(ch) <= ' ' || ch == 0x7f || ch == '|';
+        })) {
+      *why = fmt::format("component '{}': config field #{} has an empty key or one with a space, a "
+                         "control character or '|'",
+                         out->name, i);
+      return false;
+    }
+    if (f.type < EX_CFG_STRING || f.type > EX_CFG_MAP) {
+      *why = fmt::format("component '{}': config field '{}' has unknown type {}", out->name, fd.key, f.type);
+      return false;
+    }
+    if (f.required != 0 && f.default_value != nullptr) {
+      *why = fmt::format("component '{}': config field '{}' is required and has a default (which "
+                         "would never be used): drop one",
+                         out->name, fd.key);
+      return false;
+    }
     fd.type = static_cast<ex_config_type>(f.type);
     fd.required = f.required != 0;
     fd.has_default = f.default_value != nullptr;
