@@ -95,14 +95,19 @@ int32_t Pipeline::cb_assigned(ex_host_ctx ctx, const ex_partition* parts, size_t
     log::info("pipeline:" + p->spec_.name, "assigned {} (resume at offset {})", sv(x.name),
               x.start_offset);
   }
+  // A stage that cannot take a partition now (a changelog it cannot read yet) is asked
+  // again on a fresh assignment: the instance restarts and rejoins. Going on ("retrying")
+  // had the source hand out the partition's records to a stage that never accepted it.
   auto report = [&](const Outcome& o, const std::string& who) {
+    const int32_t code = o.code == EX_ERR_CONFIG ? EX_ERR_CONFIG : EX_ERR_FATAL;
     std::string msg = fmt::format("{} refused the assignment: {}", who, o.message);
-    in->callback_failure = Outcome{o.code, msg, o.key};
+    if (code != EX_ERR_CONFIG) msg += " (the pipeline restarts to be assigned again)";
+    in->callback_failure = Outcome{code, msg, o.key};
     if (err) {
-      err->code = o.code;
+      err->code = code;
       std::snprintf(err->message, sizeof(err->message), "%s", msg.c_str());
     }
-    return o.code;
+    return code;
   };
   auto shares = in->split(copy);
   for (size_t k = 0; k < in->tasks.size(); ++k) {

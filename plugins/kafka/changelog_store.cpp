@@ -58,6 +58,20 @@ rd_kafka_resp_err_t first_topic_error(const rd_kafka_topic_result_t** res, size_
   return RD_KAFKA_RESP_ERR_NO_ERROR;
 }
 
+// Asks the cluster for `topic`'s metadata on `rk`, which updates librdkafka's cache of it.
+// A reader handle learns of partitions added to a changelog (grown with its input, by this
+// host or another) only at its next periodic refresh (topic.metadata.refresh.interval.ms,
+// 5 minutes by default): until then each of them is "Local: Unknown partition", and a
+// restore of one waited out its whole timeout, failed, and stalled the partition.
+void refresh_metadata(rd_kafka_t* rk, const std::string& topic) {
+  rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk, topic.c_str(), nullptr);
+  if (rkt == nullptr) return;
+  const rd_kafka_metadata_t* md = nullptr;
+  if (rd_kafka_metadata(rk, 0, rkt, &md, 5000) == RD_KAFKA_RESP_ERR_NO_ERROR && md != nullptr)
+    rd_kafka_metadata_destroy(md);
+  rd_kafka_topic_destroy(rkt);
+}
+
 // Segments roll at this size so compaction (which never touches the active segment)
 // keeps the changelog near the store's retained claims.
 constexpr const char* kSegmentBytes = "67108864";
@@ -348,6 +362,7 @@ sdk::Status ChangelogStore::open(const std::string& topic, const sdk::Partition&
   while (now_ms() < deadline) {
     err = rd_kafka_query_watermark_offsets(rk, topic.c_str(), part.number, &lo, &hi, 5000);
     if (err == RD_KAFKA_RESP_ERR_NO_ERROR) break;
+    if (err == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION) refresh_metadata(rk, topic);
     rd_kafka_poll(rk, 100);
   }
   if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
@@ -365,6 +380,9 @@ sdk::Status ChangelogStore::read(const std::string& topic, const sdk::Partition&
   Reader held(this, reader(error));
   rd_kafka_t* rk = held.get();
   if (rk == nullptr) return sdk::Status::fatal("kafka sink: changelog reader: " + error);
+  // This reader may be another handle than the one open() asked with: one that has not
+  // seen a grown changelog's new partitions would never fetch them.
+  refresh_metadata(rk, topic);
   TplPtr list(rd_kafka_topic_partition_list_new(1));
   rd_kafka_topic_partition_list_add(list.get(), topic.c_str(), part.number)->offset = from;
   rd_kafka_resp_err_t err = rd_kafka_assign(rk, list.get());
