@@ -104,6 +104,16 @@ void ChangelogStore::give_back(rd_kafka_t* rk) {
   idle_readers_.push_back(rk);
 }
 
+void ChangelogStore::reader_log(const rd_kafka_t* rk, int level, const char* fac, const char* buf) {
+  auto* self = static_cast<ChangelogStore*>(rd_kafka_opaque(rk));
+  if (self == nullptr) return;
+  // syslog levels, as the sink's own client maps them (rdkafka_common.cpp).
+  const ex_log_level l = level <= 3 ? EX_LOG_ERROR : level == 4 ? EX_LOG_WARN
+                                                 : level <= 6 ? EX_LOG_INFO
+                                                              : EX_LOG_DEBUG;
+  self->host_.log(l, std::string("librdkafka changelog reader ") + fac + ": " + buf);
+}
+
 rd_kafka_t* ChangelogStore::reader(std::string& error) {
   {
     std::lock_guard<std::mutex> g(mu_);
@@ -135,6 +145,8 @@ rd_kafka_t* ChangelogStore::reader(std::string& error) {
   set("fetch.max.bytes", "67108864");
   set("queued.max.messages.kbytes", "262144");
   set("log.connection.close", "false");
+  rd_kafka_conf_set_opaque(c, this);
+  rd_kafka_conf_set_log_cb(c, &ChangelogStore::reader_log);
   if (!error.empty()) {
     rd_kafka_conf_destroy(c);
     return nullptr;

@@ -60,6 +60,9 @@ class ChangelogStore {
   // run concurrently (ABI 1.2: a stage restoring a held partition in its own thread).
   rd_kafka_t* reader(std::string& error);
   void give_back(rd_kafka_t* rk);
+  // The readers' librdkafka log, through the host (without it librdkafka printed raw
+  // "%3|...|rdkafka#consumer-3|" lines on stderr, e.g. while closing with the broker gone).
+  static void reader_log(const rd_kafka_t* rk, int level, const char* fac, const char* buf);
   class Reader {
    public:
     Reader(ChangelogStore* s, rd_kafka_t* rk) : store_(s), rk_(rk) {}

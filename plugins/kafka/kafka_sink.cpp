@@ -498,10 +498,10 @@ void KafkaSink::log_fence_reports() {
   if (!fencer_) return;
   for (const auto& line : fencer_->take_reports()) {
     if (line.rfind("fenced", 0) == 0) {
-      host_.info("kafka sink: a member of the group left without closing; " + line);
+      host_.info("kafka sink: a member of the group left (closed, or killed without closing); " + line);
       host_.counter("kafka_sink_departed_fenced_total", 1);
     } else {
-      host_.warn("kafka sink: a member of the group left without closing; " + line);
+      host_.warn("kafka sink: a member of the group left (closed, or killed without closing); " + line);
     }
   }
 }

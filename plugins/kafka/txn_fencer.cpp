@@ -93,7 +93,7 @@ std::string TxnFencer::fence_one(const std::string& txn_id) {
                           std::chrono::steady_clock::now() - t0)
                           .count();
       outcome = "fenced " + txn_id + " in " + std::to_string(ms) +
-                " ms: the transaction it left open is aborted";
+                " ms: any transaction it left open is aborted";
       break;
     }
     bool again = rd_kafka_error_is_retriable(e.get()) && now_ms() < deadline;
