@@ -225,6 +225,15 @@ static int32_t sample_process(ex_transform_self p, const ex_batch* in, const ex_
   return EX_OK;
 }
 
+/* ABI 1.3: the same checks without creating anything, so that `exactly validate` (and a
+ * reload, before it stops anything) refuses `percent: 150` with its file and line. */
+static int32_t sample_validate(const ex_config* config, ex_error* err) {
+  settings s;
+  int32_t rc = settings_parse(config, &s, err);
+  settings_free(&s);
+  return rc;
+}
+
 /* Hot reload: validate the whole new config, then swap; a bad one leaves us as we were. */
 static int32_t sample_reconfigure(ex_transform_self p, const ex_config* config, ex_error* err) {
   sample* self = (sample*)p;
@@ -247,6 +256,7 @@ static const ex_transform_vtable kVtable = {
     .destroy = sample_destroy,
     .process = sample_process,
     .reconfigure = sample_reconfigure,
+    .validate = sample_validate,
 };
 
 static const ex_component kComponents[] = {

@@ -70,6 +70,12 @@ if "$build_dir/exactly" run --no-watch "$work/bad.yaml" > "$work/bad.out" 2>&1; 
   cat "$work/bad.out"; fail "a percent of 150 was accepted"
 fi
 cat "$work/bad.out"
-grep -q "bad.yaml:7:[0-9]*: error: transforms\[0\] (sample): key 'percent': must be more than 0 and at most 100, got 150" "$work/bad.out" \
+grep -q "bad.yaml:7:[0-9]*: error: .*transforms\[0\] (sample): key 'percent': must be more than 0 and at most 100, got 150" "$work/bad.out" \
   || fail "the config error does not name the key 'percent' at bad.yaml:7"
+# The plugin's validate (ABI 1.3): `exactly validate` refuses it too, without running.
+if "$build_dir/exactly" validate "$work/bad.yaml" > "$work/validate.out" 2>&1; then
+  cat "$work/validate.out"; fail "exactly validate accepted a percent of 150"
+fi
+grep -q "bad.yaml:7:[0-9]*: error: .*percent.*must be more than 0 and at most 100, got 150" "$work/validate.out" \
+  || { cat "$work/validate.out"; fail "exactly validate does not name the key 'percent' at bad.yaml:7"; }
 echo "C example plugin loaded and applied by the host"
