@@ -116,7 +116,8 @@ void Pipeline::run_task(Task& task, const ex_batch* batch) {
                                                   "plugin's bug; the round is not committed",
                                                   ctx.bad_index));
     if (!o.ok()) {
-      o.message = fmt::format("{}: {}", stage, o.message);
+      // An error on a config key names its place in the file, as create()'s does.
+      o.message = o.key.empty() ? fmt::format("{}: {}", stage, o.message) : t->describe_call_error("process", o);
       task.failure = o;
       return;
     }
@@ -247,7 +248,8 @@ Outcome Pipeline::process_batch(Instance& in, const ex_batch* batch) {
                                                   "plugin's bug; the round is not committed",
                                                   sctx.bad_index));
     if (!o.ok()) {
-      o.message = fmt::format("{}: {}", in.sink->id(), o.message);
+      o.message = o.key.empty() ? fmt::format("{}: {}", in.sink->id(), o.message)
+                                : in.sink->describe_call_error("write", o);
       return o;
     }
   }

@@ -59,6 +59,20 @@ TEST(FailureLogging, ARecordStoppedByThePolicyIsNotCalledAConfigurationProblem) 
   EXPECT_EQ(r.err.find("fix the configuration"), std::string::npos) << r.err;
 }
 
+// A config error that a plugin finds only in process() names the key's place in the file,
+// as one from create() does (it said only "transforms[0]/say: ...").
+TEST(FailureLogging, AConfigErrorFromProcessNamesTheKeysFileLine) {
+  auto dir = temp_dir("faillog");
+  const fs::path yaml = counter_pipeline(dir, "t", "count: 10",
+                                         "[ { plugin: say, config: { message: hi, fail.in.process: true } } ]");
+  auto r = run(exactly_bin() + " run --no-watch " + yaml.string(), dir);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("p.yaml:5:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("error: transforms[0] (say) process: key 'message': refused once records arrived"),
+            std::string::npos)
+      << r.err;
+}
+
 // A plugin that crashes the process: one line on stderr names the pipeline, the stage,
 // the plugin and its library before the host dies of the signal (issue "hardening").
 void expect_crash_report(bool own_thread) {
