@@ -5,6 +5,7 @@
 
 #include <boost/dll/runtime_symbol_info.hpp>
 #include <algorithm>
+#include <optional>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
@@ -60,6 +61,14 @@ bool copy_vtable(const void* src, VT* dst, std::string* why, const char* what) {
 }
 
 // What is wrong with a field's default for its own type and allowed values, or "".
+// Canonical numbers (ms, bytes), as plugin-authoring.md asks: the SDK's harness hands
+// defaults to the plugin as written, so "30s" worked in the host and failed there.
+std::string not_canonical(const std::string& v, std::optional<int64_t> parsed, const char* in) {
+  if (config::parse_int(v).has_value()) return {};
+  if (!parsed) return "is not a value of its type";
+  return fmt::format("is not canonical: write it in {} (e.g. '{}')", in, *parsed);
+}
+
 std::string bad_default(const Field& f) {
   if (!f.has_default) return {};
   const std::string& v = f.default_value;
@@ -68,21 +77,11 @@ std::string bad_default(const Field& f) {
     case EX_CFG_INT: ok = config::parse_int(v).has_value(); break;
     case EX_CFG_DOUBLE: ok = config::parse_double(v).has_value(); break;
     case EX_CFG_BOOL: ok = config::parse_bool(v).has_value(); break;
-    // Canonical numbers (ms, bytes), as plugin-authoring.md asks: the SDK's harness hands
-    // defaults to the plugin as written, so "30s" worked in the host and failed there.
     case EX_CFG_DURATION:
-      if (!config::parse_int(v).has_value())
-        return config::parse_duration_ms(v).has_value()
-                   ? "is not canonical: write the duration in milliseconds (e.g. '" +
-                         std::to_string(*config::parse_duration_ms(v)) + "')"
-                   : "is not a value of its type";
+      if (auto why = not_canonical(v, config::parse_duration_ms(v), "milliseconds"); !why.empty()) return why;
       break;
     case EX_CFG_SIZE:
-      if (!config::parse_int(v).has_value())
-        return config::parse_size_bytes(v).has_value()
-                   ? "is not canonical: write the size in bytes (e.g. '" +
-                         std::to_string(*config::parse_size_bytes(v)) + "')"
-                   : "is not a value of its type";
+      if (auto why = not_canonical(v, config::parse_size_bytes(v), "bytes"); !why.empty()) return why;
       break;
     default: break;
   }

@@ -185,8 +185,8 @@ TEST(PluginLoader, ADescriptorWithABadSchemaIsRefusedNamingTheDefect) {
       {4, "component 'bad_schema': config field 'i': default 'abc' is not a value of its type"},
       {5, "component 'bad_schema': config field 's': default 'zzz' is not one of its allowed values"},
       {6, "components is NULL but component_count is 1"},
-      {7, "component 'bad_schema': config field 'i': default '30s' is not canonical: write the duration "
-          "in milliseconds (e.g. '30000')"},
+      {7, "component 'bad_schema': config field 'i': default '30s' is not canonical: write it in "
+          "milliseconds (e.g. '30000')"},
       {8, "component 'bad_schema': config field #0 has an empty key or one with a space, a control "
           "character or '|'"},
       {9, "component 'bad_schema': config field 'i' has unknown type 99"},

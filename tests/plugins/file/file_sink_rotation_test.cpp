@@ -11,21 +11,15 @@ namespace {
 
 using exactly::sdk::Checkpoint;
 using exactly::sdk::Status;
-using exactly::testing::OwnedRecord;
-using exactly::testing::rec;
 using exactly::testing::SinkHarness;
 using file_test::lib;
+using file_test::recs;
+using file_test::with_checksum;
 using file_test::slurp;
 using file_test::spit;
 using file_test::TempDir;
 namespace fs = std::filesystem;
 
-std::vector<OwnedRecord> recs(std::initializer_list<const char*> vs) {
-  std::vector<OwnedRecord> out;
-  int64_t off = 0;
-  for (auto* v : vs) out.push_back(rec(std::nullopt, v, 0, off++));
-  return out;
-}
 
 std::optional<Checkpoint> stored_positions(const std::string& out) {
   SinkHarness s(lib(), "file", {{"path", out}});
@@ -122,16 +116,9 @@ TEST(FileSinkRotation, CopytruncateStopsThePipelineInsteadOfLeavingAHole) {
 TEST(FileSinkRotation, ACommitRecordOfVersion1StillOpens) {
   TempDir dir;
   std::string out = dir.file("out.jsonl");
-  auto fnv1a64 = [](const std::string& t) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (unsigned char c : t) h = (h ^ c) * 0x100000001b3ull;
-    return h;
-  };
   std::string body = "exactly.file.commit.v1\nlength 3\npositions 1\nformat 1\nt\ndata 1\n7\n";
-  char sum[32];
-  std::snprintf(sum, sizeof(sum), "%016llx", static_cast<unsigned long long>(fnv1a64(body)));
   spit(out, "r1\nuncommitted\n");
-  spit(out + ".commit", body + "fnv1a64 " + sum + "\n");
+  spit(out + ".commit", with_checksum(body));
   SinkHarness s(lib(), "file", {{"path", out}});
   std::optional<Checkpoint> stored;
   Status st = s.open(&stored);

@@ -13,16 +13,11 @@ using exactly::testing::OwnedRecord;
 using exactly::testing::rec;
 using exactly::testing::SinkHarness;
 using file_test::lib;
+using file_test::recs;
+using file_test::with_checksum;
 using file_test::slurp;
 using file_test::spit;
 using file_test::TempDir;
-
-std::vector<OwnedRecord> recs(std::initializer_list<const char*> vs) {
-  std::vector<OwnedRecord> out;
-  int64_t off = 0;
-  for (auto* v : vs) out.push_back(rec(std::nullopt, v, 0, off++));
-  return out;
-}
 
 TEST(FileSink, CommitMakesLinesAndPositionsDurable) {
   TempDir dir;
@@ -219,17 +214,10 @@ TEST(FileSink, RefusesOutputShorterThanCommittedOrDamagedCommitRecord) {
 TEST(FileSink, RefusesACommitRecordWhoseBlobLengthWrapsAround) {
   TempDir dir;
   std::string out = dir.file("out.jsonl");
-  auto fnv1a64 = [](const std::string& t) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (unsigned char c : t) h = (h ^ c) * 0x100000001b3ull;
-    return h;
-  };
   std::string body = "exactly.file.commit.v1\nlength 11\npositions 1\nformat 18446744073709551615\n"
                      "data 0\n\n";
-  char sum[32];
-  std::snprintf(sum, sizeof(sum), "%016llx", static_cast<unsigned long long>(fnv1a64(body)));
   spit(out, "0123456789\n");
-  spit(out + ".commit", body + "fnv1a64 " + sum + "\n");
+  spit(out + ".commit", with_checksum(body));
   SinkHarness s(lib(), "file", {{"path", out}});
   Status st = s.open();
   EXPECT_EQ(st.code(), EX_ERR_CONFIG);
