@@ -65,6 +65,8 @@ bool reload(const std::vector<std::string>& paths, engine::Supervisor& sup, cons
   plugin::Registry registry;
   auto r = config::load(paths, registry);
   metrics::global().set("plugin_load_failures", {}, static_cast<double>(registry.failures().size()));
+  // As at start: a library added since (one that shadows a component, say) was skipped silently.
+  for (auto& f : registry.failures()) log::warn("plugins", "skipped {}: {}", f.path, f.reason);
   if (!r.ok()) {
     for (auto& d : r.errors) log::error("reload", "{}", d.str());
     log::error("reload", "{}: rejected ({} error(s)); running pipelines are unchanged", why,

@@ -12,6 +12,11 @@ int cmd_validate(const std::vector<std::string>& paths) {
   }
   plugin::Registry registry;
   auto r = config::load(paths, registry);
+  // Libraries on the plugin path that were not loaded, as `run` warns of them: one that
+  // shadows another's component (or whose component another shadows) changes which code
+  // a pipeline gets, and `ok` alone hid that.
+  for (auto& f : registry.failures())
+    std::fprintf(stderr, "warning: skipped %s: %s\n", f.path.c_str(), f.reason.c_str());
   if (!r.ok()) {
     for (auto& d : r.errors) std::fprintf(stderr, "%s\n", d.str().c_str());
     std::fprintf(stderr, "%zu error(s); nothing would start\n", r.errors.size());

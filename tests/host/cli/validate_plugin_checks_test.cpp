@@ -191,3 +191,23 @@ TEST(ValidatePluginChecks, AChangelogBehindASinkThatKeepsNoneFailsTheRunOnce) {
 }
 
 }  // namespace
+
+// Libraries on the plugin path that were not loaded are named by `validate` as `run` names
+// them: a library that shadows another's component decides which code a pipeline gets,
+// and `validate` said only "ok".
+TEST(ValidatePluginChecks, LibrariesSkippedOnThePluginPathAreNamedAsWarnings) {
+  fs::path dir = temp_dir("validate-skipped");
+  const std::string plugins = std::string(EXACTLY_BUILD_DIR) + "/test-plugins";
+  write_file(dir / "p.yaml",
+             "plugin.path: [" + plugins + "]\n"
+             "pipelines:\n"
+             "  - name: p\n"
+             "    source: { plugin: counter, config: { count: 1 } }\n"
+             "    sink: { plugin: faulty, config: { path: " + (dir / "out.txt").string() + " } }\n");
+  auto r = run(exactly_bin() + " validate " + (dir / "p.yaml").string(), dir);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("warning: skipped " + plugins + "/exactly_abi_mismatch.so: built for plugin ABI 2.0"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.out.find("1 pipeline(s) in 1 file(s) are valid"), std::string::npos) << r.out;
+}
