@@ -309,6 +309,7 @@ Pipeline::RunResult Pipeline::run_instance() {
         return cleanup(RunResult::stopped);
       }
       if (err.code == EX_ERR_CONFIG) {
+        stopped_by_policy_ = in.policy_stop.has_value();
         fail(err.message);  // logged by thread_main
         return cleanup(RunResult::failed_permanent);
       }
@@ -346,14 +347,11 @@ void Pipeline::thread_main() {
     metrics::global().set("pipeline_up", labels(), 0);
     // Said on stderr too, not only in the summary: create/open failures included.
     // A record that errors.policy: stop refused is the data's problem, not the config's:
-    // said as the docs show it ("stopped: record at ..."), not as "fix the configuration".
-    if (r == RunResult::failed_permanent) {
-      const std::string why = error();
-      if (why.find("(errors.policy: stop)") != std::string::npos)
-        log::error(scope, "stopped, not restarted: {}", why);
-      else
-        log::error(scope, "failed, not restarted (fix the configuration): {}", why);
-    }
+    // said as the docs show it, not as "fix the configuration".
+    if (r == RunResult::failed_permanent && stopped_by_policy_)
+      log::error(scope, "stopped, not restarted: {}", error());
+    else if (r == RunResult::failed_permanent)
+      log::error(scope, "failed, not restarted (fix the configuration): {}", error());
     if (r == RunResult::finished) {
       state_ = State::finished;
       break;

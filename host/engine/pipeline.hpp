@@ -126,6 +126,9 @@ class Pipeline {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::string error_;
+  // The last instance ended on a record errors.policy: stop refused (the data's problem,
+  // not the config's; thread_main says which). Pipeline thread only.
+  bool stopped_by_policy_ = false;
   Stats stats_;
   std::chrono::steady_clock::time_point started_{};
   std::atomic<int64_t> elapsed_ms_{-1};

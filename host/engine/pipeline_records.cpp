@@ -52,14 +52,24 @@ struct EmitCtx {
   std::vector<ex_record>* out;
   Task* task;
   const std::string* stage;
-  // The first index out of the batch that keep() or reject() was given: the SDK's
-  // void calls drop the error code, so the host fails the batch itself (a record
-  // silently lost otherwise).
-  std::string bad_index;
+  std::string bad_index;  // note_bad_index()
 };
 const ex_record& at(const ex_batch* b, size_t i) {
   return *reinterpret_cast<const ex_record*>(reinterpret_cast<const char*>(b->records) +
                                              i * b->record_size);
+}
+
+// keep()/reject() of an index past the batch, by a transform or a sink: the first one is
+// kept (`first`) and the call refused; the SDK's void calls drop that code, so
+// past_the_batch() then fails the call instead (a record silently lost otherwise).
+int32_t note_bad_index(std::string& first, const char* call, size_t idx, size_t count) {
+  if (first.empty()) first = fmt::format("{}({}) on a batch of {} record(s)", call, idx, count);
+  return EX_ERR_FATAL;
+}
+Outcome past_the_batch(const std::string& first) {
+  return Outcome::make(EX_ERR_FATAL, fmt::format("a record index out of the batch ({}): the "
+                                                 "plugin's bug; the round is not committed",
+                                                 first));
 }
 }  // namespace
 
@@ -85,11 +95,7 @@ void Pipeline::run_task(Task& task, const ex_batch* batch) {
     ex_emitter em{sizeof(ex_emitter), reinterpret_cast<ex_emitter_ctx>(&ctx),
                   [](ex_emitter_ctx c, size_t idx) -> int32_t {
                     auto* x = reinterpret_cast<EmitCtx*>(c);
-                    if (idx >= x->in->count) {
-                      if (x->bad_index.empty())
-                        x->bad_index = fmt::format("keep({}) on a batch of {} record(s)", idx, x->in->count);
-                      return EX_ERR_FATAL;
-                    }
+                    if (idx >= x->in->count) return note_bad_index(x->bad_index, "keep", idx, x->in->count);
                     x->out->push_back(at(x->in, idx));
                     return EX_OK;
                   },
@@ -100,21 +106,14 @@ void Pipeline::run_task(Task& task, const ex_batch* batch) {
                   },
                   [](ex_emitter_ctx c, size_t idx, const char* m, size_t n) -> int32_t {
                     auto* x = reinterpret_cast<EmitCtx*>(c);
-                    if (idx >= x->in->count) {
-                      if (x->bad_index.empty())
-                        x->bad_index = fmt::format("reject({}) on a batch of {} record(s)", idx, x->in->count);
-                      return EX_ERR_FATAL;
-                    }
+                    if (idx >= x->in->count) return note_bad_index(x->bad_index, "reject", idx, x->in->count);
                     x->task->rejects.push_back(
                         TaskReject{*x->stage, x->task->arena.copy(at(x->in, idx)), std::string(m, n)});
                     return EX_OK;
                   }};
     if (cur->count > 0) set_next_call_origin(batch_origin(cur));
     Outcome o = t->process(cur, &em);
-    if (o.ok() && !ctx.bad_index.empty())
-      o = Outcome::make(EX_ERR_FATAL, fmt::format("a record index out of the batch ({}): the "
-                                                  "plugin's bug; the round is not committed",
-                                                  ctx.bad_index));
+    if (o.ok() && !ctx.bad_index.empty()) o = past_the_batch(ctx.bad_index);
     if (!o.ok()) {
       // An error on a config key names its place in the file, as create()'s does.
       o.message = o.key.empty() ? fmt::format("{}: {}", stage, o.message) : t->describe_call_error("process", o);
@@ -222,17 +221,13 @@ Outcome Pipeline::process_batch(Instance& in, const ex_batch* batch) {
     const ex_batch* batch;
     std::string stage;
     size_t* count;
-    std::string bad_index;  // as EmitCtx's: the SDK's void reject() drops the error code
+    std::string bad_index;  // note_bad_index()
   } sctx{this, &in, cur, in.sink->id(), &sink_rejects, {}};
   ex_record_errors errs{sizeof(ex_record_errors), reinterpret_cast<ex_record_errors_ctx>(&sctx),
                         [](ex_record_errors_ctx c, size_t idx, const char* m, size_t n) -> int32_t {
                           auto* x = reinterpret_cast<SinkCtx*>(c);
-                          if (idx >= x->batch->count) {
-                            if (x->bad_index.empty())
-                              x->bad_index = fmt::format("reject({}) on a batch of {} record(s)", idx,
-                                                         x->batch->count);
-                            return EX_ERR_FATAL;
-                          }
+                          if (idx >= x->batch->count)
+                            return note_bad_index(x->bad_index, "reject", idx, x->batch->count);
                           ++*x->count;
                           x->p->handle_reject(*x->in, x->stage, at(x->batch, idx), std::string(m, n));
                           return EX_OK;
@@ -243,10 +238,7 @@ Outcome Pipeline::process_batch(Instance& in, const ex_batch* batch) {
     Outcome o = in.sink->write(cur, &errs);
     // A record the sink says it refused but cannot be named was neither written nor sent
     // to the error policy: the round must not commit past it.
-    if (o.ok() && !sctx.bad_index.empty())
-      o = Outcome::make(EX_ERR_FATAL, fmt::format("a record index out of the batch ({}): the "
-                                                  "plugin's bug; the round is not committed",
-                                                  sctx.bad_index));
+    if (o.ok() && !sctx.bad_index.empty()) o = past_the_batch(sctx.bad_index);
     if (!o.ok()) {
       o.message = o.key.empty() ? fmt::format("{}: {}", in.sink->id(), o.message)
                                 : in.sink->describe_call_error("write", o);

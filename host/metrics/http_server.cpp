@@ -62,9 +62,8 @@ bool HttpServer::start(const std::string& listen, std::string* why) {
   mg_init_data init{};
   init.callbacks = &cb;
   init.configuration_options = options;
-  // civetweb's own reason (the OS error of bind, an address it cannot parse), so that an
-  // operator reads "Address already in use" or "Cannot assign requested address" instead
-  // of a guess.
+  // The reason an operator needs ("cannot bind to ...: 98 (Address already in use)") comes
+  // through log_message; the error text is civetweb's summary, used only without it.
   char text[256] = {0};
   unsigned code = 0;
   mg_error_data error{&code, text, sizeof(text)};

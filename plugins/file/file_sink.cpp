@@ -24,12 +24,26 @@ FileIdentity identity_of(const struct stat& sb) {
   return FileIdentity{static_cast<uint64_t>(sb.st_dev), static_cast<uint64_t>(sb.st_ino)};
 }
 
-Status in_use(const std::string& path) {
-  return Status::error(EX_ERR_CONFIG,
-                       path + " is in use by another file sink (another pipeline or "
-                              "dead-letter sink, or another exactly process): two sinks "
-                              "on one file would overwrite each other's records and commits",
-                       "path");
+// Opens (creating) `path` for the sink, locked. One sink per file: two (two pipelines, a
+// dead-letter sink on the main sink's path, two hosts) interleaved their records and
+// replaced each other's commit records, and each resumed from the other's positions. The
+// lock goes with the descriptor, so a sink that dies, or is rebuilt, lets go of it.
+Status open_locked(const std::string& path, int& out) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::error(EX_ERR_CONFIG, errno_text("cannot open", path), "path");
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int e = errno;
+    ::close(fd);
+    if (e == EWOULDBLOCK)
+      return Status::error(EX_ERR_CONFIG,
+                           path + " is in use by another file sink (another pipeline or "
+                                  "dead-letter sink, or another exactly process): two sinks "
+                                  "on one file would overwrite each other's records and commits",
+                           "path");
+    return Status::fatal("cannot lock " + path + ": " + std::strerror(e));
+  }
+  out = fd;
+  return Status::ok();
 }
 }  // namespace
 
@@ -56,21 +70,10 @@ Status FileSink::open(std::optional<sdk::Checkpoint>& stored) {
     fd_ = -1;
   }
   buffer_.clear();
-  fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd_ < 0) return Status::error(EX_ERR_CONFIG, errno_text("cannot open", path_), "path");
-  // One sink per file: two (two pipelines, a dead-letter sink on the main sink's path,
-  // two hosts) interleaved their records and replaced each other's commit records, and
-  // each resumed from the other's positions. The lock goes with the descriptor, so a
-  // sink that dies, or is rebuilt, lets go of it.
-  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-    const int e = errno;
-    ::close(fd_);
-    fd_ = -1;
-    if (e == EWOULDBLOCK) return in_use(path_);
-    return Status::fatal("cannot lock " + path_ + ": " + std::strerror(e));
-  }
+  Status st = open_locked(path_, fd_);
+  if (!st) return st;
   std::optional<std::string> text;
-  Status st = read_whole(commit_path_, text);
+  st = read_whole(commit_path_, text);
   if (!st) return st;
 
   CommitRecord rec;
@@ -143,14 +146,9 @@ Status FileSink::follow_rotation() {
   // Renamed away or removed: the committed rounds stay in the old file, and output goes on
   // in a new one at `path`. The commit record names the new file before anything is
   // written to it, so a crash from here on cuts back to where this file started.
-  int fd = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::error(EX_ERR_CONFIG, errno_text("cannot open", path_), "path");
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    const int e = errno;
-    ::close(fd);
-    if (e == EWOULDBLOCK) return in_use(path_);
-    return Status::fatal("cannot lock " + path_ + ": " + std::strerror(e));
-  }
+  int fd = -1;
+  Status st = open_locked(path_, fd);
+  if (!st) return st;
   struct stat sb {};
   if (::fstat(fd, &sb) != 0) {
     ::close(fd);
@@ -160,7 +158,7 @@ Status FileSink::follow_rotation() {
   rec.length = static_cast<uint64_t>(sb.st_size);
   rec.positions = positions_;
   rec.file = identity_of(sb);
-  Status st = sdk::replace_file_atomically(commit_path_, rec.encode(), fsync_);
+  st = sdk::replace_file_atomically(commit_path_, rec.encode(), fsync_);
   if (!st || ::lseek(fd, static_cast<off_t>(rec.length), SEEK_SET) < 0) {
     ::close(fd);
     return st ? Status::fatal(errno_text("cannot seek", path_)) : st;

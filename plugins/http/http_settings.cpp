@@ -87,7 +87,6 @@ void read_classes(const sdk::Config& c, Settings& s, const ClassSettings& base) 
   }
 }
 
-
 // Empty when libcurl parses `url`; else libcurl's reason.
 std::string curl_url_problem(const std::string& url) {
   CURLU* h = curl_url();

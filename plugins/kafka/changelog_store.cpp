@@ -58,20 +58,6 @@ rd_kafka_resp_err_t first_topic_error(const rd_kafka_topic_result_t** res, size_
   return RD_KAFKA_RESP_ERR_NO_ERROR;
 }
 
-// Asks the cluster for `topic`'s metadata on `rk`, which updates librdkafka's cache of it.
-// A reader handle learns of partitions added to a changelog (grown with its input, by this
-// host or another) only at its next periodic refresh (topic.metadata.refresh.interval.ms,
-// 5 minutes by default): until then each of them is "Local: Unknown partition", and a
-// restore of one waited out its whole timeout, failed, and stalled the partition.
-void refresh_metadata(rd_kafka_t* rk, const std::string& topic) {
-  rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk, topic.c_str(), nullptr);
-  if (rkt == nullptr) return;
-  const rd_kafka_metadata_t* md = nullptr;
-  if (rd_kafka_metadata(rk, 0, rkt, &md, 5000) == RD_KAFKA_RESP_ERR_NO_ERROR && md != nullptr)
-    rd_kafka_metadata_destroy(md);
-  rd_kafka_topic_destroy(rkt);
-}
-
 // Segments roll at this size so compaction (which never touches the active segment)
 // keeps the changelog near the store's retained claims.
 constexpr const char* kSegmentBytes = "67108864";
@@ -107,11 +93,7 @@ void ChangelogStore::give_back(rd_kafka_t* rk) {
 void ChangelogStore::reader_log(const rd_kafka_t* rk, int level, const char* fac, const char* buf) {
   auto* self = static_cast<ChangelogStore*>(rd_kafka_opaque(rk));
   if (self == nullptr) return;
-  // syslog levels, as the sink's own client maps them (rdkafka_common.cpp).
-  const ex_log_level l = level <= 3 ? EX_LOG_ERROR : level == 4 ? EX_LOG_WARN
-                                                 : level <= 6 ? EX_LOG_INFO
-                                                              : EX_LOG_DEBUG;
-  self->host_.log(l, std::string("librdkafka changelog reader ") + fac + ": " + buf);
+  self->host_.log(host_log_level(level), std::string("librdkafka changelog reader ") + fac + ": " + buf);
 }
 
 rd_kafka_t* ChangelogStore::reader(std::string& error) {
@@ -374,7 +356,9 @@ sdk::Status ChangelogStore::open(const std::string& topic, const sdk::Partition&
   while (now_ms() < deadline) {
     err = rd_kafka_query_watermark_offsets(rk, topic.c_str(), part.number, &lo, &hi, 5000);
     if (err == RD_KAFKA_RESP_ERR_NO_ERROR) break;
-    if (err == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION) refresh_metadata(rk, topic);
+    // A reader learns of partitions added to a changelog (grown with its input, by this host
+    // or another) only from fresh metadata: without it a restore waited out its timeout.
+    if (err == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION) refresh_metadata(rk, topic, 5000);
     rd_kafka_poll(rk, 100);
   }
   if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
@@ -394,7 +378,7 @@ sdk::Status ChangelogStore::read(const std::string& topic, const sdk::Partition&
   if (rk == nullptr) return sdk::Status::fatal("kafka sink: changelog reader: " + error);
   // This reader may be another handle than the one open() asked with: one that has not
   // seen a grown changelog's new partitions would never fetch them.
-  refresh_metadata(rk, topic);
+  refresh_metadata(rk, topic, 5000);
   TplPtr list(rd_kafka_topic_partition_list_new(1));
   rd_kafka_topic_partition_list_add(list.get(), topic.c_str(), part.number)->offset = from;
   rd_kafka_resp_err_t err = rd_kafka_assign(rk, list.get());

@@ -79,13 +79,7 @@ void KafkaSource::restart_fetch(PartState& p, int64_t at, int64_t waiting) {
   host_.counter("kafka_source_fetch_restarts_total", 1, labels.c_str());
   // A partition whose leader librdkafka lost track of is not fetched from anywhere; a
   // metadata answer for the topic updates its leaders.
-  rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk_, p.topic.c_str(), nullptr);
-  if (rkt != nullptr) {
-    const rd_kafka_metadata_t* md = nullptr;
-    if (rd_kafka_metadata(rk_, 0, rkt, &md, 2000) == RD_KAFKA_RESP_ERR_NO_ERROR && md != nullptr)
-      rd_kafka_metadata_destroy(md);
-    rd_kafka_topic_destroy(rkt);
-  }
+  refresh_metadata(rk_, p.topic, 2000);
   // A partition this source fetches but librdkafka still holds paused (see seek_all)
   // moves again only once resumed; resuming one that is not paused does nothing.
   if (!wants_pause(p, paused_)) {

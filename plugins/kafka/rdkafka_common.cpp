@@ -29,11 +29,22 @@ std::string ClientContext::fatal_reason(rd_kafka_t* rk) const {
 void ClientContext::log_cb(const rd_kafka_t* rk, int level, const char* fac, const char* buf) {
   auto* self = static_cast<ClientContext*>(rd_kafka_opaque(rk));
   if (self == nullptr) return;
-  // syslog levels: 0-3 error, 4 warning, 5-6 notice/info, 7 debug.
-  ex_log_level l = level <= 3 ? EX_LOG_ERROR : level == 4 ? EX_LOG_WARN
-                                           : level <= 6 ? EX_LOG_INFO
-                                                        : EX_LOG_DEBUG;
-  self->host_.log(l, std::string("librdkafka ") + fac + ": " + buf);
+  self->host_.log(host_log_level(level), std::string("librdkafka ") + fac + ": " + buf);
+}
+
+ex_log_level host_log_level(int syslog_level) {
+  return syslog_level <= 3 ? EX_LOG_ERROR : syslog_level == 4 ? EX_LOG_WARN
+                                        : syslog_level <= 6 ? EX_LOG_INFO
+                                                            : EX_LOG_DEBUG;
+}
+
+void refresh_metadata(rd_kafka_t* rk, const std::string& topic, int timeout_ms) {
+  rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk, topic.c_str(), nullptr);
+  if (rkt == nullptr) return;
+  const rd_kafka_metadata_t* md = nullptr;
+  if (rd_kafka_metadata(rk, 0, rkt, &md, timeout_ms) == RD_KAFKA_RESP_ERR_NO_ERROR && md != nullptr)
+    rd_kafka_metadata_destroy(md);
+  rd_kafka_topic_destroy(rkt);
 }
 
 void ClientContext::error_cb(rd_kafka_t* rk, int err, const char* reason, void* opaque) {

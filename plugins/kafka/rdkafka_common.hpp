@@ -108,6 +108,16 @@ sdk::Status check_cluster(rd_kafka_t* rk, const std::string& servers, int64_t ti
 // as a changelog reader, needs to reach the same cluster.
 std::map<std::string, std::string> connection_settings(const std::map<std::string, std::string>& user);
 
+// librdkafka's syslog level (0-3 error, 4 warning, 5-6 notice/info, 7 debug) as the
+// host's, for every handle whose log goes to the host.
+ex_log_level host_log_level(int syslog_level);
+
+// Asks the cluster for `topic`'s metadata on `rk` (at most `timeout_ms`), which updates
+// librdkafka's cache of it: its partitions' leaders, and partitions added since. A handle
+// otherwise learns of them only at its next periodic refresh
+// (topic.metadata.refresh.interval.ms, 5 minutes by default).
+void refresh_metadata(rd_kafka_t* rk, const std::string& topic, int timeout_ms);
+
 // "<topic>-<partition>", the stable partition name the host keys state by.
 std::string partition_name(const std::string& topic, int32_t partition);
 
