@@ -201,10 +201,15 @@ int cmd_run(const RunOptions& opts) {
   // Tearing down (consumers leaving their groups, plugins closing) can take seconds; the
   // stop-signal thread holds it to shutdown.timeout, and a second signal exits at once.
   stop.closing();
+  plugin::keep_libraries_loaded();
   sup.join_all();
   std::fprintf(stdout, "\n%s", secrets::scrub(engine::render_summary(sup.all())).c_str());
-  std::fflush(stdout);
-  return sup.any_failed() ? 1 : 0;
+  // Everything is closed: pipelines joined, plugins destroyed, output committed. The
+  // process ends here, without exit-time destructors: a thread a plugin did not stop may
+  // still run in a library that those would finalize under it.
+  const int code = sup.any_failed() ? 1 : 0;
+  std::fflush(nullptr);
+  std::_Exit(code);
 }
 
 }  // namespace exactly::cli

@@ -4,7 +4,9 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 namespace exactly::engine {
 
@@ -35,6 +37,22 @@ Component::Component(const config::ComponentSpec& spec, std::unique_ptr<HostBind
   crash_label_ = fmt::format("pipeline '{}', stage '{}' ({})", binding_->pipeline,
                              binding_->component_id, library_ ? library_->path : std::string("?"));
   site_ = CallSite{&binding_->pipeline, &binding_->component_id, &crash_label_};
+  binding_->library_path = library_ ? library_->path : std::string("?");
+  if (library_) binding_->library_late_calls = library_->late_calls;
+}
+
+Component::~Component() {
+  if (!binding_) return;
+  binding_->retire();
+  if (library_) library_->keep_until_unloaded(std::shared_ptr<HostBinding>(std::move(binding_)));
+}
+
+void HostBinding::retire() {
+  retired.store(true);
+  // Bounded: a leaked thread stuck inside a host call must not hang a reload or a stop.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (calls.load() != 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
 std::string Component::describe_create_error(const Outcome& o) const {

@@ -8,6 +8,7 @@
 #include "engine/plugin_call.hpp"
 #include "plugin/loader.hpp"
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,19 +38,42 @@ class AbiConfig {
   ex_config cfg_{};
 };
 
+// What a plugin's ex_host_api points at. It outlives the component: a thread the plugin
+// did not stop in destroy() may still call the host through it (it breaks the ABI's
+// lifetime rule, but must not crash the host or reach the pipeline's next instance), so a
+// retired binding is kept by its library (plugin::Library::keep_until_unloaded) and
+// answers such calls without touching the pipeline.
 struct HostBinding {
   ex_host_api api{};
   void* owner = nullptr;  // the Pipeline; api.ctx points at this binding
   std::string pipeline;
   std::string component_id;
+  std::string library_path;
+  std::shared_ptr<std::atomic<bool>> library_late_calls;  // plugin::Library::late_calls
+  std::atomic<bool> retired{false};
+  std::atomic<int32_t> calls{0};       // host calls running on this binding
+  std::atomic<int64_t> late_lines{0};  // log lines after retirement
   ex_host_ctx ctx() { return reinterpret_cast<ex_host_ctx>(this); }
   static HostBinding* of(ex_host_ctx ctx) { return reinterpret_cast<HostBinding*>(ctx); }
+  // Sequentially consistent on both sides: either a call sees `retired`, or retire()
+  // sees the call and waits for it to leave.
+  bool enter() {
+    calls.fetch_add(1);
+    if (!retired.load()) return true;
+    if (library_late_calls) library_late_calls->store(true);
+    return false;
+  }
+  void leave() { calls.fetch_sub(1); }
+  // After the plugin's destroy(): later calls get a refusal; calls already running (a
+  // leaked thread inside a metric call, say) are waited for, up to a bound.
+  void retire();
 };
 
 class Component {
  public:
   Component(const config::ComponentSpec& spec, std::unique_ptr<HostBinding> binding);
-  virtual ~Component() = default;
+  // Runs after the derived destructors called the plugin's destroy(): retires the binding.
+  virtual ~Component();
   Component(const Component&) = delete;
   Component& operator=(const Component&) = delete;
   const config::ComponentSpec& spec() const { return spec_; }

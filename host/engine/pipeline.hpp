@@ -40,6 +40,9 @@ struct Stats {
 };
 
 struct Task;  // one share of the partitions with its own transform instances
+namespace pipeline_detail {
+class HostCall;  // a plugin's call on the host (pipeline_instance.hpp)
+}
 
 class Pipeline {
  public:
@@ -105,7 +108,7 @@ class Pipeline {
   static int32_t cb_stopping(ex_host_ctx ctx);
   static int32_t cb_assigned(ex_host_ctx ctx, const ex_partition* p, size_t n, ex_error* err);
   static int32_t cb_revoked(ex_host_ctx ctx, const ex_partition* p, size_t n, ex_error* err);
-  static Sink* state_sink(ex_host_ctx ctx);
+  static Sink* state_sink(const pipeline_detail::HostCall& call);
   static int32_t cb_state_supported(ex_host_ctx ctx);
   static int32_t cb_state_open(ex_host_ctx ctx, ex_bytes store, const ex_partition* part,
                                ex_state_info* info, ex_error* err);

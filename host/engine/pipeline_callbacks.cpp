@@ -39,17 +39,55 @@ std::unique_ptr<HostBinding> Pipeline::binding(const std::string& component_id) 
 }
 
 
+namespace {
+// A plugin line longer than this is cut (saying by how much): one runaway message (a
+// whole batch dumped into a log call) must not fill the log or the disk under it.
+constexpr size_t kMaxPluginLine = 16 * 1024;
+// Lines a retired component may still log (a thread it did not stop) before the rest
+// are dropped.
+constexpr int64_t kLateLines = 100;
+}  // namespace
+
+// Needs nothing of the pipeline: the binding carries its names, so a late line is still
+// attributed to its pipeline, stage and library.
 void Pipeline::cb_log(ex_host_ctx ctx, int32_t level, const char* msg, size_t len) {
-  auto* p = owner_of(ctx);
-  std::string scope = "pipeline:" + p->spec_.name;
-  log::write(static_cast<log::Level>(std::clamp(level, 0, 3)), scope, std::string_view(msg, len));
+  HostCall call(ctx);
+  const HostBinding& b = call.binding();
+  const std::string scope = "pipeline:" + b.pipeline;
+  const auto lvl = static_cast<log::Level>(std::clamp(level, 0, 3));
+  if (msg == nullptr) len = 0;
+  std::string cut;
+  std::string_view text(msg, len);
+  if (len > kMaxPluginLine) {
+    cut = fmt::format("{} [... {} more bytes cut by the host]", text.substr(0, kMaxPluginLine),
+                      len - kMaxPluginLine);
+    text = cut;
+  }
+  if (call.owner() != nullptr) return log::write(lvl, scope, text);
+  const int64_t n = const_cast<HostBinding&>(b).late_lines.fetch_add(1);
+  if (n == 0)
+    log::warn(scope, "stage '{}' ({}) still logs after its destroy(): a thread it started "
+              "outlives its instance, against the ABI's lifetime rule; its lines are marked "
+              "'after destroy', the first {} kept", b.component_id, b.library_path, kLateLines);
+  if (n < kLateLines)
+    log::write(lvl, scope, fmt::format("[{} after destroy] {}", b.component_id, text));
+  else if (n == kLateLines)
+    log::warn(scope, "stage '{}' ({}): further lines after its destroy() are dropped",
+              b.component_id, b.library_path);
 }
 
-int32_t Pipeline::cb_stopping(ex_host_ctx ctx) { return owner_of(ctx)->stop_.load() ? 1 : 0; }
+// A retired component is told to stop: the host is done with it.
+int32_t Pipeline::cb_stopping(ex_host_ctx ctx) {
+  HostCall call(ctx);
+  Pipeline* p = call.owner();
+  return p == nullptr || p->stop_.load() ? 1 : 0;
+}
 
 void Pipeline::cb_metric(ex_host_ctx ctx, int32_t kind, const char* name, const char* labels, double v) {
-  auto* p = owner_of(ctx);
-  if (name == nullptr) return;
+  HostCall call(ctx);
+  Pipeline* p = call.owner();
+  // A retired component's series would outlive it (or reappear after a reload removed it).
+  if (p == nullptr || name == nullptr) return;
   const std::string& stage = HostBinding::of(ctx)->component_id;
   // A name or label that Prometheus refuses would make a scraper drop the whole page,
   // every other series with it: such a series is dropped instead, said once.
@@ -83,8 +121,21 @@ void Pipeline::cb_metric(ex_host_ctx ctx, int32_t kind, const char* name, const 
     metrics::global().set(name, l, v);
 }
 
+namespace {
+int32_t retired_call(ex_error* err, const HostCall& call, const char* what) {
+  if (err != nullptr) {
+    err->code = EX_ERR_FATAL;
+    std::snprintf(err->message, sizeof(err->message), "%s after stage '%s' was destroyed", what,
+                  call.binding().component_id.c_str());
+  }
+  return EX_ERR_FATAL;
+}
+}  // namespace
+
 int32_t Pipeline::cb_assigned(ex_host_ctx ctx, const ex_partition* parts, size_t n, ex_error* err) {
-  auto* p = owner_of(ctx);
+  HostCall call(ctx);
+  Pipeline* p = call.owner();
+  if (p == nullptr) return retired_call(err, call, "partitions_assigned");
   Instance* in = p->current_;
   if (in == nullptr) return EX_OK;
   std::vector<ex_partition> copy(parts, parts + n);
@@ -125,7 +176,9 @@ int32_t Pipeline::cb_assigned(ex_host_ctx ctx, const ex_partition* parts, size_t
 }
 
 int32_t Pipeline::cb_revoked(ex_host_ctx ctx, const ex_partition* parts, size_t n, ex_error* err) {
-  auto* p = owner_of(ctx);
+  HostCall call(ctx);
+  Pipeline* p = call.owner();
+  if (p == nullptr) return retired_call(err, call, "partitions_revoked");
   Instance* in = p->current_;
   if (in == nullptr) return EX_OK;
   std::string scope = "pipeline:" + p->spec_.name;
@@ -181,9 +234,11 @@ int32_t state_error(ex_error* err, const Outcome& o) {
 }
 }  // namespace
 
-// The sink of the running instance, or nullptr (then the call fails as FATAL).
-Sink* Pipeline::state_sink(ex_host_ctx ctx) {
-  Instance* in = owner_of(ctx)->current_;
+// The sink of the running instance, or nullptr (then the call fails as FATAL): none for a
+// retired component, whose instance is gone.
+Sink* Pipeline::state_sink(const HostCall& call) {
+  Pipeline* p = call.owner();
+  Instance* in = p != nullptr ? p->current_.load() : nullptr;
   return in != nullptr ? in->sink.get() : nullptr;
 }
 namespace {
@@ -191,31 +246,38 @@ const Outcome kNoSink = Outcome::make(EX_ERR_FATAL, "no sink to keep state");
 }
 
 int32_t Pipeline::cb_state_supported(ex_host_ctx ctx) {
-  Sink* s = state_sink(ctx);
+  HostCall call(ctx);
+  Sink* s = state_sink(call);
   return s != nullptr && s->has_state() ? 1 : 0;
 }
 int32_t Pipeline::cb_state_open(ex_host_ctx ctx, ex_bytes store, const ex_partition* part,
                                 ex_state_info* info, ex_error* err) {
-  Sink* s = state_sink(ctx);
+  HostCall call(ctx);
+  Sink* s = state_sink(call);
   return state_error(err, s ? s->state_open(store, part, info) : kNoSink);
 }
 int32_t Pipeline::cb_state_read(ex_host_ctx ctx, ex_bytes store, const ex_partition* part, int64_t from,
                                 ex_state_record_fn fn, ex_state_read_ctx fn_ctx, ex_error* err) {
-  Sink* s = state_sink(ctx);
+  HostCall call(ctx);
+  Sink* s = state_sink(call);
   return state_error(err, s ? s->state_read(store, part, from, fn, fn_ctx) : kNoSink);
 }
 int32_t Pipeline::cb_state_write(ex_host_ctx ctx, ex_bytes store, const ex_partition* part, ex_bytes key,
                                  ex_bytes value, ex_error* err) {
-  Sink* s = state_sink(ctx);
+  HostCall call(ctx);
+  Sink* s = state_sink(call);
   return state_error(err, s ? s->state_write(store, part, key, value) : kNoSink);
 }
 int64_t Pipeline::cb_state_position(ex_host_ctx ctx, ex_bytes store, const ex_partition* part) {
-  Sink* s = state_sink(ctx);
+  HostCall call(ctx);
+  Sink* s = state_sink(call);
   return s ? s->state_position(store, part) : -1;
 }
 
-int32_t Pipeline::cb_standby(ex_host_ctx ctx, const ex_partition* parts, size_t n, ex_error*) {
-  auto* p = owner_of(ctx);
+int32_t Pipeline::cb_standby(ex_host_ctx ctx, const ex_partition* parts, size_t n, ex_error* err) {
+  HostCall call(ctx);
+  Pipeline* p = call.owner();
+  if (p == nullptr) return retired_call(err, call, "standby");
   Instance* in = p->current_;
   if (in == nullptr) return EX_OK;
   in->standby.replace(parts, n);
@@ -223,7 +285,9 @@ int32_t Pipeline::cb_standby(ex_host_ctx ctx, const ex_partition* parts, size_t 
 }
 
 int32_t Pipeline::cb_hold(ex_host_ctx ctx, const ex_partition* part, ex_error* err) {
-  auto* p = owner_of(ctx);
+  HostCall call(ctx);
+  Pipeline* p = call.owner();
+  if (p == nullptr) return retired_call(err, call, "hold");
   Instance* in = p->current_;
   auto refuse = [&](const std::string& why) {
     if (err) {
@@ -248,7 +312,9 @@ int32_t Pipeline::cb_hold(ex_host_ctx ctx, const ex_partition* part, ex_error* e
 }
 
 void Pipeline::cb_release(ex_host_ctx ctx, const ex_partition* part) {
-  if (part != nullptr) owner_of(ctx)->held_.release(part->id);
+  HostCall call(ctx);
+  Pipeline* p = call.owner();
+  if (p != nullptr && part != nullptr) p->held_.release(part->id);
 }
 
 // After a poll: pauses asked for by holds, resumes of released partitions, and the

@@ -41,9 +41,22 @@ inline double age_seconds(int64_t timestamp_ms) {
   const int64_t now_ms = wall_ms();
   return now_ms > timestamp_ms ? static_cast<double>(now_ms - timestamp_ms) / 1000.0 : 0.0;
 }
-inline Pipeline* owner_of(ex_host_ctx ctx) {
-  return static_cast<Pipeline*>(HostBinding::of(ctx)->owner);
-}
+// A plugin's call on the host, counted while it runs (HostBinding::retire waits for it).
+// owner() is nullptr once the component is retired: the call must then touch nothing of
+// the pipeline, whose next instance (or the pipeline itself) may be all that is left.
+class HostCall {
+ public:
+  explicit HostCall(ex_host_ctx ctx) : b_(HostBinding::of(ctx)), live_(b_->enter()) {}
+  ~HostCall() { b_->leave(); }
+  HostCall(const HostCall&) = delete;
+  HostCall& operator=(const HostCall&) = delete;
+  Pipeline* owner() const { return live_ ? static_cast<Pipeline*>(b_->owner) : nullptr; }
+  HostBinding& binding() const { return *b_; }
+
+ private:
+  HostBinding* b_;
+  bool live_;
+};
 }  // namespace pipeline_detail
 using namespace pipeline_detail;
 

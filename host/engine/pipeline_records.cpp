@@ -91,7 +91,7 @@ void Pipeline::run_task(Task& task, const ex_batch* batch) {
     out.clear();
     out.reserve(cur->count);
     const std::string stage = t->id();
-    EmitCtx ctx{cur, &out, &task, &stage};
+    EmitCtx ctx{cur, &out, &task, &stage, {}};
     ex_emitter em{sizeof(ex_emitter), reinterpret_cast<ex_emitter_ctx>(&ctx),
                   [](ex_emitter_ctx c, size_t idx) -> int32_t {
                     auto* x = reinterpret_cast<EmitCtx*>(c);

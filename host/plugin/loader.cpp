@@ -2,6 +2,7 @@
 #include "plugin/build_facts.hpp"
 #include "plugin/trust.hpp"
 #include "config/units.hpp"
+#include "util/log.hpp"
 
 #include <boost/dll/runtime_symbol_info.hpp>
 #include <algorithm>
@@ -176,6 +177,31 @@ bool read_component(const ex_component& c, Component* out, std::string* why) {
 }
 
 }  // namespace
+
+namespace {
+std::atomic<bool> g_keep_loaded{false};
+}
+
+void keep_libraries_loaded() { g_keep_loaded.store(true); }
+
+Library::~Library() {
+  const bool late = late_calls->load();
+  if (!late && !g_keep_loaded.load()) return;  // the members unload it as usual
+  if (late)
+    log::warn("plugins", "{} stays loaded: its code called the host after the objects it "
+              "made were destroyed (a thread a plugin did not stop); unloading it would crash "
+              "the host", path);
+  // Leaked on purpose: unmapping the code, or freeing the host objects it points at,
+  // would crash a thread still running in it.
+  new boost::dll::shared_library(std::move(handle));
+  new std::deque<std::shared_ptr<void>>(std::move(kept_));
+}
+
+void Library::keep_until_unloaded(std::shared_ptr<void> object) {
+  std::lock_guard<std::mutex> g(kept_mu_);
+  kept_.push_back(std::move(object));
+  if (kept_.size() > kKept) kept_.pop_front();
+}
 
 std::shared_ptr<Library> Registry::load(const std::string& path, std::string* why_out) {
   std::string why;

@@ -6,8 +6,11 @@
 #include <exactly/plugin_abi.h>
 
 #include <boost/dll/shared_library.hpp>
+#include <atomic>
+#include <deque>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -47,7 +50,30 @@ class Library {
   uint32_t abi_version = 0;
   std::vector<Component> components;
   boost::dll::shared_library handle;  // unloaded when the last shared_ptr goes
+
+  // Host objects that code of this library may still point at after the host is done with
+  // them (a thread a plugin did not stop): freed with the library, once none of its code
+  // can run. At most kKept, the oldest freed first, so that a pipeline restarting for days
+  // does not grow without bound.
+  static constexpr size_t kKept = 1024;
+  void keep_until_unloaded(std::shared_ptr<void> object);
+  // Set by a host object above when code of this library called it after the host was
+  // done with it: the library is then never unloaded (see ~Library).
+  const std::shared_ptr<std::atomic<bool>> late_calls = std::make_shared<std::atomic<bool>>(false);
+
+  Library() = default;
+  Library(const Library&) = delete;
+  Library& operator=(const Library&) = delete;
+  ~Library();
+
+ private:
+  std::mutex kept_mu_;
+  std::deque<std::shared_ptr<void>> kept_;
 };
+
+// From here on no library is unloaded (the host is exiting: a thread a plugin did not
+// stop may still run its code).
+void keep_libraries_loaded();
 
 struct LoadFailure {
   std::string path;
