@@ -6,6 +6,7 @@
 #include "engine/plugin_call.hpp"
 #include "engine/stage_watchdog.hpp"
 #include "engine/supervisor.hpp"
+#include "engine/unexpected_exit.hpp"
 #include "metrics/http_server.hpp"
 #include "metrics/registry.hpp"
 #include "util/log.hpp"
@@ -154,6 +155,8 @@ int cmd_run(const RunOptions& opts) {
                     loaded.spec.shutdown_timeout_ms};
   stop.set_shutdown_timeout(live.shutdown_timeout_ms);
   engine::Supervisor sup;
+  // From here on only _Exit ends the host: an exit() is a plugin's, reported (code 4).
+  engine::install_unexpected_exit_report();
   auto rep = sup.apply(loaded.spec);
   log::info("host", "started {} pipeline(s) from {} file(s){}", rep.added.size(),
             loaded.spec.files.size(), watch ? "; watching them for changes" : "");

@@ -104,6 +104,35 @@ TEST(FailureLogging, ACrashInAPluginCallNamesPipelineStageAndLibrary) { expect_c
 
 TEST(FailureLogging, ACrashOnAPluginThreadNamesTheLibrary) { expect_crash_report(true); }
 
+// A plugin that calls exit() (0 included) no longer ends the host silently with its
+// status: one line names the pipeline, stage and library, and the exit code is 4.
+void expect_exit_report(bool own_thread) {
+  auto dir = temp_dir("exit");
+  const std::string plugins = test_plugins();
+  const fs::path yaml = counter_pipeline(dir, "quitter", "count: 1000, batch.size: 10",
+                                         "[ { plugin: exit-at, config: { at: 500, status: 0, own.thread: " +
+                                             std::string(own_thread ? "true" : "false") + " } } ]");
+  auto r = run(exactly_bin() + " run --no-watch " + yaml.string(), dir);
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  auto at = r.err.find("exactly: exit(0) called");
+  ASSERT_NE(at, std::string::npos) << r.err;
+  std::string line = r.err.substr(at, r.err.find('\n', at) - at);
+  std::printf("%s\n", line.c_str());
+  EXPECT_NE(line.find("called from " + plugins + "/exactly_testkit.so"), std::string::npos) << line;
+  EXPECT_NE(line.find("exit code 4"), std::string::npos) << line;
+  if (own_thread) {
+    EXPECT_NE(line.find("outside any plugin call on this thread"), std::string::npos) << line;
+  } else {
+    EXPECT_NE(line.find("in pipeline 'quitter', stage 'transforms[0]/exit-at' (" + plugins + "/"),
+              std::string::npos) << line;
+    EXPECT_NE(line.find("during process()"), std::string::npos) << line;
+  }
+}
+
+TEST(FailureLogging, AnExitInAPluginCallIsReportedWithCode4) { expect_exit_report(false); }
+
+TEST(FailureLogging, AnExitOnAPluginThreadNamesTheLibrary) { expect_exit_report(true); }
+
 // A record's position is its offset + 1, so a source that hands out the largest int64 as
 // an offset fails the round with a message that names it (instead of a position that
 // wrapped to the smallest one being committed), and the record is never written.
