@@ -252,7 +252,9 @@ Pipeline::RunResult Pipeline::run_instance() {
       ex_batch b{};
       const auto polled_at = Clock::now();
       o = in.source->poll(timeout, &b, &eoi);
-      if (in.callback_failure) {
+      // A stage's failure inside a rebalance the source reported: the stage's, not the source's.
+      const bool stage_failure = in.callback_failure.has_value();
+      if (stage_failure) {
         o = *in.callback_failure;
         in.callback_failure.reset();
       }
@@ -266,7 +268,7 @@ Pipeline::RunResult Pipeline::run_instance() {
           sleep_interruptible(std::chrono::milliseconds(100));
           continue;
         }
-        err = Outcome{o.code, "source: " + o.message, o.key};
+        err = Outcome{o.code, stage_failure ? o.message : "source: " + o.message, o.key};
         break;
       }
       retriable_polls = 0;

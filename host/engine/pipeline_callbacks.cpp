@@ -149,9 +149,12 @@ int32_t Pipeline::cb_assigned(ex_host_ctx ctx, const ex_partition* parts, size_t
   // A stage that cannot take a partition now (a changelog it cannot read yet) is asked
   // again on a fresh assignment: the instance restarts and rejoins. Going on ("retrying")
   // had the source hand out the partition's records to a stage that never accepted it.
-  auto report = [&](const Outcome& o, const std::string& who) {
+  auto report = [&](const Outcome& o, const Component& who) {
     const int32_t code = o.code == EX_ERR_CONFIG ? EX_ERR_CONFIG : EX_ERR_FATAL;
-    std::string msg = fmt::format("{} refused the assignment: {}", who, o.message);
+    // A refusal that names its key is a config error of that stage: said with the key's
+    // file:line:col, as a create() error is.
+    std::string msg = o.key.empty() ? fmt::format("{} refused the assignment: {}", who.id(), o.message)
+                                    : who.describe_call_error("assign", o);
     if (code != EX_ERR_CONFIG) msg += " (the pipeline restarts to be assigned again)";
     in->callback_failure = Outcome{code, msg, o.key};
     if (err) {
@@ -165,12 +168,12 @@ int32_t Pipeline::cb_assigned(ex_host_ctx ctx, const ex_partition* parts, size_t
     if (shares[k].empty()) continue;
     for (auto& t : in->tasks[k].transforms) {
       Outcome o = t->assign(shares[k]);
-      if (!o.ok()) return report(o, t->id());
+      if (!o.ok()) return report(o, *t);
     }
   }
   if (in->sink) {
     Outcome o = in->sink->assign(copy);
-    if (!o.ok()) return report(o, in->sink->id());
+    if (!o.ok()) return report(o, *in->sink);
   }
   return EX_OK;
 }

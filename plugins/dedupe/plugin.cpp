@@ -29,8 +29,10 @@ const ex_config_field kFields[] = {
     field("changelog", EX_CFG_STRING,
           "keep the claims in a changelog written by the sink in the round's commit (for "
           "Kafka: the same transaction as the output and the offsets), so a partition that "
-          "moves to another host is restored there: auto = when the sink can, on = required, "
-          "off = local stores only (a moved partition is refused)",
+          "moves to another host is restored there: auto = when the sink can, on = required "
+          "(behind a sink that keeps none, the first assignment fails the pipeline naming this "
+          "key; validate cannot see the sink), off = local stores only (a moved partition is "
+          "refused)",
           "auto", kChangelog),
     field("changelog.topic", EX_CFG_STRING,
           "the changelog's name (a topic for the kafka sink); default "

@@ -187,6 +187,10 @@ TEST(ValidatePluginChecks, AChangelogBehindASinkThatKeepsNoneFailsTheRunOnce) {
   EXPECT_NE(r.err.find("failed, not restarted (fix the configuration)"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("changelog: on, but the pipeline's sink keeps no state changelogs"),
             std::string::npos) << r.err;
+  // Named by its file, line and key, as a create() error is (not as the source's error).
+  EXPECT_NE(r.err.find((dir / "p.yaml").string() + ":6:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("error: transforms[0] (dedupe) assign: key 'changelog': "), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("source: "), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("restarting in"), std::string::npos) << r.err;
 }
 
