@@ -50,7 +50,9 @@ const std::vector<Field>& pipeline_fields() {
           {"stop", "skip", "dead-letter"}),
       fld("errors.max.consecutive.aborts", EX_CFG_INT, "10",
           "aborted rounds in a row before the pipeline is rebuilt"),
-      fld("restart.backoff.initial", EX_CFG_DURATION, "1s", "first restart delay"),
+      fld("restart.backoff.initial", EX_CFG_DURATION, "1s",
+          "first restart delay; it doubles at each restart, and is back to this once an "
+          "instance committed and ran for restart.backoff.max"),
       fld("restart.backoff.max", EX_CFG_DURATION, "60s", "longest restart delay"),
       // Sub-components: validated separately, listed so unknown-key hints know them.
       fld("source", EX_CFG_MAP, nullptr, "source component"),

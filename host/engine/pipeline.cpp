@@ -345,6 +345,7 @@ void Pipeline::thread_main() {
   metrics::global().set("pipeline_up", labels(), 0);
   for (;;) {
     uint64_t commits_before = stats_.commits.load();
+    const auto instance_started = Clock::now();
     RunResult r = run_instance();
     metrics::global().set("pipeline_up", labels(), 0);
     // Said on stderr too, not only in the summary: create/open failures included.
@@ -366,8 +367,13 @@ void Pipeline::thread_main() {
       state_ = State::failed;
       break;
     }
-    // An instance that made progress earns a fresh backoff.
-    if (stats_.commits.load() > commits_before) backoff = std::chrono::milliseconds(spec_.backoff_initial_ms);
+    // An instance that made progress and lasted earns a fresh backoff. Commits alone are
+    // not enough: behind a source that stores no positions every instance commits the
+    // same records again before the same failure, and the host would loop at the
+    // initial delay, duplicating its output once a second.
+    const auto lasted = Clock::now() - instance_started;
+    if (stats_.commits.load() > commits_before && lasted >= std::chrono::milliseconds(spec_.backoff_max_ms))
+      backoff = std::chrono::milliseconds(spec_.backoff_initial_ms);
     stats_.restarts++;
     metrics::global().add("restarts_total", labels(), 1);
     log::warn(scope, "restarting in {} ms after: {}", backoff.count(), error());
