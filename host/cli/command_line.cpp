@@ -3,6 +3,7 @@
 // that is not one of the allowed ones, a missing value) is refused with the option
 // named and exit code 2 before anything starts.
 #include "cli/commands.hpp"
+#include "config/units.hpp"
 #include "util/log_output.hpp"
 
 #include <exactly/plugin_abi.h>
@@ -89,8 +90,18 @@ int dispatch(int argc, char** argv) {
   flag(run, "--no-watch", no_watch, "do not watch the files for changes; only SIGHUP reloads");
 
   std::vector<std::string> validate_paths;
+  std::string validate_timeout = "60s";
   CLI::App* validate = app.add_subcommand("validate", "check files without running anything");
   validate->add_option("PATH", validate_paths, "YAML file or directory of them");
+  validate->add_option("--stage-timeout", validate_timeout,
+                       "give up (exit 2) on a plugin's validate() that has not returned after this long (default 60s)")
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            auto ms = config::parse_duration_ms(v);
+            return ms && *ms > 0 ? std::string() : v + " is not a positive duration (e.g. 30s, 500ms)";
+          },
+          ""))
+      ->option_text("DURATION");
 
   PluginsOptions plugins_opts;
   CLI::App* plugins = app.add_subcommand("plugins", "list the components on the plugin path with their schemas");
@@ -137,7 +148,7 @@ int dispatch(int argc, char** argv) {
     run_opts.watch = !no_watch;
     return cmd_run(run_opts);
   }
-  if (validate->parsed()) return cmd_validate(validate_paths);
+  if (validate->parsed()) return cmd_validate(validate_paths, *config::parse_duration_ms(validate_timeout));
   if (plugins->parsed()) return cmd_plugins(plugins_opts);
   if (test->parsed()) return cmd_test(test_files);
   print_usage();

@@ -18,7 +18,8 @@ struct PluginsOptions {
 };
 
 int cmd_run(const RunOptions& opts);
-int cmd_validate(const std::vector<std::string>& paths);
+// stage_timeout_ms: how long a plugin's validate() may run before the check gives up.
+int cmd_validate(const std::vector<std::string>& paths, int64_t stage_timeout_ms = 60000);
 int cmd_plugins(const PluginsOptions& opts);
 int cmd_test(const std::vector<std::string>& files);
 void print_usage();

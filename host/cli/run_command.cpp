@@ -122,7 +122,11 @@ int cmd_run(const RunOptions& opts) {
   describe_metrics();
 
   plugin::Registry registry;
+  // Names a plugin validate() that hangs the first load (at the default stage.timeout:
+  // the configured one is not read yet).
+  auto first_load_watchdog = std::make_unique<engine::StageWatchdog>(config::HostSpec{}.stage_timeout_ms);
   auto loaded = config::load(paths, registry);
+  first_load_watchdog.reset();
   if (!loaded.ok()) {
     print_errors(loaded);
     std::fprintf(stderr, "%zu error(s); nothing started\n", loaded.errors.size());

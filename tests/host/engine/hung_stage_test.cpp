@@ -164,3 +164,18 @@ TEST(HungStage, AStageThatGivesUpBecauseTheHostStopsIsNotAFailure) {
   EXPECT_EQ(log.find("ERROR"), std::string::npos) << log;
   EXPECT_EQ(log.find("restarting"), std::string::npos) << log;
 }
+
+// `exactly validate` ran a hung plugin validate() forever: a check in CI never ended.
+TEST(HungStage, ValidateGivesUpOnAHungPluginValidateAfterStageTimeout) {
+  auto dir = temp_dir("hung");
+  write_file(dir / "p.yaml", with_slow_validate(dir, "plugin.path: [" + kPlugins + "]\npipelines:\n"));
+  auto r = run("timeout 60 " + exactly_bin() + " validate --stage-timeout 1s " + (dir / "p.yaml").string(), dir);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("error: a plugin call did not return within 1 s (--stage-timeout):\n"
+                       "pipeline 'checked', stage 'transforms[0]/slow-validate': validate() running for"),
+            std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("valid"), std::string::npos) << r.out;
+  auto bad = run(exactly_bin() + " validate --stage-timeout soon " + (dir / "p.yaml").string(), dir);
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("--stage-timeout: soon is not a positive duration"), std::string::npos) << bad.err;
+}
