@@ -150,6 +150,8 @@ class KafkaSource final : public sdk::Source, public ClientContext {
   // Schedules the next description; true while still settling (a retry is due soon).
   bool retry_describe(const std::string& why);
   void update_standbys(const std::vector<GroupMember>& members);
+  // A topic this source subscribes to (a name in `topics`, or one a `^regex` there matches).
+  bool subscribed(const std::string& topic) const;
   void announce_departures(const std::vector<std::string>& client_ids);
 
   // settings
@@ -212,6 +214,7 @@ class KafkaSource final : public sdk::Source, public ClientContext {
   int describe_retries_ = 0;
   std::string standby_why_;  // last reason the model did not apply (logged on change)
   std::vector<std::pair<std::string, int32_t>> standby_;  // last set given to the host
+  bool standby_planned_ = false;  // the first plan is logged even when it is empty
 
   std::vector<std::string> priority_;  // topics, highest priority first
   std::optional<PriorityPlanner> planner_;

@@ -11,6 +11,8 @@
 
 #include <algorithm>
 
+#include <regex.h>
+
 namespace exactly::kafka {
 
 namespace {
@@ -160,11 +162,37 @@ void KafkaSource::announce_departures(const std::vector<std::string>& client_ids
   members_known_ = true;
 }
 
-void KafkaSource::update_standbys(const std::vector<GroupMember>& members) {
+bool KafkaSource::subscribed(const std::string& topic) const {
+  for (const auto& t : topics_) {
+    if (t.empty() || t[0] != '^') {
+      if (t == topic) return true;
+      continue;
+    }
+    // As librdkafka matches a subscription's pattern: POSIX extended.
+    regex_t re;
+    if (regcomp(&re, t.c_str(), REG_EXTENDED | REG_NOSUB) != 0) continue;
+    const bool match = regexec(&re, topic.c_str(), 0, nullptr, 0) == 0;
+    regfree(&re);
+    if (match) return true;
+  }
+  return false;
+}
+
+void KafkaSource::update_standbys(const std::vector<GroupMember>& all_members) {
   char* self = rd_kafka_memberid(rk_);
   std::string self_id = self ? self : "";
   if (self) rd_kafka_mem_free(rk_, self);
 
+  // This source's topics only: a group.id shared with another pipeline (other topics)
+  // has members and partitions that are not this pipeline's, and warm copies of those
+  // would tail changelogs of input this pipeline never reads.
+  std::vector<GroupMember> members;
+  for (GroupMember m : all_members) {
+    m.owned.erase(std::remove_if(m.owned.begin(), m.owned.end(),
+                                 [&](const TopicPartition& tp) { return !subscribed(tp.first); }),
+                  m.owned.end());
+    if (!m.owned.empty() || m.member_id == self_id) members.push_back(std::move(m));
+  }
   StandbyPlan plan = plan_standbys(members, self_id, standby_replicas_);
   if (!plan.modelled && retry_describe(plan.why)) return;
   if (plan.modelled) {
@@ -172,7 +200,8 @@ void KafkaSource::update_standbys(const std::vector<GroupMember>& members) {
     describe_due_ms_ = now_ms() + kRefreshMs;
   }
   describe_retries_ = 0;
-  if (plan.warm == standby_) return;
+  if (plan.warm == standby_ && standby_planned_) return;
+  standby_planned_ = true;
   standby_ = plan.warm;
   std::vector<sdk::Partition> parts;
   std::string names;

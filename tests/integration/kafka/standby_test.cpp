@@ -150,4 +150,47 @@ TEST(Standby, ASurvivorTakesOverFromItsWarmCopiesWhileInputArrives) {
   if (::testing::Test::HasFailure()) std::printf("%s\n", log_tails(hosts, 6000).c_str());
 }
 
+// Two pipelines (other topics) that share one group.id: each plans its standbys over its
+// own topics only. Before, a member counted the other pipeline's members and partitions
+// as its group's, and kept warm copies of input it never reads.
+TEST(Standby, PipelinesSharingAGroupIdKeepNoCopiesOfEachOthersTopics) {
+  const std::string in_a = unique_name("sbs-a"), out_a = unique_name("sbs-a-out");
+  const std::string in_b = unique_name("sbs-b"), out_b = unique_name("sbs-b-out");
+  const std::string group = unique_name("sbs-g");
+  const fs::path dir = temp_dir("standby-shared");
+  create_in_out_topics(in_a, out_a);
+  create_in_out_topics(in_b, out_b);
+  std::vector<std::unique_ptr<Host>> hosts;
+  const std::pair<std::string, std::string> pairs[] = {{in_a, out_a}, {in_b, out_b}};
+  for (int i = 0; i < 2; ++i) {
+    std::string name = "host-" + std::to_string(i);
+    write_file(dir / (name + ".yaml"), standby_yaml(pairs[i].first, pairs[i].second, group, dir / name));
+    hosts.push_back(std::make_unique<Host>(name, dir / (name + ".yaml"), dir / (name + ".log")));
+    hosts.back()->start();
+  }
+  // Both in the group (one generation with both members), each having planned once.
+  ASSERT_TRUE(wait_for([&] {
+    for (auto& h : hosts)
+      if (count_of(read_file(h->log()), "kafka source: standby for") < 1) return false;
+    return true;
+  }, std::chrono::seconds(60))) << log_tails(hosts);
+  std::this_thread::sleep_for(std::chrono::seconds(5));  // a later plan, once both are in
+  for (int i = 0; i < 2; ++i) {
+    const std::string log = read_file(hosts[static_cast<size_t>(i)]->log());
+    const std::string& other = pairs[1 - i].first;
+    size_t at = 0;
+    int plans = 0;
+    while ((at = log.find("kafka source: standby for", at)) != std::string::npos) {
+      const std::string line = log.substr(at, log.find('\n', at) - at);
+      EXPECT_EQ(line.find(other), std::string::npos) << hosts[static_cast<size_t>(i)]->name() << ": " << line;
+      ++plans;
+      ++at;
+    }
+    EXPECT_GE(plans, 1);
+    EXPECT_EQ(count_of(log, "dedupe: keeping a standby copy of partition"), 0) << log;
+  }
+  for (auto& h : hosts) EXPECT_EQ(h->stop(SIGTERM), 0);
+  if (::testing::Test::HasFailure()) std::printf("%s\n", log_tails(hosts, 6000).c_str());
+}
+
 }  // namespace
