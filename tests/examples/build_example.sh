@@ -5,7 +5,8 @@
 #
 #   tests/examples/build_example.sh <exactly build dir> [work dir] [example]
 #
-# Installs the SDK component of <build dir> into <work dir>/prefix, configures and
+# Installs the SDK into <work dir>/prefix from sdk/ on its own (as a plugin author without
+# the host's dependencies does; <build dir> supplies nothing to it), configures and
 # builds examples/<example> into <work dir>/build, and prints the built .so's path as the
 # last line of stdout (everything else goes to stderr). <work dir> defaults to a new temp
 # dir.
@@ -24,7 +25,8 @@ work_dir=$(cd "$work_dir" && pwd)
 prefix=$work_dir/prefix
 example_build=$work_dir/build
 
-cmake --install "$build_dir" --prefix "$prefix" --component sdk >&2
+cmake -S "$source_dir/sdk" -B "$work_dir/sdk-build" >&2
+cmake --install "$work_dir/sdk-build" --prefix "$prefix" >&2
 
 generator=()
 if command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
