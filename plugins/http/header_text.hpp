@@ -2,8 +2,10 @@
 // headers) and the sink (record headers, idempotency keys).
 #pragma once
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <string>
 #include <string_view>
 
 namespace exactly::http {
@@ -19,6 +21,23 @@ inline bool token(std::string_view name) {
   for (unsigned char c : name)
     if (c <= 32 || c >= 127 || std::strchr("()<>@,;:\\\"/[]?={}", c) != nullptr) return false;
   return true;
+}
+
+// One line of at most `max` bytes: control characters (line breaks of an HTML error
+// page, NULs) become spaces, runs of spaces one space. For text the sink puts in a header
+// itself (a retry's reason): a header with a line break is refused by every HTTP client,
+// so the record it travels with could never be sent again.
+inline std::string one_header_line(std::string_view s, size_t max = 512) {
+  std::string out;
+  out.reserve(std::min(s.size(), max));
+  for (unsigned char c : s) {
+    if (out.size() >= max) break;
+    const bool space = c < 32 || c == 127;
+    if (space && (out.empty() || out.back() == ' ')) continue;
+    out.push_back(space ? ' ' : static_cast<char>(c));
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
 }
 
 inline bool iequals(std::string_view a, std::string_view b) {

@@ -55,10 +55,6 @@ FieldRef field_of(const std::string& key, const std::string& text) {
   }
 }
 
-bool has_line_break(const std::string& s) {
-  return s.find('\r') != std::string::npos || s.find('\n') != std::string::npos;
-}
-
 // classes.<name>.<setting>, starting from the class-wide defaults.
 void read_classes(const sdk::Config& c, Settings& s, const ClassSettings& base) {
   s.classes["default"] = base;

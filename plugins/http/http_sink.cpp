@@ -136,6 +136,9 @@ bool HttpSink::build(const ex_record& r, size_t i, Request& q, std::string& reas
       // Configured headers win over the record's, so a record cannot override them.
       bool shadowed = iequals(name, "Content-Type") || iequals(name, s.idempotency_header) ||
                       iequals(name, "Content-Length") || iequals(name, "Host");
+      // The last failure's text is this pipeline's bookkeeping, not the API's: it quotes
+      // an earlier response (exactly.retry.count and exactly.not-before are passed on).
+      shadowed = shadowed || name == kRetryReasonHeader;
       for (auto& [k, v] : s.headers) shadowed = shadowed || iequals(name, k);
       if (shadowed) continue;
       if (!token(name) || !header_safe(value)) {

@@ -19,7 +19,9 @@ const ex_config_field kSinkFields[] = {
     field("method", EX_CFG_STRING, "HTTP method; GET and DELETE send no body", "POST", kMethods),
     field("headers", EX_CFG_MAP, "static request headers, name: value"),
     field("forward.record.headers", EX_CFG_BOOL,
-          "send the record's headers as request headers (configured ones win)", "true"),
+          "send the record's headers as request headers (configured ones win; a re-enqueued "
+          "record's exactly.retry.count and exactly.not-before go too, its "
+          "exactly.retry.reason does not)", "true"),
     field("content.type", EX_CFG_STRING, "Content-Type of the body (the record value)",
           "application/json"),
     field("idempotency.key", EX_CFG_STRING,
@@ -86,8 +88,9 @@ const ex_config_field kSinkFields[] = {
           "1000"),
     field("retry.topic", EX_CFG_STRING,
           "Kafka topic for records to try later: after retry.max inline retries of a "
-          "retriable failure, and for reroute; written with exactly.retry.count and "
-          "exactly.not-before (epoch ms) headers, acknowledged before the round commits. "
+          "retriable failure, and for reroute; written with exactly.retry.count, "
+          "exactly.not-before (epoch ms) and exactly.retry.reason (the last failure, one line "
+          "of at most 512 bytes) headers, acknowledged before the round commits. "
           "Empty = off (such records are record errors)",
           ""),
     field("retry.topic.bootstrap.servers", EX_CFG_STRING,

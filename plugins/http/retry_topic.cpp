@@ -1,4 +1,5 @@
 #include "retry_topic.hpp"
+#include "header_text.hpp"
 
 #include <cstring>
 #include <thread>
@@ -52,7 +53,8 @@ sdk::Status RetryTopic::produce(const ex_record& r, int count, int64_t not_befor
   std::string c = std::to_string(count), nb = std::to_string(not_before_ms);
   rd_kafka_header_add(h, kRetryCountHeader, -1, c.data(), c.size());
   rd_kafka_header_add(h, kNotBeforeHeader, -1, nb.data(), nb.size());
-  rd_kafka_header_add(h, kRetryReasonHeader, -1, reason.data(), reason.size());
+  const std::string line = one_header_line(reason);
+  rd_kafka_header_add(h, kRetryReasonHeader, -1, line.data(), line.size());
   // (librdkafka's macros do not parenthesise their arguments.)
   const void* key = r.key.ptr;
   void* value = const_cast<uint8_t*>(r.value.ptr);

@@ -5,6 +5,7 @@ What to do is in the path, so that tests running side by side cannot disturb eac
 
   /fail/<n>/<status>/<rest>      the first n requests for this path answer <status>, then 200
   /always/<status>/<rest>        always <status> (body: "refused <rest>")
+  /failpage/<n>/<status>/<rest>  as /fail/, with an HTML error page of several lines as body
   /throttle/<n>/<secs>/<rest>    the first n answer 429 with Retry-After: <secs>, then 200
   /sleep/<ms>/<n>/<rest>         the first n sleep <ms> before answering 200
   /hold/<v>/<ms>/<rest>          the first request whose <rest> starts with segment <v>
@@ -42,7 +43,7 @@ class Handler(BaseHTTPRequestHandler):
         parts = self.path.lstrip("/").split("/")
         status, extra, delay, garbage = 200, {}, 0.0, False
         try:
-            if parts[0] == "fail" and n < int(parts[1]):
+            if parts[0] in ("fail", "failpage") and n < int(parts[1]):
                 status = int(parts[2])
             elif parts[0] == "always":
                 status = int(parts[1])
@@ -63,6 +64,8 @@ class Handler(BaseHTTPRequestHandler):
         if delay:
             time.sleep(delay)
         payload = b'{"ok":true}' if status < 300 else ("refused " + self.path).encode()
+        if status >= 300 and parts[0] == "failpage":
+            payload = b"<html>\r\n<head><title>503 Service Unavailable</title></head>\r\n<body>busy\n\tcome back later</body>\r\n</html>\r\n"
         # Logged before the answer goes out, so a client that has its answer always finds
         # its request in the log.
         line = json.dumps({"t": t, "method": self.command, "path": self.path,

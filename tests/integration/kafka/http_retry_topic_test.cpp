@@ -157,6 +157,58 @@ TEST(HttpRetryTopic, FailingRecordsWaitTheirNotBeforeInTheRetryTopicThenGoToTheD
   }
 }
 
+// A downstream that answers with an HTML error page of several lines: the reason the
+// sink writes with the record into the retry topic is one line, so the retry pipeline's
+// http sink can send the record again (a header with a line break is refused by every
+// HTTP client: every re-enqueued record went to the dead-letter topic after one pass).
+TEST(HttpRetryTopic, AMultiLineErrorPageDoesNotStopTheRetryPipelineFromSendingAgain) {
+  HttpTestServer srv;
+  Topics t("rt-page");
+  fs::path dir = temp_dir("http-rt-page");
+  // Each record: two attempts answered 503 with the page, the third 200.
+  const std::string url = srv.base() + "/failpage/2/503/{/id}";
+  const std::string sink_extra =
+      "        retry.max: 0\n"
+      "        retry.topic.max: 3\n        retry.topic.backoff.initial: 200\n"
+      "        retry.topic.backoff.max: 200\n";
+  write_file(dir / "p.yaml",
+             "pipelines:\n" + pipeline("main", t, t.in, dir, url, "", sink_extra) +
+                 pipeline("later", t, t.retry, dir, url,
+                          "        not.before.header: exactly.not-before\n", sink_extra));
+  const std::vector<std::string> ids = {"p0", "p1", "p2"};
+  std::vector<kt::Out> in;
+  for (const auto& id : ids) in.push_back(json_record(id));
+  kt::produce_records(kafka_bootstrap(), t.in, in);
+
+  Child host({exactly_bin(), "run", "--no-watch", (dir / "p.yaml").string()}, dir / "host.log");
+  // Delivered: a 200 for every id at the server.
+  std::set<std::string> delivered;
+  auto end = Clock::now() + std::chrono::seconds(60);
+  while (Clock::now() < end && delivered.size() < ids.size()) {
+    for (const auto& r : srv.requests())
+      if (r.status == 200) delivered.insert(r.path.substr(r.path.rfind('/') + 1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  host.kill(SIGTERM);
+  EXPECT_EQ(host.wait(), 0) << tail_of(read_file(dir / "host.log"), 3000);
+  EXPECT_EQ(delivered, std::set<std::string>(ids.begin(), ids.end())) << tail_of(read_file(dir / "host.log"), 3000);
+  EXPECT_TRUE(read_all(t.dlq, 1, 2000).empty()) << "a record reached the dead-letter topic";
+  // The reason in the retry topic: one line, quoting the page.
+  auto requeued = read_all(t.retry, 2 * ids.size());
+  ASSERT_GE(requeued.size(), 2 * ids.size());
+  for (const auto& m : requeued) {
+    const std::string why = kt::header_of(m, "exactly.retry.reason");
+    EXPECT_NE(why.find("http 503"), std::string::npos) << why;
+    EXPECT_NE(why.find("<body>busy come back later</body>"), std::string::npos) << why;
+    EXPECT_EQ(why.find_first_of("\r\n\t"), std::string::npos) << why;
+  }
+  // The API never sees that reason, only the count and the not-before time.
+  for (const auto& r : srv.requests()) {
+    EXPECT_EQ(r.header("exactly.retry.reason"), "") << r.path;
+    if (r.status == 200) EXPECT_EQ(r.header("exactly.retry.count"), "2") << r.path;
+  }
+}
+
 TEST(HttpRetryTopic, AFusedClassWithRerouteSendsNothingAndASlowClassReroutesWhatWouldWait) {
   HttpTestServer srv;
   Topics t("rt-route");

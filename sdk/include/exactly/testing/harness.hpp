@@ -332,6 +332,80 @@ inline void set_bad_index_error(ex_error& e, const std::string& call) {
                 call.c_str());
 }
 
+// The config against the component's schema, as the host checks it before anything
+// runs: every key declared (a map's "<key>.<sub>" under a map field), every required key
+// given, values of the declared type. The harness passes values as text without
+// normalising them, so durations and sizes must be plain numbers (milliseconds, bytes),
+// as the host hands them to the plugin. The first problem is returned as EX_ERR_CONFIG
+// naming its key.
+inline sdk::Status check_schema(const ex_component& c, const Pairs& given) {
+  auto field_of = [&](const std::string& k) -> const ex_config_field* {
+    for (size_t i = 0; i < c.field_count; ++i) {
+      const auto& f = c.fields[i];
+      if (k == f.key) return &f;
+      if (f.type == EX_CFG_MAP && k.rfind(std::string(f.key) + ".", 0) == 0) return &f;
+    }
+    return nullptr;
+  };
+  auto whole_int = [](const std::string& v) {
+    if (v.empty()) return false;
+    size_t i = v[0] == '-' ? 1 : 0;
+    if (i == v.size() || v.size() - i > 19) return false;
+    return std::all_of(v.begin() + static_cast<long>(i), v.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+  };
+  for (const auto& [k, v] : given) {
+    const ex_config_field* f = field_of(k);
+    if (f == nullptr)
+      return sdk::Status::config(k, "unknown key '" + k + "' (not in the component's schema: the host refuses it)");
+    if (f->type == EX_CFG_MAP && k != f->key) continue;
+    const std::string key(f->key);
+    switch (f->type) {
+      case EX_CFG_INT:
+        if (!whole_int(v)) return sdk::Status::config(key, "'" + v + "' is not an integer");
+        break;
+      case EX_CFG_DURATION:
+      case EX_CFG_SIZE:
+        if (!whole_int(v) || v[0] == '-')
+          return sdk::Status::config(key, "'" + v + "': the harness passes values as the host hands them to "
+                                          "the plugin, so give a plain number (" +
+                                          (f->type == EX_CFG_DURATION ? "milliseconds: '30000', not '30s'"
+                                                                      : "bytes: '1048576', not '1MiB'") + ")");
+        break;
+      case EX_CFG_DOUBLE: {
+        char* end = nullptr;
+        (void)std::strtod(v.c_str(), &end);
+        if (v.empty() || end != v.c_str() + v.size()) return sdk::Status::config(key, "'" + v + "' is not a number");
+        break;
+      }
+      case EX_CFG_BOOL:
+        if (v != "true" && v != "false") return sdk::Status::config(key, "'" + v + "' is not true or false");
+        break;
+      case EX_CFG_STRING:
+        if (f->allowed != nullptr) {
+          bool ok = false;
+          std::string list;
+          for (const char* const* a = f->allowed; *a != nullptr; ++a) {
+            ok = ok || v == *a;
+            list += (list.empty() ? "" : ", ") + std::string(*a);
+          }
+          if (!ok) return sdk::Status::config(key, "'" + v + "' is not one of: " + list);
+        }
+        break;
+      default:
+        break;
+    }
+  }
+  for (size_t i = 0; i < c.field_count; ++i) {
+    const auto& f = c.fields[i];
+    if (!f.required) continue;
+    const bool present = std::any_of(given.begin(), given.end(), [&](const auto& kv) {
+      return kv.first == f.key || (f.type == EX_CFG_MAP && kv.first.rfind(std::string(f.key) + ".", 0) == 0);
+    });
+    if (!present) return sdk::Status::config(f.key, "required key '" + std::string(f.key) + "' is missing");
+  }
+  return sdk::Status::ok();
+}
+
 // The component's plugin-level check (ABI 1.3 `validate`) on `config` with schema
 // defaults filled, as the host runs it for `exactly validate`. A component without one
 // (NULL, or a vtable from an older minor) answers ok: only the schema would be checked.
@@ -356,6 +430,14 @@ inline sdk::Status validate(const Library& lib, ex_component_kind kind, const st
   return status_of(fn(cfg.get(), &e), e);
 }
 
+// What the host does before create(): the schema, then the component's validate().
+inline sdk::Status check_before_create(const Library& lib, ex_component_kind kind, const std::string& name,
+                                       const Pairs& config) {
+  sdk::Status st = check_schema(lib.component(kind, name), config);
+  if (!st.is_ok()) return st;
+  return validate(lib, kind, name, config);
+}
+
 struct TransformOutput {
   std::vector<OwnedRecord> records;
   std::vector<size_t> kept;                             // input indices kept as-is
@@ -369,6 +451,9 @@ class TransformHarness {
       : vt_(static_cast<const ex_transform_vtable*>(
             lib.component(EX_KIND_TRANSFORM, name).vtable)),
         host_(host ? host : &own_host_) {
+    // Refused before create() as the host refuses it: create() never sees such a config.
+    create_status_ = check_before_create(lib, EX_KIND_TRANSFORM, name, config);
+    if (!create_status_.is_ok()) return;
     OwnedConfig cfg(lib.component(EX_KIND_TRANSFORM, name), config);
     ex_error e = new_error();
     int32_t rc = vt_->create(host_->api(), cfg.get(), &self_, &e);
@@ -488,6 +573,9 @@ class SourceHarness {
                 FakeHost* host = nullptr)
       : vt_(static_cast<const ex_source_vtable*>(lib.component(EX_KIND_SOURCE, name).vtable)),
         host_(host ? host : &own_host_) {
+    // Refused before create() as the host refuses it: create() never sees such a config.
+    create_status_ = check_before_create(lib, EX_KIND_SOURCE, name, config);
+    if (!create_status_.is_ok()) return;
     OwnedConfig cfg(lib.component(EX_KIND_SOURCE, name), config);
     ex_error e = new_error();
     int32_t rc = vt_->create(host_->api(), cfg.get(), &self_, &e);
@@ -562,6 +650,9 @@ class SinkHarness {
               FakeHost* host = nullptr)
       : vt_(static_cast<const ex_sink_vtable*>(lib.component(EX_KIND_SINK, name).vtable)),
         host_(host ? host : &own_host_) {
+    // Refused before create() as the host refuses it: create() never sees such a config.
+    create_status_ = check_before_create(lib, EX_KIND_SINK, name, config);
+    if (!create_status_.is_ok()) return;
     OwnedConfig cfg(lib.component(EX_KIND_SINK, name), config);
     ex_error e = new_error();
     int32_t rc = vt_->create(host_->api(), cfg.get(), &self_, &e);
@@ -707,6 +798,8 @@ class SinkHarness {
   }
   // A new config applied in place (checked against the schema as at create).
   sdk::Status reconfigure(const Library& lib, const std::string& name, const Pairs& config) {
+    sdk::Status st = check_before_create(lib, EX_KIND_SINK, name, config);
+    if (!st.is_ok()) return st;
     OwnedConfig cfg(lib.component(EX_KIND_SINK, name), config);
     ex_error e = new_error();
     if (vt_->reconfigure == nullptr) return sdk::Status::unsupported();
