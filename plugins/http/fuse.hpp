@@ -17,10 +17,18 @@ class Fuse {
   enum class State { closed = 0, open = 1, half_open = 2 };
   enum class Decision { send, probe, wait, reject };
 
+  // An edit that turns the fuse off (failures 0: "never") or lifts `open: true` closes it
+  // at once: left open, it would turn records away with nothing to close it again (each
+  // failed probe reopens it) until a restart.
   void configure(bool manual, int failures, std::chrono::milliseconds cooldown) {
+    const bool close = failures == 0 || (manual_ && !manual);
     manual_ = manual;
     threshold_ = failures;
     cooldown_ = cooldown;
+    if (close && state_ != State::closed) {
+      state_ = State::closed;
+      consecutive_ = 0;
+    }
   }
   State state() const { return manual_ ? State::open : state_; }
   bool manual() const { return manual_; }

@@ -57,6 +57,30 @@ TEST(Fuse, OpensAfterFailuresProbesOnceAndClosesOnAnswer) {
   EXPECT_EQ(f.decide(t0 + 2100ms), Fuse::Decision::send);
 }
 
+TEST(Fuse, TurningItOffOrLiftingOpenByHandClosesAnOpenFuse) {
+  auto t0 = Clock::now();
+  Fuse f;
+  f.configure(false, 1, 1h);
+  EXPECT_TRUE(f.on_failure(t0, false));
+  EXPECT_EQ(f.decide(t0), Fuse::Decision::reject);
+  f.configure(false, 0, 1h);  // fuse.failures: 0, "never"
+  EXPECT_EQ(f.state(), Fuse::State::closed);
+  EXPECT_EQ(f.decide(t0), Fuse::Decision::send);
+  EXPECT_FALSE(f.on_failure(t0, false));  // and it stays off
+  EXPECT_EQ(f.decide(t0), Fuse::Decision::send);
+
+  f.configure(false, 1, 1h);
+  EXPECT_TRUE(f.on_failure(t0, false));
+  f.configure(true, 1, 1h);  // open: true
+  EXPECT_EQ(f.decide(t0), Fuse::Decision::reject);
+  f.configure(false, 1, 1h);  // open: false again: the operator says go
+  EXPECT_EQ(f.decide(t0), Fuse::Decision::send);
+  // Any other edit leaves an open fuse open.
+  EXPECT_TRUE(f.on_failure(t0, false));
+  f.configure(false, 2, 1h);
+  EXPECT_EQ(f.decide(t0), Fuse::Decision::reject);
+}
+
 TEST(Fuse, OpenByHandStaysOpen) {
   auto t0 = Clock::now();
   Fuse f;

@@ -94,6 +94,31 @@ TEST(HttpSinkRate, FuseOpensAfterConsecutiveFailuresAndProbesAfterCooldown) {
   EXPECT_DOUBLE_EQ(s.host().metric("http_sink_fuse_state{class=a}"), 0.0);
 }
 
+// An operator who turns an open fuse off (fuse.failures: 0) gets the class's records
+// sent at once; before, the fuse stayed open until a restart.
+TEST(HttpSinkRate, TurningAnOpenFuseOffInPlaceSendsAgain) {
+  HttpTestServer srv;
+  Pairs on = job_config(srv, {{"max.in.flight", "1"}, {"retry.max", "0"},
+                              {"classes.a.fuse.failures", "2"}, {"classes.a.fuse.cooldown", "1h"}});
+  Pairs off = job_config(srv, {{"max.in.flight", "1"}, {"retry.max", "0"},
+                               {"classes.a.fuse.failures", "0"}, {"classes.a.fuse.cooldown", "1h"}});
+  SinkHarness s(lib(), "http", on);
+  ASSERT_TRUE(s.ok()) << s.create_status().message();
+  auto rejected = s.write({job("always", "503", "x", "a", "1"), job("always", "503", "x", "a", "2")});
+  ASSERT_EQ(rejected.size(), 2u);
+  EXPECT_DOUBLE_EQ(s.host().metric("http_sink_fuse_state{class=a}"), 1.0);
+  rejected = s.write({ok_job("a", "held")});
+  ASSERT_EQ(rejected.size(), 1u);
+  EXPECT_NE(rejected[0].second.find("fuse open"), std::string::npos) << rejected[0].second;
+
+  ASSERT_TRUE(s.reconfigure(lib(), "http", off).is_ok());
+  EXPECT_DOUBLE_EQ(s.host().metric("http_sink_fuse_state{class=a}"), 0.0);
+  std::vector<OwnedRecord> later;
+  for (int i = 0; i < 5; ++i) later.push_back(ok_job("a", "after" + std::to_string(i)));
+  EXPECT_TRUE(s.write(later).empty());
+  EXPECT_EQ(with_prefix(srv.requests(), "/ok/x/x/a-after").size(), 5u);
+}
+
 TEST(HttpSinkRate, ReconfigureChangesAClassRateInPlace) {
   HttpTestServer srv;
   Pairs base = job_config(srv);
