@@ -144,7 +144,8 @@ const ex_config_field kRedisFields[] = {
     field("shards.cutover", EX_CFG_STRING,
           "when `shards` takes over from shards.previous: a UTC time "
           "(2026-11-23T12:30:00Z) or unix ms, the same on every host and later than the "
-          "reload reaches them all"),
+          "reload reaches them all (a new reshard needs a new cutover: one left from the "
+          "last reshard has retired shards.previous already, and a WARNING says so)"),
     field("shards.cutover.grace", EX_CFG_DURATION,
           "after the cutover, ids are still claimed in the previous layout first for this "
           "long: the largest clock difference between hosts",
@@ -155,14 +156,17 @@ const ex_config_field kRedisFields[] = {
     field("bucket.span", EX_CFG_DURATION,
           "claims of one span of time share buckets that expire together, a span after "
           "the window; a lookup reads retention.max.age / bucket.span + 1 slots (one Redis "
-          "call each). Default: the window (2 slots; claims live 1-2 windows)"),
+          "call each). Default: the window (2 slots; claims live 1-2 windows). Changing it "
+          "on a running store loses the claims of the last window (a WARNING says so)"),
     field("bucket.slices", EX_CFG_INT,
           "hashes per span and shard; aim for 100-500 ids per hash (ids per span / shards "
-          "/ this) and keep it under the server's hash-max-listpack-entries",
+          "/ this) and keep it under the server's hash-max-listpack-entries. Choose it "
+          "before the first claim: changing it later loses the claims of the last "
+          "retention.max.age (a WARNING says so)",
           "1024"),
     field("key.prefix", EX_CFG_STRING,
           "prefix of the bucket keys; default exactly:<pipeline>:<stage>: (hosts of one "
-          "pipeline share it)"),
+          "pipeline share it; changing it loses the claims made under the old one)"),
     field("fingerprint.bytes", EX_CFG_INT,
           "bytes of the value hash kept per id to tell duplicates from conflicts: 4, 8, or "
           "0 (no conflict detection)",

@@ -40,6 +40,11 @@ RedisDedupeTransform::RedisDedupeTransform(sdk::Host host, const sdk::Config& co
                         : std::string()) +
              "; window " + std::to_string(settings_.window_ms / 1000) + " s in slots of " +
              std::to_string(settings_.bucket_span_ms / 1000) + " s");
+  // Said, not silent: right after a reshard this is a stale cutover, not a leftover.
+  if (!settings_.previous_shards.empty() && previous_ == nullptr)
+    host_.info("dedupe-redis: shards.previous is not consulted: shards.cutover (" + when(settings_.cutover_ms) +
+               ") is long enough ago that every claim made in it has expired. Remove both keys; "
+               "if the shards were just changed, set shards.cutover a little in the future instead");
 }
 
 sdk::Status RedisDedupeTransform::validate(const sdk::Config& config) {
@@ -257,6 +262,31 @@ Status RedisDedupeTransform::reconfigure(const sdk::Config& config) {
     host_.warn("WARNING dedupe-redis: shards changed from " + current_->describe() +
                " without listing them as shards.previous with a shards.cutover: ids claimed in "
                "the old layout will not be found and their duplicates will pass");
+  // A reshard whose cutover is left from an earlier one: its previous layout counts as
+  // retired at once, as if it had not been listed.
+  const int64_t now = now_ms();
+  if (next.shards != settings_.shards && next.previous_shards == settings_.shards &&
+      now >= next.previous_retired_at_ms())
+    host_.warn("WARNING dedupe-redis: shards changed, with the old list as shards.previous, but "
+               "shards.cutover (" + when(next.cutover_ms) + ") is so long ago that it is retired "
+               "already and never consulted: ids claimed in it will not be found and their "
+               "duplicates will pass. Set shards.cutover a little in the future");
+  else if (next.shards != settings_.shards && next.previous_shards == settings_.shards &&
+           now > next.cutover_ms + next.cutover_grace_ms)
+    host_.warn("WARNING dedupe-redis: shards.cutover (" + when(next.cutover_ms) + ") is already "
+               "past with its grace: hosts that reload later claim in the new layout at once, "
+               "and a duplicate between them and the hosts still on the old list can pass. Set "
+               "shards.cutover a little in the future");
+  // Where claims live: another value puts new claims, and looks old ones up, elsewhere.
+  auto moved = [&](const char* key, const std::string& from, const std::string& to) {
+    if (from != to)
+      host_.warn(std::string("WARNING dedupe-redis: ") + key + " changed from " + from + " to " + to +
+                 ": claims already made are laid out by the old value and will not be found; "
+                 "duplicates of ids seen in the last retention.max.age will pass");
+  };
+  moved("bucket.slices", std::to_string(settings_.bucket_slices), std::to_string(next.bucket_slices));
+  moved("bucket.span", std::to_string(settings_.bucket_span_ms) + " ms", std::to_string(next.bucket_span_ms) + " ms");
+  moved("key.prefix", "'" + settings_.key_prefix + "'", "'" + next.key_prefix + "'");
   apply(std::move(next));
   host_.info("dedupe-redis: reconfigured; shards " + current_->describe() +
              (previous_ ? " from " + when(settings_.cutover_ms) + " (previous " +

@@ -77,6 +77,35 @@ TEST_F(RedisShardingTest, AfterTheCutoverOldClaimsAreFoundAndNewOnesGoToTheNewLa
   EXPECT_THAT(t.process(ids(0, 600, 3000)).kept, IsEmpty());
 }
 
+// Edits that move where claims live are said as WARNINGs (a reshard whose cutover is
+// long past counts its previous layout as retired at once; bucket.slices, bucket.span and
+// key.prefix put claims elsewhere): they let duplicates of recent ids pass.
+TEST_F(RedisShardingTest, EditsThatLoseRecentClaimsAreWarnedOf) {
+  auto count_warnings = [&](const std::string& needle) {
+    int n = 0;
+    for (auto& [level, line] : host_.logs) n += line.find("WARNING") != std::string::npos &&
+                                                line.find(needle) != std::string::npos;
+    return n;
+  };
+  auto& t = start(two());
+  // A cutover two days ago: retired already (the fixture's window is 10 min).
+  Pairs stale = {{"shards.previous", redis_->address()}, {"shards.previous", b_->address()},
+                 {"shards.cutover", std::to_string(now_ms() - 2 * 86400 * 1000LL)}};
+  ASSERT_TRUE(t.reconfigure(config(stale, {redis_->address(), b_->address(), c_->address()})).is_ok());
+  EXPECT_EQ(count_warnings("is so long ago that it is retired already"), 1);
+
+  auto& u = start(two());
+  ASSERT_TRUE(u.reconfigure(two({{"bucket.slices", "64"}})).is_ok());
+  EXPECT_EQ(count_warnings("bucket.slices changed from 1024 to 64"), 1);
+  ASSERT_TRUE(u.reconfigure(two({{"bucket.slices", "64"}, {"key.prefix", "other:"}})).is_ok());
+  EXPECT_EQ(count_warnings("key.prefix changed from '' to 'other:'"), 1);
+  // A proper reshard (cutover ahead) warns of nothing.
+  const size_t before = host_.logs.size();
+  ASSERT_TRUE(u.reconfigure(three(60000, 0, {{"bucket.slices", "64"}, {"key.prefix", "other:"}})).is_ok());
+  for (size_t i = before; i < host_.logs.size(); ++i)
+    EXPECT_EQ(host_.logs[i].second.find("WARNING"), std::string::npos) << host_.logs[i].second;
+}
+
 TEST_F(RedisShardingTest, DuringTheGraceAHostNotYetCutOverCannotLetADuplicatePass) {
   // Host X is past the cutover (in the grace); host Y has not reloaded yet.
   auto& x = start(three(-1000, 60000));
