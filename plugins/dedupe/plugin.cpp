@@ -189,6 +189,11 @@ const ex_config_field kRedisFields[] = {
           "connect and command timeout; a timeout is a retriable error (the round is "
           "replayed)",
           "5000"),
+    field("password", EX_CFG_STRING,
+          "AUTH with it on connect (a server with requirepass, or an ACL user's); the same "
+          "on every shard. A refused or missing password stops the pipeline naming this key. "
+          "Use ${ENV_VAR} to keep it out of the file; the host masks it in its logs"),
+    field("username", EX_CFG_STRING, "ACL user for AUTH (needs password); empty = the default user"),
 };
 
 }  // namespace

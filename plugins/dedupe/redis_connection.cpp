@@ -26,8 +26,8 @@ bool is_noscript(const redisReply* r) {
   return r != nullptr && r->type == REDIS_REPLY_ERROR && std::strncmp(r->str, "NOSCRIPT", 8) == 0;
 }
 
-Connection::Connection(RedisEndpoint endpoint, int64_t timeout_ms)
-    : endpoint_(std::move(endpoint)), timeout_ms_(timeout_ms) {}
+Connection::Connection(RedisEndpoint endpoint, int64_t timeout_ms, RedisAuth auth)
+    : endpoint_(std::move(endpoint)), timeout_ms_(timeout_ms), auth_(std::move(auth)) {}
 
 Connection::~Connection() { drop(); }
 
@@ -53,6 +53,14 @@ Status Connection::reply_error(std::string_view what, const redisReply* r) const
                                            "READONLY", "NOREPLICAS", "OOM", "CLUSTERDOWN"};
   for (const char* p : kTransient)
     if (text.compare(0, std::strlen(p), p) == 0) return Status::retriable(m);
+  // Credentials do not fix themselves: a config error names the key (the pipeline stops
+  // instead of restarting forever).
+  if (text.compare(0, 6, "NOAUTH") == 0)
+    return Status::config("password", m + " (the server wants a password: set password, and "
+                                          "username for an ACL user)");
+  if (text.compare(0, 9, "WRONGPASS") == 0 || text.find("invalid password") != std::string::npos ||
+      text.find("invalid username-password") != std::string::npos)
+    return Status::config("password", m);
   return Status::fatal(m);
 }
 
@@ -66,7 +74,16 @@ Status Connection::ensure() {
   if (redisSetTimeout(ctx_, tv) != REDIS_OK) return io_failure("cannot set the timeout");
   redisEnableKeepAlive(ctx_);
   Reply r;
-  Status st = call({"SCRIPT", "LOAD", kClaimScript}, r);
+  Status st;
+  if (!auth_.password.empty()) {
+    st = auth_.username.empty() ? call({"AUTH", auth_.password}, r)
+                                : call({"AUTH", auth_.username, auth_.password}, r);
+    if (!st) {
+      drop();
+      return st;
+    }
+  }
+  st = call({"SCRIPT", "LOAD", kClaimScript}, r);
   if (!st) return st;
   if (r->type != REDIS_REPLY_STRING) {
     drop();

@@ -35,7 +35,7 @@ class Reply {
 
 class Connection {
  public:
-  Connection(RedisEndpoint endpoint, int64_t timeout_ms);
+  Connection(RedisEndpoint endpoint, int64_t timeout_ms, RedisAuth auth = {});
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -65,6 +65,7 @@ class Connection {
 
   RedisEndpoint endpoint_;
   int64_t timeout_ms_;
+  RedisAuth auth_;
   redisContext* ctx_ = nullptr;
   std::string sha_;
   uint64_t generation_ = 0;

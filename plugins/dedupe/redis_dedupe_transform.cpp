@@ -56,10 +56,10 @@ void RedisDedupeTransform::apply(RedisSettings next) {
   settings_ = std::move(next);
   prefix_ = settings_.key_prefix.empty() ? default_prefix(host_.pipeline(), host_.component_id())
                                          : settings_.key_prefix;
-  current_ = std::make_unique<redis::Layout>(settings_.shards, settings_.timeout_ms);
+  current_ = std::make_unique<redis::Layout>(settings_.shards, settings_.timeout_ms, settings_.auth);
   previous_.reset();
   if (!settings_.previous_shards.empty() && now_ms() < settings_.previous_retired_at_ms())
-    previous_ = std::make_unique<redis::Layout>(settings_.previous_shards, settings_.timeout_ms);
+    previous_ = std::make_unique<redis::Layout>(settings_.previous_shards, settings_.timeout_ms, settings_.auth);
 }
 
 Status RedisDedupeTransform::assign(const std::vector<sdk::Partition>& parts) {

@@ -38,7 +38,7 @@ enum class Mode { claim, check };
 
 class Layout {
  public:
-  Layout(const std::vector<RedisEndpoint>& shards, int64_t timeout_ms);
+  Layout(const std::vector<RedisEndpoint>& shards, int64_t timeout_ms, const RedisAuth& auth = {});
 
   // Claims (or, in check mode, only looks up) `items[which[k]]`. For every item whose id
   // another record owns, appends {item index, stored value} to `others`.

@@ -105,6 +105,10 @@ RedisSettings RedisSettings::parse(const sdk::Config& c) {
   s.durability_timeout_ms = c.get_duration_ms("durability.timeout", 5000);
   if (s.durability_timeout_ms <= 0) throw ConfigError("durability.timeout", "must be positive");
   s.timeout_ms = c.get_duration_ms("redis.timeout", 5000);
+  s.auth.username = c.get_string("username", "");
+  s.auth.password = c.get_string("password", "");
+  if (!s.auth.username.empty() && s.auth.password.empty())
+    throw sdk::ConfigError("username", "a username needs its password (password)");
   if (s.timeout_ms <= 0) throw ConfigError("redis.timeout", "must be positive");
   return s;
 }

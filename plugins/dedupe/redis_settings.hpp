@@ -22,6 +22,13 @@ struct RedisEndpoint {
 // What prepare_commit waits for before the round's output may commit.
 enum class Durability { none, aof_always, replicas };
 
+// AUTH on connect (a server with requirepass or ACL users): empty password = none.
+struct RedisAuth {
+  std::string username;  // empty: the default user
+  std::string password;
+  bool operator==(const RedisAuth&) const = default;
+};
+
 struct RedisSettings {
   IdSpec id;
   std::vector<RedisEndpoint> shards;           // the current layout
@@ -31,6 +38,7 @@ struct RedisSettings {
   int64_t window_ms = 0;                       // retention.max.age
   int64_t bucket_span_ms = 0;                  // one time slot of buckets
   int64_t bucket_slices = 1024;                // hashes per time slot
+  RedisAuth auth;                              // username / password for AUTH
   std::string key_prefix;                      // empty: derived from pipeline and stage
   uint32_t fingerprint_bytes = 4;
   ConflictPolicy on_conflict = ConflictPolicy::duplicate;

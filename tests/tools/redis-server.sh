@@ -20,7 +20,10 @@ while [[ $# -gt 0 ]]; do
     --dir) DIR="$2"; shift 2 ;;
     --port) PORT="$2"; shift 2 ;;
     --appendfsync) FSYNC="$2"; shift 2 ;;
-    --arg) EXTRA+=("$2"); shift 2 ;;
+    --arg) EXTRA+=("$2")
+      # A server with a password: redis-cli (ping, shutdown) authenticates with it.
+      if [[ "$2" == "--requirepass "* ]]; then export REDISCLI_AUTH="${2#--requirepass }"; fi
+      shift 2 ;;
     --clean) CLEAN=1; shift ;;
     *) die "unknown argument $1" ;;
   esac

@@ -37,6 +37,30 @@ TEST_F(RedisDedupeTest, BucketsExpireAsAWholeAfterTheWindow) {
   EXPECT_THAT(t.process({event("id-1", 101)}).kept, ElementsAre(0u));
 }
 
+// A server with requirepass: the stage authenticates with `password`; a missing or wrong
+// one is a config error naming the key (the pipeline stops, as for a wrong Kafka
+// password), not a fatal error that restarts it forever.
+TEST_F(RedisDedupeTest, APasswordProtectedServerIsUsedWithPasswordAndRefusedWithoutIt) {
+  RedisServer locked("auth", "", "--requirepass s3cret-pw");
+  auto cfg = [&](Pairs extra) { return config(extra, {locked.address()}); };
+  {
+    auto& t = start(cfg({{"password", "s3cret-pw"}}));
+    EXPECT_EQ(t.process({event("a", 0), event("b", 1)}).kept.size(), 2u);
+    EXPECT_THAT(t.process({event("a", 2)}).kept, IsEmpty());
+  }
+  for (const auto& extra : {Pairs{}, Pairs{{"password", "wrong"}}}) {
+    auto& t = start(cfg(extra));
+    exactly::sdk::Status st;
+    EXPECT_THAT(t.process({event("c", 0)}, &st).kept, IsEmpty());
+    EXPECT_EQ(st.code(), EX_ERR_CONFIG) << st.message();
+    EXPECT_EQ(st.key(), "password") << st.message();
+    EXPECT_EQ(st.message().find("s3cret-pw"), std::string::npos) << st.message();
+  }
+  TransformHarness bad(library(), "dedupe-redis", cfg({{"username", "ops"}}));
+  EXPECT_FALSE(bad.ok());
+  EXPECT_EQ(bad.create_status().key(), "username");
+}
+
 TEST_F(RedisDedupeTest, ARedisServerDownIsRetriableAndTheReplayComesOut) {
   auto& t = start(config({{"redis.timeout", "1000"}}));
   EXPECT_THAT(t.process({event("a", 0), event("b", 1)}).kept, ElementsAre(0u, 1u));
