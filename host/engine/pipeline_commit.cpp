@@ -11,6 +11,16 @@
 
 namespace exactly::engine {
 
+namespace {
+// A commit step that failed: "<stage> <call>: <message>", or, when the plugin named a key
+// (a config problem found only now, such as a Redis server without the durability asked
+// for), led by that key's file:line:col like a create error.
+Outcome call_failure(const Component& c, const char* call, const Outcome& o) {
+  return Outcome{o.code, o.key.empty() ? c.id() + " " + call + ": " + o.message : c.describe_call_error(call, o),
+                 o.key};
+}
+}  // namespace
+
 Outcome Pipeline::commit_round(Instance& in, bool final) {
   auto t0 = Clock::now();
   ex_checkpoint cp{};
@@ -37,7 +47,7 @@ Outcome Pipeline::commit_round(Instance& in, bool final) {
       if (shares[k].empty()) continue;
       for (auto& t : in.tasks[k].transforms) {
         o = t->positions(shares[k]);
-        if (!o.ok()) return Outcome{o.code, t->id() + " positions: " + o.message, o.key};
+        if (!o.ok()) return call_failure(*t, "positions", o);
       }
     }
   }
@@ -45,10 +55,10 @@ Outcome Pipeline::commit_round(Instance& in, bool final) {
   for (auto& task : in.tasks)
     for (auto& t : task.transforms) {
       o = t->prepare_commit();
-      if (!o.ok()) return Outcome{o.code, t->id() + " prepare_commit: " + o.message, o.key};
+      if (!o.ok()) return call_failure(*t, "prepare_commit", o);
     }
   o = in.sink->prepare_commit();
-  if (!o.ok()) return Outcome{o.code, in.sink->id() + " prepare_commit: " + o.message, o.key};
+  if (!o.ok()) return call_failure(*in.sink, "prepare_commit", o);
   // Dead letters are flushed before the main commit: never lost, at worst repeated.
   if (in.dlq) {
     uint32_t f = 0;
@@ -60,7 +70,7 @@ Outcome Pipeline::commit_round(Instance& in, bool final) {
   // 2. the sink commits output and, when it can, the positions with it
   uint32_t flags = 0;
   o = in.sink->commit(&positions, &flags);
-  if (!o.ok()) return Outcome{o.code, in.sink->id() + " commit: " + o.message, o.key};
+  if (!o.ok()) return call_failure(*in.sink, "commit", o);
   if ((flags & EX_SINK_STORED_POSITIONS) != 0 && (flags & EX_SINK_POSITIONS_IN_SOURCE) == 0) {
     // The sink keeps the positions with its output; the source's own store follows, so
     // that whoever resumes a partition from it (another host of the group, or this one

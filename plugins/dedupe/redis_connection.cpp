@@ -37,8 +37,11 @@ void Connection::drop() {
 }
 
 Status Connection::io_failure(std::string_view what) {
-  std::string m = "dedupe-redis: " + endpoint_.text() + ": " + std::string(what) + ": " +
-                  (ctx_ && ctx_->errstr[0] ? ctx_->errstr : "connection lost");
+  std::string why = ctx_ && ctx_->errstr[0] ? ctx_->errstr : "connection lost";
+  // hiredis reports its socket timeout as the read's EAGAIN: say what it means.
+  if (why == "Resource temporarily unavailable")
+    why = "no answer within redis.timeout (" + std::to_string(timeout_ms_) + " ms)";
+  std::string m = "dedupe-redis: " + endpoint_.text() + ": " + std::string(what) + ": " + why;
   drop();
   return Status::retriable(m);
 }

@@ -73,6 +73,19 @@ TEST(FailureLogging, AConfigErrorFromProcessNamesTheKeysFileLine) {
       << r.err;
 }
 
+// A config error found only at the commit (a stage's prepare_commit naming a key) names
+// the key's file:line:col, as one from process() does.
+TEST(FailureLogging, AConfigErrorFromPrepareCommitNamesTheKeysFileLine) {
+  auto dir = temp_dir("faillog");
+  const fs::path yaml = counter_pipeline(dir, "t", "count: 10",
+                                         "[ { plugin: checked, config: { level: 3, refuse.prepare: true } } ]");
+  auto r = run(exactly_bin() + " run --no-watch " + yaml.string(), dir);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("p.yaml:5:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("error: transforms[0] (checked) prepare_commit: key 'level': refused at prepare_commit"),
+            std::string::npos) << r.err;
+}
+
 // A plugin that crashes the process: one line on stderr names the pipeline, the stage,
 // the plugin and its library before the host dies of the signal (issue "hardening").
 void expect_crash_report(bool own_thread) {

@@ -85,6 +85,8 @@ TEST_F(RedisDedupeTest, AServerThatDoesNotAnswerInTimeIsRetriable) {
   exactly::sdk::Status st;
   t.process({event("b", 1)}, &st);
   EXPECT_EQ(st.code(), EX_ERR_RETRIABLE) << st.message();
+  // Said as a timeout (hiredis reports it as the read's EAGAIN).
+  EXPECT_THAT(st.message(), HasSubstr("no answer within redis.timeout (300 ms)"));
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   // The next call reconnects (a fresh connection: no stale reply is read); b's claim
   // may or may not have been made, and b@1 comes out either way (its own claim).
