@@ -275,6 +275,10 @@ void read_pipeline(const YAML::Node& node, const Mark& at, const std::string& fi
         set = true;
       }
     if (!set) p.sink.values.emplace_back("delivery", to_string(p.delivery));
+    // Not written on the sink: a sink that refuses it names the pipeline's own
+    // `delivery:` (or the pipeline), not the sink's first key.
+    if (!p.sink.key_marks.count("delivery"))
+      p.sink.key_marks["delivery"] = c.marks.count("delivery") ? c.marks["delivery"] : at;
   }
   // A transaction open longer than the sink's transaction.timeout is aborted by the broker
   // (reported by librdkafka as fencing): a round that gathers for commit.interval would

@@ -142,6 +142,8 @@ TEST(ValidatePluginChecks, TheSinkSeesThePipelinesDelivery) {
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find("key 'delivery'"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("at_least_once"), std::string::npos) << r.err;
+  // At the pipeline's `delivery:` (line 3), where it was written: not the sink's url line.
+  EXPECT_EQ(r.err.rfind((dir / "p.yaml").string() + ":3:", 0), 0u) << r.err;
 }
 
 // dedupe's changelog: on behind a sink that keeps no changelogs (the file sink) is the
