@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <deque>
+#include <limits>
+#include <string_view>
 #include <stdexcept>
 
 namespace exactly::http {
@@ -112,6 +114,21 @@ std::string final_reason(const Request& r, const Settings& s) {
 }
 }  // namespace
 
+namespace {
+// libcurl answers 0 for a Retry-After too long for its parser (20 digits): such a server
+// asks for the longest wait there is, which retry.after.max then caps; not for none.
+bool long_retry_after(CURL* easy) {
+  struct curl_header* h = nullptr;
+  if (curl_easy_header(easy, "Retry-After", 0, CURLH_HEADER, -1, &h) != CURLHE_OK || h == nullptr ||
+      h->value == nullptr)
+    return false;
+  std::string_view v(h->value);
+  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+  while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+  return v.size() > 18 && std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+}  // namespace
+
 bool Dispatcher::finish(Slot& slot, CURLcode code, RateClasses& classes, const Settings& s) {
   Request& r = *slot.req;
   slot.req = nullptr;
@@ -120,6 +137,7 @@ bool Dispatcher::finish(Slot& slot, CURLcode code, RateClasses& classes, const S
   curl_off_t retry_after = 0;
   curl_easy_getinfo(slot.easy, CURLINFO_RESPONSE_CODE, &status);
   curl_easy_getinfo(slot.easy, CURLINFO_RETRY_AFTER, &retry_after);
+  if (retry_after <= 0 && long_retry_after(slot.easy)) retry_after = std::numeric_limits<curl_off_t>::max();
   r.status = status;
   r.last = classify(code, status, static_cast<int64_t>(retry_after), slot.error);
   RateClass& c = classes[r.cls];

@@ -134,6 +134,9 @@ TEST(HttpSinkRetry, TooManyRequestsHonoursRetryAfter) {
 TEST(HttpSinkRetry, AHugeRetryAfterWaitsRetryAfterMax) {
   EXPECT_GE(throttled_retry_gap("9000000000000000000", {{"retry.after.max", "400"}}), 0.35)
       << "a huge Retry-After did not wait retry.after.max";
+  // Past what libcurl parses (it answers 0, as for no header): still the longest wait.
+  EXPECT_GE(throttled_retry_gap("99999999999999999999", {{"retry.after.max", "400"}}), 0.35)
+      << "a 20-digit Retry-After was taken for none";
 }
 
 TEST(HttpSinkRetry, TimeoutIsRetried) {
