@@ -52,7 +52,7 @@ constexpr int64_t kLateLines = 100;
 // attributed to its pipeline, stage and library.
 void Pipeline::cb_log(ex_host_ctx ctx, int32_t level, const char* msg, size_t len) {
   HostCall call(ctx);
-  const HostBinding& b = call.binding();
+  HostBinding& b = call.binding();
   const std::string scope = "pipeline:" + b.pipeline;
   const auto lvl = static_cast<log::Level>(std::clamp(level, 0, 3));
   if (msg == nullptr) len = 0;
@@ -64,7 +64,7 @@ void Pipeline::cb_log(ex_host_ctx ctx, int32_t level, const char* msg, size_t le
     text = cut;
   }
   if (call.owner() != nullptr) return log::write(lvl, scope, text);
-  const int64_t n = const_cast<HostBinding&>(b).late_lines.fetch_add(1);
+  const int64_t n = b.late_lines.fetch_add(1);
   if (n == 0)
     log::warn(scope, "stage '{}' ({}) still logs after its destroy(): a thread it started "
               "outlives its instance, against the ABI's lifetime rule; its lines are marked "
@@ -88,7 +88,7 @@ void Pipeline::cb_metric(ex_host_ctx ctx, int32_t kind, const char* name, const 
   Pipeline* p = call.owner();
   // A retired component's series would outlive it (or reappear after a reload removed it).
   if (p == nullptr || name == nullptr) return;
-  const std::string& stage = HostBinding::of(ctx)->component_id;
+  const std::string& stage = call.binding().component_id;
   // A name or label that Prometheus refuses would make a scraper drop the whole page,
   // every other series with it: such a series is dropped instead, said once.
   auto refuse = [&](const std::string& why) {

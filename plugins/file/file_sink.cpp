@@ -29,21 +29,11 @@ FileIdentity identity_of(const struct stat& sb) {
 // replaced each other's commit records, and each resumed from the other's positions. The
 // lock goes with the descriptor, so a sink that dies, or is rebuilt, lets go of it.
 Status open_locked(const std::string& path, int& out) {
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::error(EX_ERR_CONFIG, errno_text("cannot open", path), "path");
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    const int e = errno;
-    ::close(fd);
-    if (e == EWOULDBLOCK)
-      return Status::error(EX_ERR_CONFIG,
-                           path + " is in use by another file sink (another pipeline or "
-                                  "dead-letter sink, or another exactly process): two sinks "
-                                  "on one file would overwrite each other's records and commits",
-                           "path");
-    return Status::fatal("cannot lock " + path + ": " + std::strerror(e));
-  }
-  out = fd;
-  return Status::ok();
+  return open_exclusive(path, "path",
+                        path + " is in use by another file sink (another pipeline or dead-letter "
+                               "sink, or another exactly process): two sinks on one file would "
+                               "overwrite each other's records and commits",
+                        out);
 }
 }  // namespace
 

@@ -70,23 +70,12 @@ FileSource::~FileSource() {
 // it goes with the descriptor, so a source that dies, or is rebuilt, lets go of it.
 Status FileSource::lock_offsets() {
   if (offsets_path_.empty() || offsets_lock_fd_ >= 0) return Status::ok();
-  const std::string lock = offsets_path_ + ".lock";
-  int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::error(EX_ERR_CONFIG, errno_text("cannot open", lock), "offsets.path");
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    const int e = errno;
-    ::close(fd);
-    if (e == EWOULDBLOCK)
-      return Status::error(EX_ERR_CONFIG,
-                           offsets_path_ + " is in use by another file source (another pipeline "
-                                           "or another exactly process): two sources on one "
-                                           "offsets.path would each resume from the other's "
-                                           "position and skip lines",
-                           "offsets.path");
-    return Status::fatal("cannot lock " + lock + ": " + std::strerror(e));
-  }
-  offsets_lock_fd_ = fd;
-  return Status::ok();
+  return open_exclusive(offsets_path_ + ".lock", "offsets.path",
+                        offsets_path_ + " is in use by another file source (another pipeline or "
+                                        "another exactly process): two sources on one "
+                                        "offsets.path would each resume from the other's "
+                                        "position and skip lines",
+                        offsets_lock_fd_);
 }
 
 Status FileSource::parse_position(const sdk::Checkpoint& cp, Position& out) const {

@@ -1,6 +1,7 @@
 #include "fs_util.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -61,6 +62,20 @@ Status read_whole(const std::string& path, std::optional<std::string>& out) {
   }
   ::close(fd);
   out = std::move(content);
+  return Status::ok();
+}
+
+Status open_exclusive(const std::string& path, const std::string& key, const std::string& in_use,
+                      int& out) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::error(EX_ERR_CONFIG, errno_text("cannot open", path), key);
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int e = errno;
+    ::close(fd);
+    if (e == EWOULDBLOCK) return Status::error(EX_ERR_CONFIG, in_use, key);
+    return Status::fatal("cannot lock " + path + ": " + std::strerror(e));
+  }
+  out = fd;
   return Status::ok();
 }
 

@@ -19,4 +19,10 @@ sdk::Status write_all(int fd, const char* data, size_t len, const std::string& p
 sdk::Status read_whole(const std::string& path, std::optional<std::string>& out);
 // Replacing a file atomically: sdk::replace_file_atomically (exactly/durable_file.hpp).
 
+// Opens `path` (creating it) with an exclusive flock, held as long as the descriptor is
+// open: a holder that dies, or is rebuilt, lets go. Another holder is the config error
+// `in_use` on `key`; other failures name the file.
+sdk::Status open_exclusive(const std::string& path, const std::string& key, const std::string& in_use,
+                           int& out);
+
 }  // namespace exactly::file
