@@ -150,8 +150,10 @@ class KafkaSource final : public sdk::Source, public ClientContext {
   // Schedules the next description; true while still settling (a retry is due soon).
   bool retry_describe(const std::string& why);
   void update_standbys(const std::vector<GroupMember>& members);
-  // A topic this source subscribes to (a name in `topics`, or one a `^regex` there matches).
-  bool subscribed(const std::string& topic) const;
+  // A topic this source subscribes to (a name in `topics`, or one a `^regex` there matches);
+  // answers are kept, so a pattern is matched once per topic, not per partition and plan.
+  bool subscribed(const std::string& topic);
+  std::map<std::string, bool> subscribed_;
   void announce_departures(const std::vector<std::string>& client_ids);
 
   // settings

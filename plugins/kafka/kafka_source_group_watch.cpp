@@ -162,20 +162,24 @@ void KafkaSource::announce_departures(const std::vector<std::string>& client_ids
   members_known_ = true;
 }
 
-bool KafkaSource::subscribed(const std::string& topic) const {
+bool KafkaSource::subscribed(const std::string& topic) {
+  auto known = subscribed_.find(topic);
+  if (known != subscribed_.end()) return known->second;
+  bool match = false;
   for (const auto& t : topics_) {
     if (t.empty() || t[0] != '^') {
-      if (t == topic) return true;
-      continue;
+      match = t == topic;
+    } else {
+      // As librdkafka matches a subscription's pattern: POSIX extended.
+      regex_t re;
+      if (regcomp(&re, t.c_str(), REG_EXTENDED | REG_NOSUB) != 0) continue;
+      match = regexec(&re, topic.c_str(), 0, nullptr, 0) == 0;
+      regfree(&re);
     }
-    // As librdkafka matches a subscription's pattern: POSIX extended.
-    regex_t re;
-    if (regcomp(&re, t.c_str(), REG_EXTENDED | REG_NOSUB) != 0) continue;
-    const bool match = regexec(&re, topic.c_str(), 0, nullptr, 0) == 0;
-    regfree(&re);
-    if (match) return true;
+    if (match) break;
   }
-  return false;
+  subscribed_.emplace(topic, match);
+  return match;
 }
 
 void KafkaSource::update_standbys(const std::vector<GroupMember>& all_members) {
