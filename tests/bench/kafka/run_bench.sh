@@ -96,6 +96,10 @@
 # value of a key wins; e.g. log.segment.bytes=1073741824, Kafka's own default, instead
 # of the test broker's 256 MiB).
 # BUILD_DIR (default build-bench): a Release build of its own, never build/.
+# BENCH_SAMPLE_MS=N (latency mode, exactly cases): exactly's metrics scraped every N ms
+# into the case's metrics-timeline.txt, to see what a late second looked like inside it
+# (a curl per sample: a diagnosis, not for the figures). The reader also prints, for each
+# second over 250 ms, the worst latency of each partition.
 # Streams app: built with Maven into ${EXACTLY_CACHE:-~/.cache/exactly}/streams-dedupe.
 # Connect + MM2: jars copied with Maven into ${EXACTLY_CACHE:-~/.cache/exactly}/connect-mm2/libs.
 set -euo pipefail
@@ -580,6 +584,19 @@ run_latency_case() {  # case rep seconds (rep "w": the broker's warm-up run, not
     --expect-file "$d/expect" --idle-timeout-s 60 >"$d/latency.json" 2>"$d/latency.err"; } 2>"$d/reader.cpu" &
   local reader_pid=$!
   log "latency: case $c -> $out, $latency_rate records/s for $latency_s s (load $(cut -d' ' -f1 /proc/loadavg))"
+  # BENCH_SAMPLE_MS=N (exactly cases): exactly's metrics every N ms into
+  # metrics-timeline.txt (each scrape after a "T <ms since the epoch>" line), to find what a
+  # late second looked like inside exactly. Costs a curl per sample: not for the figures.
+  local sampler_pid=""
+  if [[ -n ${BENCH_SAMPLE_MS:-} && $c != a && $c != d ]]; then
+    ( while kill -0 "$pid" 2>/dev/null; do
+        echo "T $(date +%s%3N)"
+        curl -s "http://127.0.0.1:$metrics_port/metrics" 2>/dev/null |
+          grep -E '^exactly_(records_in_total|commits_total|kafka_source_consumer_lag|record_age_at_poll_seconds_bucket|record_age_at_commit_seconds_bucket|commit_latency_seconds_count|batch_latency_seconds_count)' || true
+        sleep "$(awk -v ms="$BENCH_SAMPLE_MS" 'BEGIN { printf "%.3f", ms / 1000 }')"
+      done >"$d/metrics-timeline.txt" ) &
+    sampler_pid=$!
+  fi
   local produce=("$tool" produce --partitions "$partitions" --keyed)
   [[ $producer == native ]] && produce=("$build/bench_paced_produce")
   { time "${produce[@]}" --bootstrap "$B" --topic "$in" --count "$count" \
@@ -595,6 +612,7 @@ run_latency_case() {  # case rep seconds (rep "w": the broker's warm-up run, not
   mv "$d/expect.tmp" "$d/expect"
   local rrc=0
   wait "$reader_pid" || rrc=$?
+  [[ -n $sampler_pid ]] && { kill "$sampler_pid" 2>/dev/null; wait "$sampler_pid" 2>/dev/null || true; }
   # exactly's own view of the run (b, c, e): how its batches and commits were spread, to
   # tell a slow commit from a slow batch when the tail is long.
   if [[ $c != d && $c != a ]]; then
@@ -631,6 +649,8 @@ run_latency_case() {  # case rep seconds (rep "w": the broker's warm-up run, not
   # Where the tail came from: a backlog built early and worked off, or spikes later on.
   # (Either may be missing: a reader that failed says why in latency.err, shown below.)
   timeline=$(grep -m1 'worst ms per second' "$d/latency.err" 2>/dev/null | sed 's/^[a-z_-]*\( latency\)\?: //' || true)
+  [[ -n $timeline ]] && log "  $timeline"
+  timeline=$(grep -m1 'seconds over 250 ms' "$d/latency.err" 2>/dev/null | sed 's/^[a-z_-]*: //' || true)
   [[ -n $timeline ]] && log "  $timeline"
   # The input side of it: how long the producer waited for its acks, per second.
   timeline=$(grep -m1 'worst send-to-ack' "$d/produce.err" 2>/dev/null | sed 's/^[a-z_-]* produce: //' || true)
@@ -684,7 +704,17 @@ if [[ "$latency_rate" != 0 ]]; then
   for i in "${!rates[@]}"; do
     latency_rate=${rates[$i]}
     for rep in $(seq 1 "$repeats"); do
-      for c in "${case_list[@]}"; do run_latency_case "$c" "${labels[$i]}$rep" "$latency_s"; done
+      # A case listed twice (--cases c,a,c) runs on topics, a group and a dir of its own
+      # each time (run 1, then 1.2): a kept run's topics are not deleted, and a reader on a
+      # reused name would read the earlier run's output.
+      declare -A seen=()
+      for c in "${case_list[@]}"; do
+        seen[$c]=$(( ${seen[$c]:-0} + 1 ))
+        label="${labels[$i]}$rep"
+        [[ ${seen[$c]} -gt 1 ]] && label="$label.${seen[$c]}"
+        run_latency_case "$c" "$label" "$latency_s"
+      done
+      unset seen
     done
   done
   {
