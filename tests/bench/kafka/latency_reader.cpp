@@ -125,10 +125,10 @@ int main(int argc, char** argv) {
   // Counts per millisecond of latency, as the Java reader: 10 minutes or more share the
   // last bucket.
   std::vector<int64_t> hist(600'001, 0);
-  std::vector<int64_t> worst_per_second(16, 0);  // by second of the record's timestamp since the first
-  // The same per partition (second * parts + partition): a late spell in one partition is
-  // a fetch of that partition, in all of them the broker, the contender or the machine.
-  std::vector<int64_t> worst_per_partition(16 * static_cast<size_t>(parts), 0);
+  // The worst latency by second of the record's timestamp (since the first) and partition,
+  // at second * parts + partition: a late spell in one partition is a fetch of that
+  // partition, in all of them the broker, the contender or the machine.
+  std::vector<int64_t> worst(16 * static_cast<size_t>(parts), 0);
   const int64_t warmup_ms = static_cast<int64_t>(a.warmup_s * 1000);
   const int64_t idle_ms = static_cast<int64_t>(a.idle_timeout_s * 1000);
   int64_t received = 0, measured = 0, expect = -1, first = -1, max_ms = 0;
@@ -159,14 +159,10 @@ int main(int argc, char** argv) {
           ++measured;
           max_ms = std::max(max_ms, l);
           const auto sec = static_cast<size_t>((ts - first) / 1000);
-          if (sec >= worst_per_second.size())
-            worst_per_second.resize(std::max(sec + 1, worst_per_second.size() * 2), 0);
-          worst_per_second[sec] = std::max(worst_per_second[sec], l);
-          const size_t cell = sec * static_cast<size_t>(parts) + static_cast<size_t>(m->partition);
-          if (m->partition >= 0 && m->partition < parts) {
-            if (cell >= worst_per_partition.size()) worst_per_partition.resize(std::max(cell + 1, worst_per_partition.size() * 2), 0);
-            worst_per_partition[cell] = std::max(worst_per_partition[cell], l);
-          }
+          const size_t cell = sec * static_cast<size_t>(parts) +
+                              static_cast<size_t>(std::clamp<int32_t>(m->partition, 0, parts - 1));
+          if (cell >= worst.size()) worst.resize(std::max(cell + 1, worst.size() * 2), 0);
+          worst[cell] = std::max(worst[cell], l);
         }
       }
       rd_kafka_message_destroy(m);
@@ -189,20 +185,18 @@ int main(int argc, char** argv) {
   // Where in the run the tail came from: the worst latency of each second's records.
   std::string tl = "bench_latency_reader: worst ms per second of input (second 0 = " +
                    std::to_string(first) + " ms since the epoch):";
-  for (size_t i = static_cast<size_t>(warmup_ms / 1000); i < worst_per_second.size(); ++i)
-    if (worst_per_second[i] > 0)
-      tl.append(" ").append(std::to_string(i)).append(":").append(std::to_string(worst_per_second[i]));
-  std::fprintf(stderr, "%s\n", tl.c_str());
   // The seconds past 250 ms (the latency target) by partition.
   std::string lp = "bench_latency_reader: seconds over 250 ms, worst ms by partition:";
-  for (size_t i = static_cast<size_t>(warmup_ms / 1000); i < worst_per_second.size(); ++i) {
-    if (worst_per_second[i] <= 250) continue;
+  const size_t seconds = worst.size() / static_cast<size_t>(parts);
+  for (size_t i = static_cast<size_t>(warmup_ms / 1000); i < seconds; ++i) {
+    const auto row = worst.begin() + static_cast<std::ptrdiff_t>(i * static_cast<size_t>(parts));
+    const int64_t w = *std::max_element(row, row + parts);
+    if (w > 0) tl.append(" ").append(std::to_string(i)).append(":").append(std::to_string(w));
+    if (w <= 250) continue;
     lp.append(" ").append(std::to_string(i)).append(":");
-    for (int p = 0; p < parts; ++p) {
-      const size_t cell = i * static_cast<size_t>(parts) + static_cast<size_t>(p);
-      lp.append(p == 0 ? "" : "/").append(std::to_string(cell < worst_per_partition.size() ? worst_per_partition[cell] : 0));
-    }
+    for (int p = 0; p < parts; ++p) lp.append(p == 0 ? "" : "/").append(std::to_string(row[p]));
   }
+  std::fprintf(stderr, "%s\n", tl.c_str());
   std::fprintf(stderr, "%s\n", lp.c_str());
   // The value at rank floor(q * measured) of the sorted latencies (0-based), as the Java
   // reader computes it.

@@ -584,9 +584,7 @@ run_latency_case() {  # case rep seconds (rep "w": the broker's warm-up run, not
     --expect-file "$d/expect" --idle-timeout-s 60 >"$d/latency.json" 2>"$d/latency.err"; } 2>"$d/reader.cpu" &
   local reader_pid=$!
   log "latency: case $c -> $out, $latency_rate records/s for $latency_s s (load $(cut -d' ' -f1 /proc/loadavg))"
-  # BENCH_SAMPLE_MS=N (exactly cases): exactly's metrics every N ms into
-  # metrics-timeline.txt (each scrape after a "T <ms since the epoch>" line), to find what a
-  # late second looked like inside exactly. Costs a curl per sample: not for the figures.
+  # BENCH_SAMPLE_MS (see the header): each scrape after a "T <ms since the epoch>" line.
   local sampler_pid=""
   if [[ -n ${BENCH_SAMPLE_MS:-} && $c != a && $c != d ]]; then
     ( while kill -0 "$pid" 2>/dev/null; do
