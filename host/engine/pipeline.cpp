@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <thread>
 #include <utility>
 
 namespace exactly::engine {
@@ -123,8 +124,21 @@ std::string Pipeline::origin(const ex_record& r) const {
 }
 
 
+void Pipeline::end_instance_calls() {
+  // Bounded, as HostBinding::retire: a plugin thread stuck inside such a call must not
+  // hang a reload or a stop. Said, because the teardown then goes on under it.
+  const auto deadline = Clock::now() + std::chrono::seconds(2);
+  while (instance_calls_.load() != 0 && Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (instance_calls_.load() != 0)
+    log::warn("pipeline:" + spec_.name, "a plugin's call from a thread of its own (partitions_assigned, "
+              "partitions_revoked, standby or hold) has not returned within 2 s; the instance is "
+              "torn down under it");
+}
+
 Pipeline::RunResult Pipeline::run_instance() {
   std::string scope = "pipeline:" + spec_.name;
+  instance_thread_ = std::this_thread::get_id();
   Instance in;
   partitions_.clear();
   auto classify = [&](const Outcome& o) {
@@ -133,6 +147,7 @@ Pipeline::RunResult Pipeline::run_instance() {
   held_.clear();
   auto cleanup = [&](RunResult r) {
     current_ = nullptr;
+    end_instance_calls();
     in.teardown();
     held_.clear();
     return r;

@@ -137,6 +137,31 @@ class Pipeline {
   std::atomic<int64_t> elapsed_ms_{-1};
   // Valid while run_instance runs (callbacks use it; a stage's restore thread may read it).
   std::atomic<Instance*> current_{nullptr};
+  // The callbacks that reach the instance through current_ (assigned, revoked, standby,
+  // hold) are counted while they run. The teardown clears current_ and then waits for
+  // them (end_instance_calls), so a call from a plugin's own thread that read current_ a
+  // moment before cannot reach a stage that is being destroyed.
+  std::atomic<int32_t> instance_calls_{0};
+  struct InstanceUse {
+    explicit InstanceUse(Pipeline* p) : p_(p) {
+      // Sequentially consistent with end_instance_calls(): either this sees nullptr, or
+      // the teardown sees this call and waits for it.
+      p_->instance_calls_.fetch_add(1);
+      in = p_->current_.load();
+    }
+    ~InstanceUse() { p_->instance_calls_.fetch_sub(1); }
+    InstanceUse(const InstanceUse&) = delete;
+    InstanceUse& operator=(const InstanceUse&) = delete;
+    Instance* in = nullptr;
+
+   private:
+    Pipeline* p_;
+  };
+  void end_instance_calls();
+  // The thread that runs the instance: partitions_assigned and partitions_revoked are
+  // taken only on it (a source calls them from inside its own calls, per the ABI). From a
+  // plugin's own thread they would change the pipeline's partitions under the round.
+  std::atomic<std::thread::id> instance_thread_{};
   HeldPartitions held_;  // partitions stages hold back (ABI 1.2)
   // Partitions by id, with owned names for origins and re-issuing to stages.
   struct PartitionInfo {

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <mutex>
 #include <set>
+#include <thread>
 
 namespace exactly::engine {
 
@@ -130,13 +131,27 @@ int32_t retired_call(ex_error* err, const HostCall& call, const char* what) {
   }
   return EX_ERR_FATAL;
 }
+
+// partitions_assigned or partitions_revoked from a thread other than the instance's.
+int32_t foreign_thread_call(ex_error* err, const HostCall& call, const char* what) {
+  if (err != nullptr) {
+    err->code = EX_ERR_FATAL;
+    std::snprintf(err->message, sizeof(err->message),
+                  "%s refused: stage '%s' called it from a thread of its own; a source reports "
+                  "its partitions from inside the host's calls (poll, open), on the pipeline's thread",
+                  what, call.binding().component_id.c_str());
+  }
+  return EX_ERR_FATAL;
+}
 }  // namespace
 
 int32_t Pipeline::cb_assigned(ex_host_ctx ctx, const ex_partition* parts, size_t n, ex_error* err) {
   HostCall call(ctx);
   Pipeline* p = call.owner();
   if (p == nullptr) return retired_call(err, call, "partitions_assigned");
-  Instance* in = p->current_;
+  if (std::this_thread::get_id() != p->instance_thread_.load()) return foreign_thread_call(err, call, "partitions_assigned");
+  InstanceUse use(p);
+  Instance* in = use.in;
   if (in == nullptr) return EX_OK;
   std::vector<ex_partition> copy(parts, parts + n);
   if (n > 0 && std::exchange(in->assigned_before, true))
@@ -182,7 +197,9 @@ int32_t Pipeline::cb_revoked(ex_host_ctx ctx, const ex_partition* parts, size_t 
   HostCall call(ctx);
   Pipeline* p = call.owner();
   if (p == nullptr) return retired_call(err, call, "partitions_revoked");
-  Instance* in = p->current_;
+  if (std::this_thread::get_id() != p->instance_thread_.load()) return foreign_thread_call(err, call, "partitions_revoked");
+  InstanceUse use(p);
+  Instance* in = use.in;
   if (in == nullptr) return EX_OK;
   std::string scope = "pipeline:" + p->spec_.name;
   // Commit what was read so far before the partitions go: the next owner resumes
@@ -281,7 +298,8 @@ int32_t Pipeline::cb_standby(ex_host_ctx ctx, const ex_partition* parts, size_t 
   HostCall call(ctx);
   Pipeline* p = call.owner();
   if (p == nullptr) return retired_call(err, call, "standby");
-  Instance* in = p->current_;
+  InstanceUse use(p);
+  Instance* in = use.in;
   if (in == nullptr) return EX_OK;
   in->standby.replace(parts, n);
   return EX_OK;
@@ -291,7 +309,8 @@ int32_t Pipeline::cb_hold(ex_host_ctx ctx, const ex_partition* part, ex_error* e
   HostCall call(ctx);
   Pipeline* p = call.owner();
   if (p == nullptr) return retired_call(err, call, "hold");
-  Instance* in = p->current_;
+  InstanceUse use(p);
+  Instance* in = use.in;
   auto refuse = [&](const std::string& why) {
     if (err) {
       err->code = EX_ERR_UNSUPPORTED;

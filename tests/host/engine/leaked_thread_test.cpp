@@ -89,3 +89,20 @@ TEST(LeakedThread, AnOverlongPluginLineIsCut) {
   EXPECT_NE(line.find("[... 83629 more bytes cut by the host]"), std::string::npos) << line.substr(16000);
   EXPECT_EQ(line.find(" end"), std::string::npos);
 }
+
+// A leaked thread that calls partitions_assigned over and over while its pipeline stops.
+// Such a call used to change the pipeline's partitions under the round, and one that
+// read the running instance just before the teardown reached a stage whose destroy() had
+// run (SIGSEGV in about 2% of stops at one call per 50 ms, in AnOverlongPluginLineIsCut).
+// Now partitions_assigned is refused off the pipeline's thread, and the teardown waits for
+// the calls that reach the instance (hold, standby) once it has cleared it.
+TEST(LeakedThread, SourceCallsFromALeakedThreadDuringTheTeardownReachNoDestroyedStage) {
+  for (int round = 0; round < 5; ++round) {
+    auto dir = temp_dir("leak");
+    write_file(dir / "p.yaml", with_leaky(dir, ", late.assign.spin: true"));
+    Child host({exactly_bin(), "run", "--no-watch", (dir / "p.yaml").string()}, dir / "log.txt");
+    ASSERT_TRUE(wait_for_text(dir / "log.txt", "leaked line 2", 30)) << read_file(dir / "log.txt");
+    host.kill(SIGTERM);
+    EXPECT_EQ(host.wait(), 0) << "round " << round << ":\n" << read_file(dir / "log.txt");
+  }
+}
