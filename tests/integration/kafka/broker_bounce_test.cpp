@@ -68,17 +68,19 @@ std::string yaml(const std::string& in, const std::string& out, const std::strin
 TEST(BrokerBounce, DedupeExactlyOnceWhileEveryBrokerIsBounced) {
   const bool big = heavy();
   const int bounces = big ? 20 : 3;
-  // Input must still arrive at the last bounce: a bounce takes 15-25 s here (a clean
-  // stop moves leadership first; a restarted broker catches up before it listens), so
-  // about 33 s of input per bounce, plus the start.
+  // Input must still arrive at the last bounce. A bounce took 15-25 s on a quiet machine
+  // and 80 s on a busy one (a restarted broker catches up before it listens), so no
+  // --count fits: the producer runs until the last bounce is done (--stop-file), and
+  // the count is only its bound.
   const long long rate = 1500;
-  const long long records = rate * (30 + 33LL * bounces);
+  const long long bound = rate * (60 + 300LL * bounces);
   const std::string in = unique_name("bb-in"), out = unique_name("bb-out"), group = unique_name("bb-g");
   const fs::path dir = temp_dir("bounce");
   kafka_tool("create-topic --topic " + in + " --partitions 4");
   kafka_tool("create-topic --topic " + out + " --partitions 4");
+  const fs::path stop = dir / "stop-input";
   Child producer({tools_dir() + "/kafka-tool.sh", "produce", "--topic", in, "--count",
-                  std::to_string(records), "--partitions", "4", "--keyed", "--dup-ratio", "0.12",
+                  std::to_string(bound), "--stop-file", stop.string(), "--partitions", "4", "--keyed", "--dup-ratio", "0.12",
                   "--dup-variant", "--size", "150", "--seed", "21", "--rate", std::to_string(rate),
                   "--bootstrap", kafka_bootstrap()},
                  dir / "producer.log");
@@ -110,7 +112,12 @@ TEST(BrokerBounce, DedupeExactlyOnceWhileEveryBrokerIsBounced) {
     ASSERT_FALSE(host.exited_by_itself(&hc)) << "the host exited (" << hc << ")\n" << host.log_tail();
   }
   std::printf("%d of %d bounces while input was being produced\n", in_flight, bounces);
+  write_file(stop, "");
   EXPECT_EQ(producer.wait(), 0) << tail_of(read_file(dir / "producer.log"), 3000);
+  // An idempotent producer's acked records are the input's end offsets, each once.
+  const long long records = json_number(kafka_tool("end-offsets --topic " + in).out, "total_end");
+  ASSERT_GT(records, 0);
+  std::printf("input: %lld records\n", records);
   bool caught_up = wait_committed(group, in, records, std::chrono::seconds(240));
   EXPECT_TRUE(caught_up) << "committed " << committed_total(group, in) << " of " << records << "\n"
                          << host.log_tail(6000);

@@ -11,6 +11,7 @@
 //   produce              --topic T --count N [--partitions P] [--dup-ratio F] [--seed S]
 //                        [--size BYTES] [--keyed] [--dup-window W] [--omit-dups] [--dup-variant]
 //                        [--rate RECORDS_PER_S [--warmup-topic W --warmup-s S]] [--progress-s 5]
+//                        [--stop-file F] (ends the input early once F exists; --count is then a bound)
 //                        [--transactional-id X [--abort | --leave-open] [--txn-timeout-ms MS]]
 //   verify               --input-topic IN --output-topic OUT [--mode copy|dedupe]
 //                        [--id-field messageId] [--stall-timeout-s 60] [--expect-input N]
@@ -394,6 +395,9 @@ public final class KafkaTool {
         double rate = a.getDouble("rate", 0.0);
         if (rate < 0) throw new UsageException("--rate must be >= 0");
         long progressNs = TimeUnit.MILLISECONDS.toNanos((long) (a.getDouble("progress-s", 5.0) * 1000));
+        // --stop-file F: a test that bounces brokers for as long as they take to come back
+        // stops the input once it is done, instead of guessing a --count that outlasts them.
+        java.nio.file.Path stopFile = a.opts.containsKey("stop-file") ? java.nio.file.Paths.get(a.opts.get("stop-file")) : null;
 
         Properties p = baseProps();
         p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
@@ -461,6 +465,7 @@ public final class KafkaTool {
                 if (rate > 0) {
                     pace(t0, sent, rate);
                 }
+                if (stopFile != null && (i & 1023) == 0 && java.nio.file.Files.exists(stopFile)) break;
                 if (progressNs > 0 && System.nanoTime() >= nextProgress) {
                     double el = (System.nanoTime() - t0) / 1e9;
                     System.err.println(String.format(Locale.ROOT,
