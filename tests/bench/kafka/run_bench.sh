@@ -99,7 +99,9 @@
 # BENCH_SAMPLE_MS=N (latency mode, exactly cases): exactly's metrics scraped every N ms
 # into the case's metrics-timeline.txt, to see what a late second looked like inside it
 # (a curl per sample: a diagnosis, not for the figures). The reader also prints, for each
-# second over 250 ms, the worst latency of each partition.
+# second over 250 ms, the worst latency of each partition, and every latency case prints
+# the machine's steal (CPU the hypervisor gave to other guests) per second of input,
+# beside the late seconds.
 # Streams app: built with Maven into ${EXACTLY_CACHE:-~/.cache/exactly}/streams-dedupe.
 # Connect + MM2: jars copied with Maven into ${EXACTLY_CACHE:-~/.cache/exactly}/connect-mm2/libs.
 set -euo pipefail
@@ -272,6 +274,43 @@ jit_cpu_of() {  # utime+stime of a JVM's JIT compiler threads (C1, C2) in second
   [[ ${#files[@]} -gt 0 ]] || { echo 0; return; }
   awk -v t="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); split($0, f, " "); s += f[12] + f[13] }
     END { printf "%.2f", s / t }' "${files[@]}" 2>/dev/null || echo 0
+}
+
+steal_sampler() {  # file: every 250 ms "ms-since-the-epoch steal-jiffies all-jiffies" of the machine
+  # Steal is CPU time the hypervisor gave to another guest while this VM wanted it: on
+  # a shared 2-vCPU machine a late second can be one where the cores were not ours.
+  while kill -0 $$ 2>/dev/null; do  # $$: the script, so a case that dies leaves none behind
+    awk -v ms="$(date +%s%3N)" '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print ms, $9, t; exit }' /proc/stat
+    sleep 0.25
+  done >"$1"
+}
+
+steal_report() {  # samples-file reader-stderr: steal per second of input, beside the late seconds
+  # Second i of the reader's timeline starts at its "second 0" (the first record's
+  # timestamp) + i s; a sample's delta counts for the second its sample ends in. A
+  # record of second i that was late waited through second i and the next, so a late
+  # second is shown with the steal of both.
+  local first
+  first=$(grep -m1 -o 'second 0 = [0-9]*' "$2" 2>/dev/null | grep -o '[0-9]*$' || true)
+  [[ -n $first && -s $1 ]] || return 0
+  awk -v first="$first" -v late="$(grep -m1 'seconds over 250 ms' "$2" | sed 's/^[^:]*:[^:]*://')" '
+    NR > 1 && $1 >= first { s = int(($1 - first) / 1000); st[s] += $2 - ps; all[s] += $3 - pt; if (s > n) n = s }
+    { ps = $2; pt = $3 }
+    END {
+      split(late, l, " "); for (k in l) { split(l[k], f, ":"); if (f[1] != "") islate[f[1] + 0] = 1 }
+      for (s = 0; s <= n; s++) if (all[s] > 0) {
+        p[s] = 100 * st[s] / all[s]; tot_s += st[s]; tot_a += all[s]
+        if (p[s] >= 25) hi++
+      }
+      out = sprintf("machine steal: %.1f%% over the input, %d of %d seconds at 25%% or more", tot_a ? 100 * tot_s / tot_a : 0, hi, n + 1)
+      nl = 0; both = 0; line = ""
+      for (s = 0; s <= n; s++) if (s in islate) {
+        nl++; w = (p[s] > p[s + 1]) ? p[s] : p[s + 1]; if (w >= 25) both++
+        line = line sprintf(" %d:%.0f/%.0f", s, p[s], p[s + 1])
+      }
+      if (nl) out = out sprintf("; seconds over 250 ms with 25%% or more in that second or the next: %d of %d, steal %% by second (that/next):%s", both, nl, line)
+      print out
+    }' "$1"
 }
 
 # ---------------------------------------------------------------- input
@@ -595,6 +634,8 @@ run_latency_case() {  # case rep seconds (rep "w": the broker's warm-up run, not
       done >"$d/metrics-timeline.txt" ) &
     sampler_pid=$!
   fi
+  steal_sampler "$d/steal.txt" &
+  local steal_pid=$!
   local produce=("$tool" produce --partitions "$partitions" --keyed)
   [[ $producer == native ]] && produce=("$build/bench_paced_produce")
   { time "${produce[@]}" --bootstrap "$B" --topic "$in" --count "$count" \
@@ -611,6 +652,7 @@ run_latency_case() {  # case rep seconds (rep "w": the broker's warm-up run, not
   local rrc=0
   wait "$reader_pid" || rrc=$?
   [[ -n $sampler_pid ]] && { kill "$sampler_pid" 2>/dev/null; wait "$sampler_pid" 2>/dev/null || true; }
+  kill "$steal_pid" 2>/dev/null; wait "$steal_pid" 2>/dev/null || true
   # exactly's own view of the run (b, c, e): how its batches and commits were spread, to
   # tell a slow commit from a slow batch when the tail is long.
   if [[ $c != d && $c != a ]]; then
@@ -649,6 +691,8 @@ run_latency_case() {  # case rep seconds (rep "w": the broker's warm-up run, not
   timeline=$(grep -m1 'worst ms per second' "$d/latency.err" 2>/dev/null | sed 's/^[a-z_-]*\( latency\)\?: //' || true)
   [[ -n $timeline ]] && log "  $timeline"
   timeline=$(grep -m1 'seconds over 250 ms' "$d/latency.err" 2>/dev/null | sed 's/^[a-z_-]*: //' || true)
+  [[ -n $timeline ]] && log "  $timeline"
+  timeline=$(steal_report "$d/steal.txt" "$d/latency.err")
   [[ -n $timeline ]] && log "  $timeline"
   # The input side of it: how long the producer waited for its acks, per second.
   timeline=$(grep -m1 'worst send-to-ack' "$d/produce.err" 2>/dev/null | sed 's/^[a-z_-]* produce: //' || true)
