@@ -17,7 +17,8 @@ void add(const std::string& value);
 std::string scrub(std::string_view text);
 
 // True for keys whose value is a secret by name: password, secret, token, credential(s),
-// private key, sasl.jaas.config, ... (case-insensitive, anywhere in the dotted key).
+// private key, sasl.jaas.config, api key, authorization, cookie, ... (case-insensitive,
+// anywhere in the dotted key).
 bool key_is_secret(std::string_view key);
 
 }  // namespace exactly::secrets

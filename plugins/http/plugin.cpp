@@ -17,7 +17,7 @@ const ex_config_field kSinkFields[] = {
              "request URL; {/json/pointer}, {header:name} and {key} are replaced by the "
              "record's field, percent-encoded"),
     field("method", EX_CFG_STRING, "HTTP method; GET and DELETE send no body", "POST", kMethods),
-    field("headers", EX_CFG_MAP, "static request headers, name: value"),
+    field("headers", EX_CFG_MAP, "static request headers, name: value; the values of credential headers (Authorization, X-Api-Key, Cookie, ...) are masked in the host's logs"),
     field("forward.record.headers", EX_CFG_BOOL,
           "send the record's headers as request headers (configured ones win; a re-enqueued "
           "record's exactly.retry.count and exactly.not-before go too, its "

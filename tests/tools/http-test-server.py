@@ -6,6 +6,8 @@ What to do is in the path, so that tests running side by side cannot disturb eac
   /fail/<n>/<status>/<rest>      the first n requests for this path answer <status>, then 200
   /always/<status>/<rest>        always <status> (body: "refused <rest>")
   /failpage/<n>/<status>/<rest>  as /fail/, with an HTML error page of several lines as body
+  /echo/<status>/<rest>          always <status>, the body quoting the request's headers (as
+                                 servers that echo what they refused do)
   /throttle/<n>/<secs>/<rest>    the first n answer 429 with Retry-After: <secs>, then 200
   /sleep/<ms>/<n>/<rest>         the first n sleep <ms> before answering 200
   /hold/<v>/<ms>/<rest>          the first request whose <rest> starts with segment <v>
@@ -45,7 +47,7 @@ class Handler(BaseHTTPRequestHandler):
         try:
             if parts[0] in ("fail", "failpage") and n < int(parts[1]):
                 status = int(parts[2])
-            elif parts[0] == "always":
+            elif parts[0] in ("always", "echo"):
                 status = int(parts[1])
             elif parts[0] == "throttle" and n < int(parts[1]):
                 status, extra = 429, {"Retry-After": parts[2]}
@@ -64,6 +66,8 @@ class Handler(BaseHTTPRequestHandler):
         if delay:
             time.sleep(delay)
         payload = b'{"ok":true}' if status < 300 else ("refused " + self.path).encode()
+        if status >= 300 and parts[0] == "echo":
+            payload = ("refused; you sent " + "; ".join(k + ": " + v for k, v in self.headers.items())).encode()
         if status >= 300 and parts[0] == "failpage":
             payload = b"<html>\r\n<head><title>503 Service Unavailable</title></head>\r\n<body>busy\n\tcome back later</body>\r\n</html>\r\n"
         # Logged before the answer goes out, so a client that has its answer always finds

@@ -61,4 +61,34 @@ TEST(HttpSinkErrorPolicy, StopNamesTheRecordAndTheStatus) {
   EXPECT_NE(all.find("errors.policy: stop"), std::string::npos) << all;
 }
 
+// A server that quotes the request's headers in its refusal: the credentials the sink
+// sent (named by their header: Authorization, X-Api-Key, Cookie) are masked in the
+// stop message that quotes the answer, as a password is.
+TEST(HttpSinkErrorPolicy, CredentialHeadersQuotedInAnAnswerAreMasked) {
+  HttpTestServer srv;
+  fs::path dir = temp_dir("http-echo");
+  const std::string bearer = "Bearer tok-4f9a-credential", api = "key-77c1-credential",
+                    cookie = "session=c00k1e-credential";
+  std::string y = yaml(srv, dir, "stop");
+  const std::string url = "/always/404/x/";
+  ASSERT_NE(y.find(url), std::string::npos);
+  y.replace(y.find(url), url.size(), "/echo/401/x/");
+  y += "        headers: { Authorization: \"" + bearer + "\", X-Api-Key: " + api +
+       ", Cookie: \"" + cookie + "\", X-Trace: visible-trace }\n";
+  write_file(dir / "p.yaml", y);
+  auto r = run(exactly_bin() + " run --no-watch " + (dir / "p.yaml").string(), dir);
+  std::string all = r.out + r.err;
+  EXPECT_NE(r.exit_code, 0) << all;
+  // The answer is quoted, with the header that is no credential as it was sent.
+  EXPECT_NE(all.find("http 401 after 1 attempt(s)"), std::string::npos) << all;
+  EXPECT_NE(all.find("X-Trace: visible-trace"), std::string::npos) << all;
+  EXPECT_NE(all.find("Authorization: ****"), std::string::npos) << all;
+  for (const auto& s : {std::string("tok-4f9a"), api, cookie}) EXPECT_EQ(all.find(s), std::string::npos) << s;
+  // The server got the real values.
+  auto reqs = srv.requests();
+  ASSERT_FALSE(reqs.empty());
+  EXPECT_EQ(reqs.front().header("authorization"), bearer);
+  EXPECT_EQ(reqs.front().header("x-api-key"), api);
+}
+
 }  // namespace
