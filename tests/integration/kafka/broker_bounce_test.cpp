@@ -68,9 +68,8 @@ std::string yaml(const std::string& in, const std::string& out, const std::strin
 TEST(BrokerBounce, DedupeExactlyOnceWhileEveryBrokerIsBounced) {
   const bool big = heavy();
   const int bounces = big ? 20 : 3;
-  // Input must still arrive at the last bounce. A bounce took 15-25 s on a quiet machine
-  // and 80 s on a busy one (a restarted broker catches up before it listens), so no
-  // --count fits: the producer runs until the last bounce is done (--stop-file), and
+  // Input must still arrive at the last bounce. A bounce took 15-25 s once and 75 s on
+  // 2026-11-30 (a restarted broker catches up before it listens), so no --count fits: the producer runs until the last bounce is done (--stop-file), and
   // the count is only its bound.
   const long long rate = 1500;
   const long long bound = rate * (60 + 300LL * bounces);
