@@ -40,14 +40,16 @@ std::string scrub(std::string_view text) {
 }
 
 bool key_is_secret(std::string_view key) {
+  // Lower case, and '-' and '_' read as '.', so that one word covers every spelling
+  // (api.key, X-Api-Key, api_key; private.key, private_key).
   std::string k(key);
-  std::transform(k.begin(), k.end(), k.begin(), [](unsigned char c) { return std::tolower(c); });
-  // The last four name credentials sent as HTTP headers (the http sink's headers map:
-  // Authorization, Proxy-Authorization, X-Api-Key, Cookie); a server may quote them back
-  // in the answer the sink logs.
+  std::transform(k.begin(), k.end(), k.begin(), [](unsigned char c) {
+    return c == '-' || c == '_' ? '.' : static_cast<char>(std::tolower(c));
+  });
+  // authorization and cookie: credentials sent as HTTP headers (the http sink's headers
+  // map); a server may quote them back in the answer the sink logs.
   for (const char* word : {"password", "passwd", "secret", "token", "credential", "private.key",
-                           "private_key", "jaas.config", "api.key", "apikey", "authorization",
-                           "api-key", "api_key", "cookie"})
+                           "jaas.config", "api.key", "apikey", "authorization", "cookie"})
     if (k.find(word) != std::string::npos) return true;
   return false;
 }

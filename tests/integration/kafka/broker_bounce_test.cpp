@@ -69,20 +69,15 @@ TEST(BrokerBounce, DedupeExactlyOnceWhileEveryBrokerIsBounced) {
   const bool big = heavy();
   const int bounces = big ? 20 : 3;
   // Input must still arrive at the last bounce. A bounce took 15-25 s once and 75 s on
-  // 2026-11-30 (a restarted broker catches up before it listens), so no --count fits: the producer runs until the last bounce is done (--stop-file), and
-  // the count is only its bound.
+  // 2026-11-30 (a restarted broker catches up before it listens), so no --count fits:
+  // the producer runs until the last bounce is done (a stop file), the count its bound.
   const long long rate = 1500;
   const long long bound = rate * (60 + 300LL * bounces);
   const std::string in = unique_name("bb-in"), out = unique_name("bb-out"), group = unique_name("bb-g");
   const fs::path dir = temp_dir("bounce");
-  kafka_tool("create-topic --topic " + in + " --partitions 4");
-  kafka_tool("create-topic --topic " + out + " --partitions 4");
+  create_in_out_topics(in, out);
   const fs::path stop = dir / "stop-input";
-  Child producer({tools_dir() + "/kafka-tool.sh", "produce", "--topic", in, "--count",
-                  std::to_string(bound), "--stop-file", stop.string(), "--partitions", "4", "--keyed", "--dup-ratio", "0.12",
-                  "--dup-variant", "--size", "150", "--seed", "21", "--rate", std::to_string(rate),
-                  "--bootstrap", kafka_bootstrap()},
-                 dir / "producer.log");
+  auto producer = produce_while_running(in, bound, rate, "0.12", 21, dir / "producer.log", stop);
   write_file(dir / "host.yaml", yaml(in, out, group, dir / "host"));
   Host host("host", dir / "host.yaml", dir / "host.log");
   host.start();
@@ -95,7 +90,7 @@ TEST(BrokerBounce, DedupeExactlyOnceWhileEveryBrokerIsBounced) {
     const bool hard = b % 3 != 1;  // kill, clean stop, kill, ...
     std::this_thread::sleep_for(std::chrono::seconds(big ? 3 : 4));
     int code = 0;
-    const bool producing = !producer.exited(&code);
+    const bool producing = !producer->exited(&code);
     in_flight += producing;
     EXPECT_TRUE(producing) << "bounce " << b + 1 << " came after the input was complete";
     const long long before = committed_total(group, in);
@@ -112,7 +107,7 @@ TEST(BrokerBounce, DedupeExactlyOnceWhileEveryBrokerIsBounced) {
   }
   std::printf("%d of %d bounces while input was being produced\n", in_flight, bounces);
   write_file(stop, "");
-  EXPECT_EQ(producer.wait(), 0) << tail_of(read_file(dir / "producer.log"), 3000);
+  EXPECT_EQ(producer->wait(), 0) << tail_of(read_file(dir / "producer.log"), 3000);
   // An idempotent producer's acked records are the input's end offsets, each once.
   const long long records = json_number(kafka_tool("end-offsets --topic " + in).out, "total_end");
   ASSERT_GT(records, 0);

@@ -52,16 +52,19 @@ inline void create_in_out_topics(const std::string& in, const std::string& out) 
 
 // Input arriving while the test runs: `records` keyed 150-byte JSON records with UUID ids
 // over 4 partitions at `rate` per second, a `dup_ratio` of them repeats (another payload).
+// With `stop_file`, the input ends early once that file exists (`records` is then a bound):
+// for a test whose faults take as long as they take.
 inline std::unique_ptr<Child> produce_while_running(const std::string& topic, long long records,
                                                     long long rate, const std::string& dup_ratio,
-                                                    int seed, const fs::path& log) {
-  return std::make_unique<Child>(
-      std::vector<std::string>{tools_dir() + "/kafka-tool.sh", "produce", "--topic", topic,
-                               "--count", std::to_string(records), "--partitions", "4", "--keyed",
-                               "--dup-ratio", dup_ratio, "--dup-variant", "--size", "150", "--seed",
-                               std::to_string(seed), "--rate", std::to_string(rate), "--bootstrap",
-                               kafka_bootstrap()},
-      log);
+                                                    int seed, const fs::path& log,
+                                                    const fs::path& stop_file = {}) {
+  std::vector<std::string> argv{tools_dir() + "/kafka-tool.sh", "produce", "--topic", topic,
+                                "--count", std::to_string(records), "--partitions", "4", "--keyed",
+                                "--dup-ratio", dup_ratio, "--dup-variant", "--size", "150", "--seed",
+                                std::to_string(seed), "--rate", std::to_string(rate), "--bootstrap",
+                                kafka_bootstrap()};
+  if (!stop_file.empty()) argv.insert(argv.end(), {"--stop-file", stop_file.string()});
+  return std::make_unique<Child>(argv, log);
 }
 
 // Sum of the group's committed offsets on `topic` (-1 when the tool fails).
