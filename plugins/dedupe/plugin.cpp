@@ -194,6 +194,22 @@ const ex_config_field kRedisFields[] = {
           "on every shard. A refused or missing password stops the pipeline naming this key. "
           "Use ${ENV_VAR} to keep it out of the file; the host masks it in its logs"),
     field("username", EX_CFG_STRING, "ACL user for AUTH (needs password); empty = the default user"),
+    field("tls", EX_CFG_BOOL,
+          "TLS to every shard (a server's tls-port; managed Redis with in-transit "
+          "encryption). The server's certificate must chain to tls.ca.file and name the "
+          "shard's host (an IP address as an IP SAN) or tls.server.name; an untrusted one "
+          "stops the pipeline naming the key",
+          "false"),
+    field("tls.ca.file", EX_CFG_STRING,
+          "PEM file of the CA(s) that signed the servers' certificates; empty = the "
+          "system's CAs"),
+    field("tls.cert.file", EX_CFG_STRING,
+          "PEM client certificate, for servers that check clients (tls-auth-clients yes); "
+          "with tls.key.file"),
+    field("tls.key.file", EX_CFG_STRING, "PEM private key of tls.cert.file, unencrypted"),
+    field("tls.server.name", EX_CFG_STRING,
+          "the name the servers' certificates must carry (also sent as SNI), when it is not "
+          "the host in shards (e.g. shards listed by address behind one TLS name)"),
 };
 
 }  // namespace

@@ -26,23 +26,29 @@ bool is_noscript(const redisReply* r) {
   return r != nullptr && r->type == REDIS_REPLY_ERROR && std::strncmp(r->str, "NOSCRIPT", 8) == 0;
 }
 
-Connection::Connection(RedisEndpoint endpoint, int64_t timeout_ms, RedisAuth auth)
-    : endpoint_(std::move(endpoint)), timeout_ms_(timeout_ms), auth_(std::move(auth)) {}
+Connection::Connection(RedisEndpoint endpoint, int64_t timeout_ms, RedisAuth auth,
+                       std::shared_ptr<const TlsContext> tls)
+    : endpoint_(std::move(endpoint)), timeout_ms_(timeout_ms), auth_(std::move(auth)), tls_(std::move(tls)) {}
 
 Connection::~Connection() { drop(); }
 
 void Connection::drop() {
-  if (ctx_) redisFree(ctx_);
-  ctx_ = nullptr;
+  socket_.close();
+  if (reader_) redisReaderFree(reader_);
+  reader_ = nullptr;
+  pending_.clear();
 }
 
-Status Connection::io_failure(std::string_view what) {
-  std::string why = ctx_ && ctx_->errstr[0] ? ctx_->errstr : "connection lost";
-  // hiredis reports its socket timeout as the read's EAGAIN: say what it means.
+Status Connection::io_failure(std::string_view what, const SocketError& err) {
+  std::string why = err.text.empty() ? "connection lost" : err.text;
+  // A receive timeout is the socket's EAGAIN: say what it means.
   if (why == "Resource temporarily unavailable")
     why = "no answer within redis.timeout (" + std::to_string(timeout_ms_) + " ms)";
   std::string m = "dedupe-redis: " + endpoint_.text() + ": " + std::string(what) + ": " + why;
   drop();
+  // A certificate that is not trusted, or TLS against a plaintext port, stays so: stop
+  // and name the key instead of retrying forever.
+  if (!err.retry) return Status::config(err.key, m);
   return Status::retriable(m);
 }
 
@@ -68,26 +74,38 @@ Status Connection::reply_error(std::string_view what, const redisReply* r) const
 }
 
 Status Connection::ensure() {
-  if (ctx_ != nullptr) return Status::ok();
-  timeval tv{static_cast<time_t>(timeout_ms_ / 1000),
-             static_cast<suseconds_t>((timeout_ms_ % 1000) * 1000)};
-  ctx_ = redisConnectWithTimeout(endpoint_.host.c_str(), endpoint_.port, tv);
-  if (ctx_ == nullptr) return Status::retriable("dedupe-redis: " + endpoint_.text() + ": out of memory");
-  if (ctx_->err) return io_failure("cannot connect");
-  if (redisSetTimeout(ctx_, tv) != REDIS_OK) return io_failure("cannot set the timeout");
-  redisEnableKeepAlive(ctx_);
+  if (reader_ != nullptr) return Status::ok();
+  SocketError err;
+  if (!socket_.open(endpoint_, timeout_ms_, tls_.get(), err)) return io_failure("cannot connect", err);
+  reader_ = redisReaderCreate();
+  if (reader_ == nullptr) {
+    socket_.close();
+    return Status::retriable("dedupe-redis: " + endpoint_.text() + ": out of memory");
+  }
   Reply r;
   Status st;
   if (!auth_.password.empty()) {
     st = auth_.username.empty() ? call({"AUTH", auth_.password}, r)
                                 : call({"AUTH", auth_.username, auth_.password}, r);
-    if (!st) {
-      drop();
-      return st;
-    }
+  } else {
+    st = call({"SCRIPT", "LOAD", kClaimScript}, r);
   }
-  st = call({"SCRIPT", "LOAD", kClaimScript}, r);
-  if (!st) return st;
+  // The first answer of a new connection: a server that takes only TLS closes a
+  // plaintext one without a word.
+  if (!st && tls_ == nullptr && st.code() == EX_ERR_RETRIABLE &&
+      (st.message().find("closed by the server") != std::string::npos ||
+       st.message().find("reset by peer") != std::string::npos ||
+       st.message().find("not a Redis answer") != std::string::npos))
+    return Status::retriable(st.message() + " (a server that takes only TLS connections does this: "
+                                            "set tls: true)");
+  if (!st) {
+    drop();
+    return st;
+  }
+  if (!auth_.password.empty()) {
+    st = call({"SCRIPT", "LOAD", kClaimScript}, r);
+    if (!st) return st;
+  }
   if (r->type != REDIS_REPLY_STRING) {
     drop();
     return Status::fatal("dedupe-redis: " + endpoint_.text() + ": SCRIPT LOAD answered no SHA1");
@@ -95,9 +113,11 @@ Status Connection::ensure() {
   sha_.assign(r->str, r->len);
   // An evicting server forgets claims without an error: refuse it. A server that does
   // not allow CONFIG (some managed services) is taken on trust.
-  void* raw = redisCommand(ctx_, "CONFIG GET maxmemory-policy");
-  if (raw == nullptr) return io_failure("CONFIG GET failed");
-  Reply policy(static_cast<redisReply*>(raw));
+  st = append({"CONFIG", "GET", "maxmemory-policy"});
+  if (st) st = flush();
+  Reply policy;
+  if (st) st = read(policy);
+  if (!st) return st;
   if (policy->type == REDIS_REPLY_ARRAY && policy->elements == 2 &&
       policy->element[1]->type == REDIS_REPLY_STRING &&
       std::string_view(policy->element[1]->str, policy->element[1]->len) != "noeviction") {
@@ -122,41 +142,61 @@ Status Connection::append(const std::vector<std::string_view>& argv) {
     ptrs.push_back(a.data());
     lens.push_back(a.size());
   }
-  if (redisAppendCommandArgv(ctx_, static_cast<int>(argv.size()), ptrs.data(), lens.data()) != REDIS_OK)
-    return io_failure("cannot queue a command");
+  char* cmd = nullptr;
+  int len = redisFormatCommandArgv(&cmd, static_cast<int>(argv.size()), ptrs.data(), lens.data());
+  if (len < 0 || cmd == nullptr) {
+    drop();
+    return Status::retriable("dedupe-redis: " + endpoint_.text() + ": cannot queue a command: out of memory");
+  }
+  pending_.append(cmd, static_cast<size_t>(len));
+  redisFreeCommand(cmd);
   return Status::ok();
 }
 
 Status Connection::flush() {
-  if (ctx_ == nullptr) return Status::retriable("dedupe-redis: " + endpoint_.text() + ": not connected");
-  int done = 0;
-  while (!done)
-    if (redisBufferWrite(ctx_, &done) != REDIS_OK) return io_failure("send failed");
+  if (reader_ == nullptr) return Status::retriable("dedupe-redis: " + endpoint_.text() + ": not connected");
+  SocketError err;
+  if (!pending_.empty() && !socket_.send_all(pending_.data(), pending_.size(), err))
+    return io_failure("send failed", err);
+  pending_.clear();
   return Status::ok();
+}
+
+Status Connection::next_reply(Reply& out, std::string_view what) {
+  char buf[64 * 1024];
+  for (;;) {
+    void* r = nullptr;
+    if (redisReaderGetReply(reader_, &r) != REDIS_OK) {
+      std::string m = "dedupe-redis: " + endpoint_.text() + ": " + std::string(what) +
+                      ": not a Redis answer (" + reader_->errstr + ")";
+      drop();
+      return Status::retriable(m);
+    }
+    if (r != nullptr) {
+      out = Reply(static_cast<redisReply*>(r));
+      return Status::ok();
+    }
+    SocketError err;
+    size_t n = socket_.receive(buf, sizeof buf, err);
+    if (n == 0) return io_failure(what, err);
+    if (redisReaderFeed(reader_, buf, n) != REDIS_OK) {
+      drop();
+      return Status::retriable("dedupe-redis: " + endpoint_.text() + ": out of memory");
+    }
+  }
 }
 
 Status Connection::read(Reply& out) {
-  if (ctx_ == nullptr) return Status::retriable("dedupe-redis: " + endpoint_.text() + ": not connected");
-  void* r = nullptr;
-  if (redisGetReply(ctx_, &r) != REDIS_OK || r == nullptr) return io_failure("no reply");
-  out = Reply(static_cast<redisReply*>(r));
-  return Status::ok();
+  if (reader_ == nullptr) return Status::retriable("dedupe-redis: " + endpoint_.text() + ": not connected");
+  return next_reply(out, "no reply");
 }
 
 Status Connection::call(const std::vector<std::string_view>& argv, Reply& out) {
-  if (ctx_ == nullptr) {
-    Status st = ensure();
-    if (!st) return st;
-  }
-  std::vector<const char*> ptrs;
-  std::vector<size_t> lens;
-  for (auto a : argv) {
-    ptrs.push_back(a.data());
-    lens.push_back(a.size());
-  }
-  void* r = redisCommandArgv(ctx_, static_cast<int>(argv.size()), ptrs.data(), lens.data());
-  if (r == nullptr) return io_failure(std::string(argv[0]) + " failed");
-  out = Reply(static_cast<redisReply*>(r));
+  // As hiredis' redisCommand: queued commands go first, the first reply is this one's.
+  Status st = append(argv);
+  if (st) st = flush();
+  if (st) st = next_reply(out, std::string(argv[0]) + " failed");
+  if (!st) return st;
   if (out->type == REDIS_REPLY_ERROR) {
     Status st = reply_error(argv[0], out.get());
     if (st.code() == EX_ERR_RETRIABLE) drop();  // e.g. LOADING: reconnect and reload later

@@ -1,4 +1,5 @@
-// One Redis server of a layout, over hiredis (synchronous, with timeouts). A broken
+// One Redis server of a layout: hiredis formats the commands and parses the replies,
+// redis_socket.hpp carries them (TCP or TLS; synchronous, with timeouts). A broken
 // connection is dropped and made again on the next call; every failure that a retry
 // can cure (refused, reset, timeout, LOADING, failover) is a retriable Status, so the
 // pipeline aborts the round and replays it instead of dying.
@@ -7,13 +8,15 @@
 #include <exactly/sdk.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "redis_settings.hpp"
+#include "redis_socket.hpp"
 
-struct redisContext;
+struct redisReader;
 struct redisReply;
 
 namespace exactly::dedupe::redis {
@@ -35,7 +38,9 @@ class Reply {
 
 class Connection {
  public:
-  Connection(RedisEndpoint endpoint, int64_t timeout_ms, RedisAuth auth = {});
+  // `tls`: null for plain TCP.
+  Connection(RedisEndpoint endpoint, int64_t timeout_ms, RedisAuth auth = {},
+             std::shared_ptr<const TlsContext> tls = nullptr);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -56,17 +61,22 @@ class Connection {
   // A server error reply as a Status: retriable when waiting can cure it.
   sdk::Status reply_error(std::string_view what, const redisReply* r) const;
   void drop();
-  bool connected() const { return ctx_ != nullptr; }
+  bool connected() const { return socket_.is_open(); }
   // Changes with every new connection: a WAIT covers only writes of its own connection.
   uint64_t generation() const { return generation_; }
 
  private:
-  sdk::Status io_failure(std::string_view what);
+  sdk::Status io_failure(std::string_view what, const SocketError& err);
+  // Parses the next reply from what was received, receiving more as needed.
+  sdk::Status next_reply(Reply& out, std::string_view what);
 
   RedisEndpoint endpoint_;
   int64_t timeout_ms_;
   RedisAuth auth_;
-  redisContext* ctx_ = nullptr;
+  std::shared_ptr<const TlsContext> tls_;
+  Socket socket_;
+  redisReader* reader_ = nullptr;  // null while not connected
+  std::string pending_;            // commands queued by append(), sent by flush()
   std::string sha_;
   uint64_t generation_ = 0;
 };

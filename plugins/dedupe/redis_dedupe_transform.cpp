@@ -48,18 +48,25 @@ RedisDedupeTransform::RedisDedupeTransform(sdk::Host host, const sdk::Config& co
 }
 
 sdk::Status RedisDedupeTransform::validate(const sdk::Config& config) {
-  RedisSettings::parse(config);
+  RedisSettings s = RedisSettings::parse(config);
+  // Reads the CA, certificate and key files: a wrong path is found before anything runs.
+  if (s.tls.enabled) redis::TlsContext::make(s.tls);
   return sdk::Status::ok();
 }
 
 void RedisDedupeTransform::apply(RedisSettings next) {
+  // First, as it may throw (a certificate file gone): a refused reload keeps the running
+  // settings whole. Made again on every apply, so a reload picks up renewed files.
+  auto tls = next.tls.enabled ? redis::TlsContext::make(next.tls) : nullptr;
   settings_ = std::move(next);
+  tls_ = std::move(tls);
   prefix_ = settings_.key_prefix.empty() ? default_prefix(host_.pipeline(), host_.component_id())
                                          : settings_.key_prefix;
-  current_ = std::make_unique<redis::Layout>(settings_.shards, settings_.timeout_ms, settings_.auth);
+  current_ = std::make_unique<redis::Layout>(settings_.shards, settings_.timeout_ms, settings_.auth, tls_);
   previous_.reset();
   if (!settings_.previous_shards.empty() && now_ms() < settings_.previous_retired_at_ms())
-    previous_ = std::make_unique<redis::Layout>(settings_.previous_shards, settings_.timeout_ms, settings_.auth);
+    previous_ = std::make_unique<redis::Layout>(settings_.previous_shards, settings_.timeout_ms,
+                                                settings_.auth, tls_);
 }
 
 Status RedisDedupeTransform::assign(const std::vector<sdk::Partition>& parts) {

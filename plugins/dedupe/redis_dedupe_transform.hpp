@@ -58,6 +58,7 @@ class RedisDedupeTransform final : public sdk::Transform {
   RedisSettings settings_;
   std::string prefix_;
   IdExtractor ids_;
+  std::shared_ptr<const redis::TlsContext> tls_;  // null without tls
   std::unique_ptr<redis::Layout> current_;
   std::unique_ptr<redis::Layout> previous_;  // until retired
   std::unordered_map<int32_t, Part> parts_;

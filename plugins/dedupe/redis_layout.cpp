@@ -17,10 +17,11 @@ SlotPlan SlotPlan::at(const RedisSettings& s, const std::string& prefix, int64_t
   return p;
 }
 
-Layout::Layout(const std::vector<RedisEndpoint>& shards, int64_t timeout_ms, const RedisAuth& auth) {
+Layout::Layout(const std::vector<RedisEndpoint>& shards, int64_t timeout_ms, const RedisAuth& auth,
+               std::shared_ptr<const TlsContext> tls) {
   for (const auto& e : shards) {
     Shard s;
-    s.conn = std::make_unique<Connection>(e, timeout_ms, auth);
+    s.conn = std::make_unique<Connection>(e, timeout_ms, auth, tls);
     shards_.push_back(std::move(s));
   }
 }

@@ -38,7 +38,8 @@ enum class Mode { claim, check };
 
 class Layout {
  public:
-  Layout(const std::vector<RedisEndpoint>& shards, int64_t timeout_ms, const RedisAuth& auth = {});
+  Layout(const std::vector<RedisEndpoint>& shards, int64_t timeout_ms, const RedisAuth& auth = {},
+         std::shared_ptr<const TlsContext> tls = nullptr);
 
   // Claims (or, in check mode, only looks up) `items[which[k]]`. For every item whose id
   // another record owns, appends {item index, stored value} to `others`.

@@ -110,6 +110,21 @@ RedisSettings RedisSettings::parse(const sdk::Config& c) {
   if (!s.auth.username.empty() && s.auth.password.empty())
     throw sdk::ConfigError("username", "a username needs its password (password)");
   if (s.timeout_ms <= 0) throw ConfigError("redis.timeout", "must be positive");
+  s.tls.enabled = c.get_bool("tls", false);
+  s.tls.ca_file = c.get_string("tls.ca.file", "");
+  s.tls.cert_file = c.get_string("tls.cert.file", "");
+  s.tls.key_file = c.get_string("tls.key.file", "");
+  s.tls.server_name = c.get_string("tls.server.name", "");
+  if (!s.tls.enabled) {
+    // A TLS setting without `tls: true` would be a plaintext connection the author did
+    // not mean to make.
+    for (const char* k : {"tls.ca.file", "tls.cert.file", "tls.key.file", "tls.server.name"})
+      if (!c.get_string(k, "").empty())
+        throw ConfigError(k, "needs tls: true (without it the connection is not encrypted)");
+  }
+  if (s.tls.cert_file.empty() != s.tls.key_file.empty())
+    throw ConfigError(s.tls.cert_file.empty() ? "tls.cert.file" : "tls.key.file",
+                      "tls.cert.file and tls.key.file go together (a client certificate and its key)");
   return s;
 }
 

@@ -29,6 +29,16 @@ struct RedisAuth {
   bool operator==(const RedisAuth&) const = default;
 };
 
+// TLS to every shard (`tls: true`); files are PEM. Empty ca_file: the system's CAs.
+struct RedisTls {
+  bool enabled = false;
+  std::string ca_file;
+  std::string cert_file;    // a client certificate, for servers with tls-auth-clients
+  std::string key_file;     // its key (unencrypted)
+  std::string server_name;  // the name the certificate must carry; empty: the shard's host
+  bool operator==(const RedisTls&) const = default;
+};
+
 struct RedisSettings {
   IdSpec id;
   std::vector<RedisEndpoint> shards;           // the current layout
@@ -39,6 +49,7 @@ struct RedisSettings {
   int64_t bucket_span_ms = 0;                  // one time slot of buckets
   int64_t bucket_slices = 1024;                // hashes per time slot
   RedisAuth auth;                              // username / password for AUTH
+  RedisTls tls;
   std::string key_prefix;                      // empty: derived from pipeline and stage
   uint32_t fingerprint_bytes = 4;
   ConflictPolicy on_conflict = ConflictPolicy::duplicate;

@@ -11,9 +11,11 @@ namespace exactly::test {
 class RedisServer {
  public:
   // `fsync`: empty = no AOF; else appendonly yes with this appendfsync.
+  // `tls`: empty = plaintext; "tls" = TLS only; "tls-clients" = TLS with client
+  // certificates required. The CA and certificates are in tls_dir().
   explicit RedisServer(const std::string& tag, const std::string& fsync = "",
-                       const std::string& extra = "")
-      : dir_(temp_dir("redis-" + tag)), fsync_(fsync), extra_(extra) {
+                       const std::string& extra = "", const std::string& tls = "")
+      : dir_(temp_dir("redis-" + tag)), fsync_(fsync), extra_(extra), tls_(tls) {
     start();
   }
   ~RedisServer() { run(script() + " stop --clean --dir " + dir_.string()); }
@@ -25,6 +27,8 @@ class RedisServer {
     std::string cmd = script() + " start --dir " + dir_.string();
     if (!fsync_.empty()) cmd += " --appendfsync " + fsync_;
     if (!extra_.empty()) cmd += " --arg '" + extra_ + "'";
+    if (tls_ == "tls") cmd += " --tls";
+    if (tls_ == "tls-clients") cmd += " --tls --tls-clients yes";
     RunResult r = run(cmd);
     if (r.exit_code != 0) throw std::runtime_error("redis-server.sh start failed: " + r.err);
     auto lines = lines_of(r.out);
@@ -38,7 +42,7 @@ class RedisServer {
   }
   // redis-cli's answer, trimmed; throws when redis-cli fails.
   std::string cli(const std::string& args) const {
-    RunResult r = run("redis-cli -h 127.0.0.1 -p " + std::to_string(port_) + " " + args);
+    RunResult r = run("redis-cli -h 127.0.0.1 -p " + std::to_string(port_) + " " + cli_tls() + args);
     if (r.exit_code != 0) throw std::runtime_error("redis-cli " + args + ": " + r.err);
     while (!r.out.empty() && (r.out.back() == '\n' || r.out.back() == ' ')) r.out.pop_back();
     return r.out;
@@ -46,11 +50,17 @@ class RedisServer {
   const std::string& address() const { return address_; }
   int port() const { return port_; }
   const fs::path& dir() const { return dir_; }
+  fs::path tls_dir() const { return dir_ / "tls"; }
 
  private:
   static std::string script() { return std::string(EXACTLY_SOURCE_DIR) + "/tests/tools/redis-server.sh"; }
+  std::string cli_tls() const {
+    std::string a = read_file(dir_ / "cli.args");
+    while (!a.empty() && (a.back() == '\n' || a.back() == ' ')) a.pop_back();
+    return a.empty() ? "" : a + " ";
+  }
   fs::path dir_;
-  std::string fsync_, extra_;
+  std::string fsync_, extra_, tls_;
   std::string address_;
   int port_ = 0;
 };

@@ -6,7 +6,7 @@ PKGS=(build-essential cmake ninja-build pkg-config
       librdkafka-dev librocksdb-dev libboost-dev libboost-filesystem-dev libyaml-cpp-dev
       libgtest-dev libgmock-dev libsimdjson-dev libfmt-dev libxxhash-dev libcivetweb-dev libcurl4-openssl-dev
       rocksdb-tools python3 python3-prometheus-client openssl
-      libhiredis-dev redis-server redis-tools
+      libhiredis-dev redis-server redis-tools libssl-dev  # dedupe-redis (TLS: OpenSSL)
       libre2-dev  # the filter's regular expressions (linear time: plugins/filter/predicate.cpp)
       libcli11-dev libspdlog-dev  # the command line and the log of the host
       cargo  # the Rust example plugin (examples/rust-mask); Debian 12's 1.63 is enough

@@ -394,10 +394,17 @@ Scenario redis_scenario(const std::string& tag, uint32_t seed, long long records
 
 // The dedupe crash test with the Redis store: one host, >= 10 SIGKILLs while the
 // input arrives, >= 10% repeated ids; every distinct id exactly once, first payload.
-TEST(ScaleOut, RedisStoreCrashTestOneHost) {
-  RedisServer redis("crash");
+// Over TLS with a client certificate (the server's tls-port only, tls-auth-clients yes):
+// the plaintext store is what the other Redis scenarios use.
+TEST(ScaleOut, RedisStoreCrashTestOneHostOverTls) {
+  RedisServer redis("crash", "", "", "tls-clients");
   Scenario sc = redis_scenario("redis-crash", 12, 200000, 2800, 1, 10);
-  sc.transform = [&] { return redis_stage({&redis}); };
+  const auto d = redis.tls_dir();
+  const std::string tls = "          tls: true\n"
+                          "          tls.ca.file: " + (d / "ca.pem").string() + "\n"
+                          "          tls.cert.file: " + (d / "client.pem").string() + "\n"
+                          "          tls.key.file: " + (d / "client.key").string() + "\n";
+  sc.transform = [&] { return redis_stage({&redis}, tls); };
   Outcome o = run_scale_out(sc);
   wait_output_settled(o.out);
   auto v = expect_dedupe_exactly_once(o.in, o.out, sc.records);
