@@ -198,11 +198,10 @@ Status Connection::call(const std::vector<std::string_view>& argv, Reply& out) {
   if (st) st = next_reply(out, std::string(argv[0]) + " failed");
   if (!st) return st;
   if (out->type == REDIS_REPLY_ERROR) {
-    Status st = reply_error(argv[0], out.get());
+    st = reply_error(argv[0], out.get());
     if (st.code() == EX_ERR_RETRIABLE) drop();  // e.g. LOADING: reconnect and reload later
-    return st;
   }
-  return Status::ok();
+  return st;
 }
 
 std::vector<std::string_view> Connection::evalsha_head() const { return {"EVALSHA", sha_, "0"}; }
