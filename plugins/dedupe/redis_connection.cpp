@@ -44,7 +44,8 @@ Status Connection::io_failure(std::string_view what, const SocketError& err) {
   // A receive timeout is the socket's EAGAIN: say what it means.
   if (why == "Resource temporarily unavailable")
     why = "no answer within redis.timeout (" + std::to_string(timeout_ms_) + " ms)";
-  std::string m = "dedupe-redis: " + endpoint_.text() + ": " + std::string(what) + ": " + why;
+  std::string m = "dedupe-redis: " + endpoint_.text() + ": " + std::string(what) + ": " + why +
+                  (err.text != "Resource temporarily unavailable" ? plaintext_hint() : "");
   drop();
   // A certificate that is not trusted, or TLS against a plaintext port, stays so: stop
   // and name the key instead of retrying forever.
@@ -73,6 +74,14 @@ Status Connection::reply_error(std::string_view what, const redisReply* r) const
   return Status::fatal(m);
 }
 
+std::string Connection::plaintext_hint() const {
+  // A server that takes only TLS closes a plaintext connection (or answers it with a
+  // TLS alert) before its first reply.
+  return tls_ == nullptr && awaiting_first_reply_
+             ? " (a server that takes only TLS connections does this: set tls: true)"
+             : "";
+}
+
 Status Connection::ensure() {
   if (reader_ != nullptr) return Status::ok();
   SocketError err;
@@ -82,30 +91,19 @@ Status Connection::ensure() {
     socket_.close();
     return Status::retriable("dedupe-redis: " + endpoint_.text() + ": out of memory");
   }
+  awaiting_first_reply_ = true;
   Reply r;
   Status st;
   if (!auth_.password.empty()) {
     st = auth_.username.empty() ? call({"AUTH", auth_.password}, r)
                                 : call({"AUTH", auth_.username, auth_.password}, r);
-  } else {
-    st = call({"SCRIPT", "LOAD", kClaimScript}, r);
+    if (!st) {
+      drop();
+      return st;
+    }
   }
-  // The first answer of a new connection: a server that takes only TLS closes a
-  // plaintext one without a word.
-  if (!st && tls_ == nullptr && st.code() == EX_ERR_RETRIABLE &&
-      (st.message().find("closed by the server") != std::string::npos ||
-       st.message().find("reset by peer") != std::string::npos ||
-       st.message().find("not a Redis answer") != std::string::npos))
-    return Status::retriable(st.message() + " (a server that takes only TLS connections does this: "
-                                            "set tls: true)");
-  if (!st) {
-    drop();
-    return st;
-  }
-  if (!auth_.password.empty()) {
-    st = call({"SCRIPT", "LOAD", kClaimScript}, r);
-    if (!st) return st;
-  }
+  st = call({"SCRIPT", "LOAD", kClaimScript}, r);
+  if (!st) return st;
   if (r->type != REDIS_REPLY_STRING) {
     drop();
     return Status::fatal("dedupe-redis: " + endpoint_.text() + ": SCRIPT LOAD answered no SHA1");
@@ -168,11 +166,12 @@ Status Connection::next_reply(Reply& out, std::string_view what) {
     void* r = nullptr;
     if (redisReaderGetReply(reader_, &r) != REDIS_OK) {
       std::string m = "dedupe-redis: " + endpoint_.text() + ": " + std::string(what) +
-                      ": not a Redis answer (" + reader_->errstr + ")";
+                      ": not a Redis answer (" + reader_->errstr + ")" + plaintext_hint();
       drop();
       return Status::retriable(m);
     }
     if (r != nullptr) {
+      awaiting_first_reply_ = false;
       out = Reply(static_cast<redisReply*>(r));
       return Status::ok();
     }

@@ -69,6 +69,7 @@ class Connection {
   sdk::Status io_failure(std::string_view what, const SocketError& err);
   // Parses the next reply from what was received, receiving more as needed.
   sdk::Status next_reply(Reply& out, std::string_view what);
+  std::string plaintext_hint() const;
 
   RedisEndpoint endpoint_;
   int64_t timeout_ms_;
@@ -77,6 +78,7 @@ class Connection {
   Socket socket_;
   redisReader* reader_ = nullptr;  // null while not connected
   std::string pending_;            // commands queued by append(), sent by flush()
+  bool awaiting_first_reply_ = false;  // connected, and nothing answered yet
   std::string sha_;
   uint64_t generation_ = 0;
 };

@@ -17,7 +17,6 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <fstream>
 
 #include <exactly/sdk.hpp>
 
@@ -39,10 +38,7 @@ std::string ssl_errors() {
   return out;
 }
 
-bool readable_file(const std::string& path) {
-  std::ifstream f(path);
-  return f.good();
-}
+bool readable_file(const std::string& path) { return ::access(path.c_str(), R_OK) == 0; }
 
 void set_timeouts(int fd, int64_t timeout_ms) {
   timeval tv{static_cast<time_t>(timeout_ms / 1000), static_cast<suseconds_t>((timeout_ms % 1000) * 1000)};
