@@ -62,6 +62,14 @@ rd_kafka_resp_err_t first_topic_error(const rd_kafka_topic_result_t** res, size_
 // keeps the changelog near the store's retained claims.
 constexpr const char* kSegmentBytes = "67108864";
 
+// A claim chunk can only be compacted away once its claims are evicted (a tombstone), so a
+// pass over young segments removes little but superseded meta records and re-copies every
+// live chunk. Such passes took the broker's cleaner a core for 1-2.5 s at a time under a
+// live pipeline (docs/benchmarks.md, "The changelog's compaction"). Segments younger than
+// this are left alone: the meta records of 15 minutes stay (about 9,000 a partition at 10
+// rounds a second), and evicted chunks stay up to 15 minutes longer.
+constexpr const char* kMinCompactionLagMs = "900000";
+
 }  // namespace
 
 ChangelogStore::ChangelogStore(sdk::Host host, rd_kafka_t* producer, std::string connect,
@@ -149,6 +157,7 @@ sdk::Status ChangelogStore::create_topic(const std::string& topic, int partition
   if (nt == nullptr) return sdk::Status::fatal("kafka sink: cannot create changelog " + topic + ": " + err);
   rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "compact");
   rd_kafka_NewTopic_set_config(nt, "segment.bytes", kSegmentBytes);
+  rd_kafka_NewTopic_set_config(nt, "min.compaction.lag.ms", kMinCompactionLagMs);
   QueuePtr q(rd_kafka_queue_new(producer_));
   rd_kafka_CreateTopics(producer_, &nt, 1, nullptr, q.get());
   rd_kafka_NewTopic_destroy(nt);
@@ -169,7 +178,8 @@ sdk::Status ChangelogStore::create_topic(const std::string& topic, int partition
   if (exists) return sdk::Status::ok();
   made = true;
   host_.info("kafka sink: created changelog topic " + topic + " (" + std::to_string(partitions) +
-             " partitions, cleanup.policy=compact)");
+             " partitions, cleanup.policy=compact, min.compaction.lag.ms=" +
+             kMinCompactionLagMs + ")");
   return sdk::Status::ok();
 }
 

@@ -162,6 +162,7 @@ launch_node() {         # node number; runs with fd of the port lock closed
     setsid java -Xms"${HEAP_MIN}" -Xmx"${HEAP}" -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
         -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent \
         -XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true \
+        -Xlog:gc:file="$nd/logs/gc.log":uptime,time:filecount=2,filesize=10m \
         -Dlog4j.configuration="file:$nd/log4j.properties" -Dkafka.logs.dir="$nd/logs" \
         -cp "$KT_LIBS/*" kafka.Kafka "$nd/server.properties" \
         </dev/null >>"$nd/stdout.log" 2>&1 {PORT_FD}>&- &

@@ -4,6 +4,8 @@
 // why and how to fix it, and nothing is processed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "kafka_env.hpp"
 #include "test_util.hpp"
 
@@ -60,9 +62,20 @@ TEST(KafkaChangelog, AMissingChangelogIsCreatedCompactedWithOnePartitionPerInput
   Topics s = make("cl-new");
   auto r = run_pipeline(s);
   EXPECT_EQ(r.exit_code, 0) << r.err.substr(0, 4000);
-  EXPECT_NE(r.err.find("created changelog topic " + s.changelog + " (4 partitions, cleanup.policy=compact)"),
+  EXPECT_NE(r.err.find("created changelog topic " + s.changelog +
+                       " (4 partitions, cleanup.policy=compact, min.compaction.lag.ms=900000)"),
             std::string::npos)
       << r.err.substr(0, 4000);
+  // As the broker has it: compacted, and young segments (live claims) left to the writer.
+  auto c = kafka_tool("topic-config --topic " + s.changelog, false);
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  auto has = [&](const std::string& line) {
+    auto l = lines_of(c.out);
+    return std::find(l.begin(), l.end(), line) != l.end();
+  };
+  EXPECT_TRUE(has("cleanup.policy=compact")) << c.out;
+  EXPECT_TRUE(has("min.compaction.lag.ms=900000")) << c.out;
+  EXPECT_TRUE(has("segment.bytes=67108864")) << c.out;
   auto e = kafka_tool("end-offsets --topic " + s.changelog, false);
   EXPECT_EQ(e.exit_code, 0) << e.err;
   EXPECT_GT(json_number(e.out, "total_end"), 0) << e.out;  // the claims are in it

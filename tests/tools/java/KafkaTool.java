@@ -19,6 +19,7 @@
 //   marker-check         --topic T [--timeout-s 20]
 //   count                --topic T [--read-committed]
 //   end-offsets          --topic T
+//   topic-config         --topic T              one name=value line per config entry
 //   consume-group-offsets --group G --topic T
 //   transactions         (lists transactional ids and their state; open ones are flagged)
 //   hold-offsets         --group G --topic T --client-id C [--txn-timeout-ms 300000]
@@ -51,6 +52,7 @@ import org.apache.kafka.clients.admin.*;
 import org.apache.kafka.clients.consumer.*;
 import org.apache.kafka.clients.producer.*;
 import org.apache.kafka.common.*;
+import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.errors.*;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
@@ -101,7 +103,7 @@ public final class KafkaTool {
             rc = run(argv);
         } catch (UsageException e) {
             System.err.println("kafka-tool: " + e.getMessage());
-            System.err.println("usage: kafka-tool.sh <wait|create-topic|delete-topic|produce|verify|marker-check|count|end-offsets|consume-group-offsets|transactions|hold-offsets|latency> --bootstrap B [options]");
+            System.err.println("usage: kafka-tool.sh <wait|create-topic|delete-topic|produce|verify|marker-check|count|end-offsets|topic-config|consume-group-offsets|transactions|hold-offsets|latency> --bootstrap B [options]");
             rc = 2;
         } catch (Throwable t) {
             System.err.println("kafka-tool: error: " + t);
@@ -138,6 +140,7 @@ public final class KafkaTool {
             case "marker-check": return cmdMarkerCheck(a);
             case "count": return cmdCount(a);
             case "end-offsets": return cmdEndOffsets(a);
+            case "topic-config": return cmdTopicConfig(a);
             case "consume-group-offsets": return cmdGroupOffsets(a);
             case "transactions": return cmdTransactions(a);
             case "hold-offsets": return cmdHoldOffsets(a);
@@ -1053,6 +1056,20 @@ public final class KafkaTool {
             b.append("],\"total_end\":").append(total).append('}');
         }
         System.out.println(b);
+        return 0;
+    }
+
+    // One "name=value" line per configuration entry of the topic, as the broker reports it.
+    static int cmdTopicConfig(Args a) throws Exception {
+        String topic = a.req("topic");
+        try (Admin admin = admin(15000)) {
+            ConfigResource r = new ConfigResource(ConfigResource.Type.TOPIC, topic);
+            Config c = admin.describeConfigs(List.of(r)).all().get(60, TimeUnit.SECONDS).get(r);
+            List<String> lines = new ArrayList<>();
+            for (ConfigEntry e : c.entries()) lines.add(e.name() + "=" + e.value());
+            Collections.sort(lines);
+            for (String l : lines) System.out.println(l);
+        }
         return 0;
     }
 
