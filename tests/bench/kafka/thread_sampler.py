@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""Who had the cores in a late second: per-thread CPU of a latency case, every 100 ms.
+
+  thread_sampler.py record FILE SECONDS
+      Every 100 ms, for SECONDS: each thread's run and run-queue wait time
+      (/proc/PID/task/TID/schedstat, threads of one name summed) of exactly, the broker,
+      bench_paced_produce and bench_latency_reader; the machine's /proc/stat CPU line;
+      reclaim and compaction counters from /proc/vmstat; and the CPU time of every
+      other process (kernel threads included). Start it beside
+      `tests/bench/kafka/run_bench.sh --latency ...`.
+  thread_sampler.py report FILE SECOND0_MS FROM TO [STEP]
+      One line per STEP seconds (default 1) of input from FROM to TO, where second 0 is
+      the reader's "second 0 = ... ms since the epoch": machine user/sys/idle (% of one
+      core), the run % of the threads that made late seconds before (exactly's pipeline
+      thread, the broker's request handlers, log cleaner, scheduler, GC and JIT threads),
+      direct reclaim and compaction stalls, and the three busiest other processes.
+"""
+import os
+import re
+import sys
+import time
+
+PROCS = {'exactly': re.compile(r'exactly\S* run'), 'broker': re.compile(r'kafka\.Kafka'),
+         'producer': re.compile(r'bench_paced_produce'), 'reader': re.compile(r'bench_latency_reader')}
+VMSTAT = ('pgscan_direct', 'compact_stall', 'allocstall_normal', 'allocstall_movable')
+COLUMNS = [('exactly', 'exactly'), ('broker', 'data-plane-kafk'), ('broker', 'kafka-log-clean'),
+           ('broker', 'kafka-scheduler'), ('broker', 'GC Thread#N'), ('broker', 'CN CompilerThre')]
+
+
+def find_procs():
+    found = {}
+    for pid in filter(str.isdigit, os.listdir('/proc')):
+        try:
+            cmd = open(f'/proc/{pid}/cmdline', 'rb').read().replace(b'\0', b' ').decode()
+        except OSError:
+            continue
+        if cmd.startswith(('python', 'bash', 'timeout')):
+            continue
+        for kind, pat in PROCS.items():
+            if pat.search(cmd):
+                found[pid] = kind
+    return found
+
+
+def record(path, seconds):
+    end = time.time() + seconds
+    procs, looked = {}, 0.0
+    with open(path, 'w') as out:
+        while time.time() < end:
+            now = time.time()
+            if now - looked > 2:  # processes of the next case come and go
+                procs, looked = find_procs(), now
+            out.write(f'T {int(now * 1000)}\n')
+            for pid, kind in procs.items():
+                sums = {}
+                try:
+                    tids = os.listdir(f'/proc/{pid}/task')
+                except OSError:
+                    continue
+                for tid in tids:
+                    try:
+                        name = open(f'/proc/{pid}/task/{tid}/comm').read().strip()
+                        run, wait, _ = open(f'/proc/{pid}/task/{tid}/schedstat').read().split()
+                    except (OSError, ValueError):
+                        continue
+                    s = sums.setdefault(re.sub(r'\d+', 'N', name), [0, 0])
+                    s[0] += int(run)
+                    s[1] += int(wait)
+                for name, (run, wait) in sums.items():
+                    out.write(f'{kind}\t{name}\t{run}\t{wait}\n')
+            out.write('S ' + open('/proc/stat').readline().split(None, 1)[1])
+            vm = dict(line.split() for line in open('/proc/vmstat'))
+            out.write('V ' + ' '.join(f'{k}={vm.get(k, 0)}' for k in VMSTAT) + '\n')
+            others = []
+            for pid in filter(str.isdigit, os.listdir('/proc')):
+                if pid in procs:
+                    continue
+                try:
+                    stat = open(f'/proc/{pid}/stat').read()
+                except OSError:
+                    continue
+                close = stat.rfind(')')
+                fields = stat[close + 2:].split()
+                ticks = int(fields[11]) + int(fields[12])
+                if ticks:
+                    others.append(f"{pid}:{stat[stat.find('(') + 1:close].replace(' ', '_')}:{ticks}")
+            out.write('O ' + ' '.join(others) + '\n')
+            out.flush()
+            time.sleep(max(0.0, 0.1 - (time.time() - now)))
+
+
+def load(path):
+    samples = []
+    for line in open(path):
+        if line.startswith('T '):
+            samples.append({'t': int(line.split()[1]), 'threads': {}, 'others': {}})
+        elif not samples:
+            continue
+        elif line.startswith('S '):
+            samples[-1]['cpu'] = [int(x) for x in line.split()[1:] if x.isdigit()]
+        elif line.startswith('V '):
+            samples[-1]['vm'] = {k: int(v) for k, v in (kv.split('=') for kv in line.split()[1:])}
+        elif line.startswith('O '):
+            for item in line.split()[1:]:
+                pid, name, ticks = item.rsplit(':', 2)
+                samples[-1]['others'][(pid, name)] = int(ticks)
+        else:
+            kind, name, run, wait = line.rstrip('\n').split('\t')
+            samples[-1]['threads'][(kind, name)] = (int(run), int(wait))
+    return [s for s in samples if 'cpu' in s and 'vm' in s]
+
+
+def report(path, second0, lo, hi, step):
+    samples = load(path)
+    head = 'second  user  sys idle | ' + ' '.join(f'{n[:10]:>10}' for _, n in COLUMNS)
+    print(head + ' | reclaim-scan compact-stall | busiest others (ticks)')
+    t = lo
+    while t < hi:
+        win = [s for s in samples if t <= (s['t'] - second0) / 1000 < t + step]
+        if len(win) >= 2:
+            a, b = win[0], win[-1]
+            ns = (b['t'] - a['t']) * 1e6
+            cpu = [y - x for x, y in zip(a['cpu'], b['cpu'])]
+            total = sum(cpu) or 1
+            pct = lambda i: 200.0 * cpu[i] / total  # % of one core, 2 vCPUs
+            runs = []
+            for key in COLUMNS:
+                x, y = a['threads'].get(key), b['threads'].get(key)
+                runs.append(100.0 * (y[0] - x[0]) / ns if x and y else 0.0)
+            vm = lambda k: b['vm'].get(k, 0) - a['vm'].get(k, 0)
+            others = sorted(((v - a['others'].get(k, v), k[1]) for k, v in b['others'].items()),
+                            reverse=True)[:3]
+            print(f'{t:6.1f} {pct(0) + pct(1):5.0f} {pct(2):4.0f} {pct(3):4.0f} | ' +
+                  ' '.join(f'{r:10.0f}' for r in runs) +
+                  f' | {vm("pgscan_direct"):12d} {vm("compact_stall"):13d} | ' +
+                  ' '.join(f'{n}={d}' for d, n in others if d > 0))
+        t += step
+
+
+if __name__ == '__main__':
+    if len(sys.argv) == 4 and sys.argv[1] == 'record':
+        record(sys.argv[2], float(sys.argv[3]))
+    elif len(sys.argv) in (6, 7) and sys.argv[1] == 'report':
+        report(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5]),
+               float(sys.argv[6]) if len(sys.argv) == 7 else 1.0)
+    else:
+        sys.exit(__doc__)
