@@ -19,6 +19,8 @@
 # DIR/bootstrap. Without --dir, start uses a fresh mktemp dir under /tmp; the other
 # commands use $EXACTLY_KAFKA_DIR, else the dir of the last start (recorded in the cache).
 # start on a DIR of a stopped cluster restarts it with its saved ports and data.
+# Each node logs to DIR/node-N/logs: server.log, and gc.log (every collection and its
+# pause: a paused broker answers nothing, which a latency benchmark sees).
 # Environment: EXACTLY_CACHE (cache root, default ~/.cache/exactly), KAFKA_HEAP.
 set -euo pipefail
 # shellcheck source=kafka-common.sh

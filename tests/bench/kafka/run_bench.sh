@@ -315,6 +315,23 @@ steal_report() {  # samples-file reader-stderr: steal per second of input, besid
     }' "$1"
 }
 
+gc_report() {  # reader-stderr: the broker's GC pauses over 50 ms per second of input
+  # The pauses stop the broker whole (no fetch, produce or commit is answered), so a late
+  # second with one is the broker's. Needs the broker's directory: its own, or
+  # EXACTLY_KAFKA_DIR for one started by tests/tools/kafka-broker.sh (gc.log since 9fa36bf).
+  local dir="${broker_dir:-${EXACTLY_KAFKA_DIR:-}}" first line out="" t ms
+  first=$(grep -m1 -o 'second 0 = [0-9]*' "$1" 2>/dev/null | grep -o '[0-9]*$' || true)
+  [[ -n $dir && -n $first ]] || return 0
+  ls "$dir"/node-*/logs/gc.log >/dev/null 2>&1 || return 0
+  # [2026-12-02T02:48:22.344+0000][11.792s] GC(7) Pause Young (Normal) (...) 88M->44M(1024M) 47.927ms
+  while read -r t ms; do
+    t=$(date -d "$t" +%s%3N 2>/dev/null) || continue
+    (( t >= first && t - first < ${latency_s:-90} * 1000 + 1000 )) && out+=" $(( (t - first) / 1000 )):${ms%.*}"
+  done < <(cat "$dir"/node-*/logs/gc.log | awk '/ Pause / { v = $NF; sub(/ms$/, "", v)
+      if (v + 0 > 50) { ts = substr($1, 2, 28); sub(/\].*/, "", ts); print ts, v } }')
+  echo "broker GC pauses over 50 ms (second:ms):${out:- none}"
+}
+
 # ---------------------------------------------------------------- input
 tag="$(date +%s)"
 in="bench-in-$tag"
@@ -695,6 +712,8 @@ run_latency_case() {  # case rep seconds (rep "w": the broker's warm-up run, not
   timeline=$(grep -m1 'seconds over 250 ms' "$d/latency.err" 2>/dev/null | sed 's/^[a-z_-]*: //' || true)
   [[ -n $timeline ]] && log "  $timeline"
   timeline=$(steal_report "$d/steal.txt" "$d/latency.err")
+  [[ -n $timeline ]] && log "  $timeline"
+  timeline=$(gc_report "$d/latency.err")
   [[ -n $timeline ]] && log "  $timeline"
   # The input side of it: how long the producer waited for its acks, per second.
   timeline=$(grep -m1 'worst send-to-ack' "$d/produce.err" 2>/dev/null | sed 's/^[a-z_-]* produce: //' || true)
