@@ -101,7 +101,8 @@
 # (a curl per sample: a diagnosis, not for the figures). The reader also prints, for each
 # second over 250 ms, the worst latency of each partition, and every latency case prints
 # the machine's steal (CPU the hypervisor gave to other guests) per second of input,
-# beside the late seconds. Who had the cores in a late second: run
+# beside the late seconds, and the broker's GC pauses over 50 ms per second (when its
+# directory is known: its own broker, or EXACTLY_KAFKA_DIR). Who had the cores in a late second: run
 # tests/bench/kafka/thread_sampler.py record FILE SECONDS beside it (per-thread CPU of
 # every process of the case, every 100 ms) and its report with the reader's second 0.
 # Streams app: built with Maven into ${EXACTLY_CACHE:-~/.cache/exactly}/streams-dedupe.
