@@ -317,10 +317,11 @@ steal_report() {  # samples-file reader-stderr: steal per second of input, besid
 }
 
 gc_report() {  # reader-stderr: the broker's GC pauses over 50 ms per second of input
-  # The pauses stop the broker whole (no fetch, produce or commit is answered), so a late
-  # second with one is the broker's. Needs the broker's directory: its own, or
+  # A pause stops the whole broker (no fetch, produce or commit is answered), so it is
+  # one suspect for a late second; docs/benchmarks.md ("The changelog's compaction")
+  # found one beside half of them. Needs the broker's directory: its own, or
   # EXACTLY_KAFKA_DIR for one started by tests/tools/kafka-broker.sh (gc.log since 9fa36bf).
-  local dir="${broker_dir:-${EXACTLY_KAFKA_DIR:-}}" first line out="" t ms
+  local dir="${broker_dir:-${EXACTLY_KAFKA_DIR:-}}" first out="" t ms
   first=$(grep -m1 -o 'second 0 = [0-9]*' "$1" 2>/dev/null | grep -o '[0-9]*$' || true)
   [[ -n $dir && -n $first ]] || return 0
   ls "$dir"/node-*/logs/gc.log >/dev/null 2>&1 || return 0
