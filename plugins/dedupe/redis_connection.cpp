@@ -42,10 +42,10 @@ void Connection::drop() {
 Status Connection::io_failure(std::string_view what, const SocketError& err) {
   std::string why = err.text.empty() ? "connection lost" : err.text;
   // A receive timeout is the socket's EAGAIN: say what it means.
-  if (why == "Resource temporarily unavailable")
-    why = "no answer within redis.timeout (" + std::to_string(timeout_ms_) + " ms)";
+  const bool timed_out = why == "Resource temporarily unavailable";
+  if (timed_out) why = "no answer within redis.timeout (" + std::to_string(timeout_ms_) + " ms)";
   std::string m = "dedupe-redis: " + endpoint_.text() + ": " + std::string(what) + ": " + why +
-                  (err.text != "Resource temporarily unavailable" ? plaintext_hint() : "");
+                  (timed_out ? "" : plaintext_hint());
   drop();
   // A certificate that is not trusted, or TLS against a plaintext port, stays so: stop
   // and name the key instead of retrying forever.
@@ -94,16 +94,15 @@ Status Connection::ensure() {
   awaiting_first_reply_ = true;
   Reply r;
   Status st;
-  if (!auth_.password.empty()) {
+  if (!auth_.password.empty())
     st = auth_.username.empty() ? call({"AUTH", auth_.password}, r)
                                 : call({"AUTH", auth_.username, auth_.password}, r);
-    if (!st) {
-      drop();
-      return st;
-    }
+  if (st) st = call({"SCRIPT", "LOAD", kClaimScript}, r);
+  // A connection without its script is not ready: the next call connects again.
+  if (!st) {
+    drop();
+    return st;
   }
-  st = call({"SCRIPT", "LOAD", kClaimScript}, r);
-  if (!st) return st;
   if (r->type != REDIS_REPLY_STRING) {
     drop();
     return Status::fatal("dedupe-redis: " + endpoint_.text() + ": SCRIPT LOAD answered no SHA1");
