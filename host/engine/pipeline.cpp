@@ -294,6 +294,8 @@ Pipeline::RunResult Pipeline::run_instance() {
       }
       tick_standby(in);
       if (b.count > 0) {
+        if (stats_.first_record_us.load(std::memory_order_relaxed) < 0)
+          stats_.first_record_us = micros_since(started_);
         in.round_records += b.count;
         o = process_batch(in, &b);
         if (!o.ok()) {

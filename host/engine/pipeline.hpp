@@ -37,6 +37,11 @@ struct Stats {
   std::atomic<uint64_t> commits{0};
   std::atomic<uint64_t> aborts{0};
   std::atomic<uint64_t> restarts{0};
+  // The active span, in µs since the pipeline started (-1: not yet): from the first record
+  // polled to the last commit that carried records. The summary's rate is over it, so a
+  // group join before the first record and an idle wait after the last do not dilute it.
+  std::atomic<int64_t> first_record_us{-1};
+  std::atomic<int64_t> last_commit_us{-1};
 };
 
 struct Task;  // one share of the partitions with its own transform instances

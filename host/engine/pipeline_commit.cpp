@@ -109,6 +109,7 @@ Outcome Pipeline::commit_round(Instance& in, bool final) {
   in.last_format = fmt_s;
   in.last_data = data_s;
   stats_.records_in += in.round_records;
+  if (in.round_records > 0) stats_.last_commit_us = micros_since(started_);
   // A record that failed late was counted out in the round that wrote it: the summary
   // said "out 100, rejected 102" of 102 records none of which got through.
   const uint64_t out_before = stats_.records_out.load();

@@ -29,6 +29,9 @@ inline ex_bytes bv(const std::string& s) {
 inline double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
+inline int64_t micros_since(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t).count();
+}
 // The wall clock in epoch ms, the unit of record timestamps.
 inline int64_t wall_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(

@@ -198,7 +198,7 @@ std::string render_summary(const std::vector<const Pipeline*>& pipelines) {
     const auto& instances = by_name[name];
     const Pipeline* newest = instances.back();
     uint64_t in = 0, out = 0, rej = 0, replayed = 0, commits = 0, aborts = 0, restarts = 0;
-    double el = 0;
+    double el = 0, active = 0, first = -1, last = -1;
     for (auto* p : instances) {
       auto& s = p->stats();
       in += s.records_in;
@@ -209,12 +209,31 @@ std::string render_summary(const std::vector<const Pipeline*>& pipelines) {
       aborts += s.aborts;
       restarts += s.restarts;
       el += p->elapsed_seconds();
+      const int64_t f = s.first_record_us.load(), l = s.last_commit_us.load();
+      if (f >= 0 && l >= f) {
+        active += (l - f) / 1e6;
+        first = f / 1e6;
+        last = l / 1e6;
+      }
     }
+    // Records per second of the active span; the whole run's when none was measured.
+    const double span = active > 0 ? active : el;
     // Committed rounds only: records a stage removed (filter, dedupe), not replays.
     uint64_t dropped = in >= out + rej ? in - out - rej : 0;
     o += fmt::format("{:<22} {:<9} {:>10} {:>10} {:>9} {:>9} {:>8} {:>7} {:>8.2f}s {:>8.0f} r/s\n",
                      name, to_string(newest->state()), in, out, dropped, rej, commits, aborts, el,
-                     el > 0 ? in / el : 0.0);
+                     span > 0 ? in / span : 0.0);
+    // A second or more outside it (a group join, an idle wait before a bounded run ends):
+    // say so, or the rate and the elapsed time look like they disagree.
+    if (active > 0 && el - active >= 1.0) {
+      if (instances.size() == 1)
+        o += fmt::format("    active: {:.2f}s, from the first record at {:.2f}s to the last commit "
+                         "with records at {:.2f}s (the rate is over this span)\n",
+                         active, first, last);
+      else
+        o += fmt::format("    active: {:.2f}s over {} instances (the rate is over this span)\n",
+                         active, instances.size());
+    }
     // Plugin counters, summed over their other labels (partitions) but per stage: a
     // dead-letter sink's counts are not the main sink's.
     std::map<std::pair<std::string, std::string>, double> totals;
