@@ -670,6 +670,8 @@ void DedupeTransform::report(Part& p, int64_t now) {
     host_.counter("dedupe_filter_build_cpu_seconds_total", cpu.filter_build, l);
   if (cpu.folds_raised > 0)
     host_.counter("dedupe_fold_raised_total", static_cast<double>(cpu.folds_raised), l);
+  if (uint64_t n = p.store->take_synced_writes())
+    host_.counter("dedupe_store_synced_writes_total", static_cast<double>(n), l);
   if (cpu.merge > 0) host_.counter("dedupe_merge_cpu_seconds_total", cpu.merge, l);
   if (cpu.merges > 0) {
     host_.counter("dedupe_merges_total", static_cast<double>(cpu.merges), l);

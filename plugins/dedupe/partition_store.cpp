@@ -436,7 +436,7 @@ void PartitionStore::raise_fold() {
   if (folding_active_ && fold_priority_ && fold_priority_->raise()) ++fold_raises_;
 }
 
-sdk::Status PartitionStore::finish_fold(bool wait) {
+sdk::Status PartitionStore::finish_fold(bool wait, bool sync) {
   if (!folding_active_) return sdk::Status::ok();
   if (!wait && !fold_done_.load(std::memory_order_acquire)) return sdk::Status::ok();
   fold_hurry_.store(true, std::memory_order_relaxed);  // whoever waits, waits for no pacing
@@ -483,13 +483,16 @@ sdk::Status PartitionStore::finish_fold(bool wait) {
   next.indexed = std::max(meta_.indexed, fold_target_);
   wb.Put(seq_, rocksdb::Slice(), next.encode());
   rocksdb::WriteOptions wo;
-  wo.sync = true;
+  wo.sync = sync;
   rocksdb::Status st = db_->Write(wo, &wb);
+  if (sync) ++synced_writes_;
   folding_.clear();
   if (!st.ok())
     return sdk::Status::fatal("dedupe: cannot write store " + dir_ + ": " + st.ToString());
   meta_ = next;
-  // The floor is durable now (synced above): files below it may go.
+  // Files below the floor may go: synced above, the floor is durable; unsynced (a
+  // changelog), a crash that loses it is followed by a restore from the changelog, which
+  // brings it back before any record is looked up (as after a merge, below).
   keep_fold_layout();
   // Not at open: a fold replayed there may remake a file under a name a merge would take.
   start_merge();
@@ -968,6 +971,7 @@ sdk::Status PartitionStore::apply_round(const RoundPlan& plan, bool sync, int64_
   rocksdb::WriteOptions wo;
   wo.sync = sync;
   rocksdb::Status st = db_->Write(wo, &wb);
+  if (sync) ++synced_writes_;
   if (!st.ok())
     return sdk::Status::fatal("dedupe: cannot write the round to store " + dir_ + ": " +
                               st.ToString());
@@ -993,7 +997,7 @@ sdk::Status PartitionStore::apply_round(const RoundPlan& plan, bool sync, int64_
   sdk::Status fs = finish_merge();
   if (!fs) return fs;
   if (folding_active_ && may_step()) {
-    fs = finish_fold(false);
+    fs = finish_fold(false, sync);
     if (!fs) return fs;
     if (!folding_active_) took_step();
   }
@@ -1002,7 +1006,7 @@ sdk::Status PartitionStore::apply_round(const RoundPlan& plan, bool sync, int64_
       // Paced to end by 3/4 of this fill: a fold still running now is starved.
       raise_fold();
       if (!full) return sdk::Status::ok();
-      fs = finish_fold(true);
+      fs = finish_fold(true, sync);
       if (!fs) return fs;
     }
     if (!may_step()) return sdk::Status::ok();
@@ -1012,7 +1016,7 @@ sdk::Status PartitionStore::apply_round(const RoundPlan& plan, bool sync, int64_
     fold_at_ = index_threshold_;
     start_fold();
     took_step();
-    if (!background_fold_) return finish_fold(true);
+    if (!background_fold_) return finish_fold(true, sync);
   }
   return sdk::Status::ok();
 }
@@ -1081,6 +1085,7 @@ sdk::Status PartitionStore::finish_restore(int64_t changelog_position) {
   rocksdb::WriteOptions wo;
   wo.sync = true;
   rocksdb::Status rs = db_->Put(wo, seq_, rocksdb::Slice(), meta_.encode());
+  ++synced_writes_;
   if (!rs.ok())
     return sdk::Status::fatal("dedupe: cannot write store " + dir_ + ": " + rs.ToString());
   load_oldest_chunk_ms();

@@ -160,6 +160,8 @@ class PartitionStore {
     double fold = 0, filter_build = 0, merge = 0;
     uint64_t folds_raised = 0, merges = 0;
   };
+  // Writes that waited for the disk (WAL synced) since the last call.
+  uint64_t take_synced_writes() { return std::exchange(synced_writes_, 0); }
   BackgroundCpu take_background_cpu() {
     BackgroundCpu c{fold_cpu_.exchange(0.0), build_cpu_.exchange(0.0), merge_cpu_.exchange(0.0),
                     fold_raises_, merges_};
@@ -177,7 +179,10 @@ class PartitionStore {
   // (the sort and the SST file are most of a commit's CPU otherwise); finish_fold adopts
   // its result on the pipeline thread (filter, chunk trim, meta.indexed).
   void start_fold();
-  sdk::Status finish_fold(bool wait);
+  // `sync`: the adoption's write waits for the disk (without a changelog; with one the
+  // changelog is the durable copy, and an fdatasync on the pipeline thread was a late
+  // round whenever the broker was flushing: docs/benchmarks.md, "A fold's fsync").
+  sdk::Status finish_fold(bool wait, bool sync = true);
   void size_ahead();
   void finish_sizing(bool wait);
   sdk::Status flush_restore_batch();
@@ -255,6 +260,7 @@ class PartitionStore {
   bool own_mode_ = false;
   bool cf_has_claims_ = false;
   std::vector<std::shared_ptr<const ClaimsFile>> own_files_;  // oldest claims first
+  uint64_t synced_writes_ = 0;
   std::shared_ptr<const ClaimsFile> fold_file_;  // the fold thread's, adopted by finish_fold
   size_t own_files_max_ = 256;
   // A running merge: its inputs (neighbours in own_files_), and what its thread made.

@@ -96,6 +96,8 @@
 # value of a key wins; e.g. log.segment.bytes=1073741824, Kafka's own default, instead
 # of the test broker's 256 MiB).
 # BUILD_DIR (default build-bench): a Release build of its own, never build/.
+# BENCH_DEDUPE_CONFIG='key: value, ...': added to the dedupe stage's config of every
+# case that has one (an experiment's knob, e.g. 'rocksdb.write.buffer.size: 1073741824').
 # BENCH_SAMPLE_MS=N (latency mode, exactly cases): exactly's metrics scraped every N ms
 # into the case's metrics-timeline.txt, to see what a late second looked like inside it
 # (a curl per sample: a diagnosis, not for the figures). The reader also prints, for each
@@ -384,7 +386,7 @@ write_yaml() {  # case delivery with_dedupe dir group out tuned changelog_off ch
     if [[ "$dedupe" == 1 ]]; then
       echo "    transforms:"
       echo "      - plugin: dedupe"
-      echo "        config: { id: { json: /messageId }, state.dir: \"$d/dedupe\", $changelog }"
+      echo "        config: { id: { json: /messageId }, state.dir: \"$d/dedupe\", $changelog${BENCH_DEDUPE_CONFIG:+, $BENCH_DEDUPE_CONFIG} }"
     fi
     echo "    sink: { plugin: kafka, config: { bootstrap.servers: \"$B\", topic: $out, partitioning: input, state.dir: \"$d/sink\"${sink_rdkafka:+, rdkafka: { $sink_rdkafka \}} } }"
   } >"$d/pipeline.yaml"

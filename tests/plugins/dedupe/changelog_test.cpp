@@ -287,3 +287,38 @@ TEST_F(ChangelogTest, ALongRestoreRunsInItsOwnThreadWhileThePartitionIsHeld) {
   EXPECT_THAT(b.process({event("id-0", off), event("id-799", off + 1), event("new", off + 2)}).kept,
               ElementsAre(2u));
 }
+
+// With a changelog, no round and no fold adoption waits for the disk: the changelog is
+// the durable copy. An fdatasync there held the pipeline thread 20-30 ms per adoption,
+// and 190-500 ms while a broker on the same disk flushed (docs/benchmarks.md, "A fold's
+// fsync"). Without one, every round's write is synced, and so is each adoption.
+TEST_F(ChangelogTest, WithAChangelogNeitherRoundsNorFoldsWaitForTheDisk) {
+  Pairs small = {{"rocksdb.write.buffer.size", "1048576"}, {"rocksdb.fold.background", "false"}};
+  auto rounds = [&](int64_t& off) {
+    for (int r = 0; r < 5; ++r) {
+      stage_->process(range(r * 6000, (r + 1) * 6000, off));
+      read_up_to(off);
+      commit_round();
+    }
+  };
+  auto& a = start(on("host-a", small));
+  int64_t off = 0;
+  a.process(range(1000000, 1000010, off));
+  read_up_to(off);
+  commit_round();
+  const double at_start = metric("dedupe_store_synced_writes_total");  // the open's own
+  rounds(off);  // 30,000 ids: past the ~21,845-claim threshold
+  ASSERT_GE(folded_files(dir_ / "host-a" / "events-0"), 1u);
+  EXPECT_EQ(metric("dedupe_store_synced_writes_total"), at_start);
+  EXPECT_LE(at_start, 1);
+
+  Pairs local = small;
+  local.emplace_back("changelog", "off");
+  local.emplace_back("state.dir", (dir_ / "host-local").string());
+  start(local);
+  off = 0;
+  rounds(off);
+  ASSERT_GE(folded_files(dir_ / "host-local" / "events-0"), 1u);
+  // Five rounds and at least one adoption, each synced (the counter is cumulative).
+  EXPECT_GE(metric("dedupe_store_synced_writes_total") - at_start, 6);
+}
