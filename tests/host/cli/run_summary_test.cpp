@@ -67,8 +67,10 @@ TEST(RunSummary, TheRateIsOverTheActiveSpanAndTheSpanIsShown) {
   const double active = std::stod(m[1]), first = std::stod(m[2]), last = std::stod(m[3]);
   EXPECT_GT(active, 0) << r.out;
   EXPECT_NEAR(active, last - first, 0.011) << r.out;
-  EXPECT_LE(last, d.elapsed - 2.9) << r.out;  // the idle wait came after it
+  // The idle wait came after it: 3 s from the last record polled, of which the round
+  // that committed it (500 ms interval) took at most about half a second.
+  EXPECT_LE(last, d.elapsed - 2.0) << r.out;
   // The rate is the records over that span (both printed rounded: 2 decimals, whole r/s).
   EXPECT_NEAR(d.rate, d.in / active, d.in / active * 0.05 + 1) << r.out;
-  EXPECT_GT(d.rate, 2 * d.in / d.elapsed) << r.out;
+  EXPECT_GT(d.rate, 1.5 * d.in / d.elapsed) << r.out;
 }
