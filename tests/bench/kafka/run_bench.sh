@@ -328,11 +328,19 @@ gc_report() {  # reader-stderr: the broker's GC pauses over 50 ms per second of 
   [[ -n $dir && -n $first ]] || return 0
   ls "$dir"/node-*/logs/gc.log >/dev/null 2>&1 || return 0
   # [2026-12-02T02:48:22.344+0000][11.792s] GC(7) Pause Young (Normal) (...) 88M->44M(1024M) 47.927ms
+  # The log spans the broker's life (every earlier case too): only the lines of this
+  # case's seconds, compared as local-time text (the JVM's and date's zone are the
+  # machine's), go on to date, one process each.
+  local from to
+  from=$(date -d "@$(( first / 1000 - 1 ))" +%Y-%m-%dT%H:%M:%S)
+  to=$(date -d "@$(( first / 1000 + ${latency_s:-90} + 2 ))" +%Y-%m-%dT%H:%M:%S)
   while read -r t ms; do
     t=$(date -d "$t" +%s%3N 2>/dev/null) || continue
     (( t >= first && t - first < ${latency_s:-90} * 1000 + 1000 )) && out+=" $(( (t - first) / 1000 )):${ms%.*}"
-  done < <(cat "$dir"/node-*/logs/gc.log | awk '/ Pause / { v = $NF; sub(/ms$/, "", v)
-      if (v + 0 > 50) { ts = substr($1, 2, 28); sub(/\].*/, "", ts); print ts, v } }')
+  done < <(cat "$dir"/node-*/logs/gc.log | awk -v from="$from" -v to="$to" '/ Pause / {
+      ts = substr($1, 2, 28); sub(/\].*/, "", ts); s = substr(ts, 1, 19)
+      if (s < from || s > to) next
+      v = $NF; sub(/ms$/, "", v); if (v + 0 > 50) print ts, v }')
   echo "broker GC pauses over 50 ms (second:ms):${out:- none}"
 }
 

@@ -322,3 +322,48 @@ TEST_F(ChangelogTest, WithAChangelogNeitherRoundsNorFoldsWaitForTheDisk) {
   // Five rounds and at least one adoption, each synced (the counter is cumulative).
   EXPECT_GE(metric("dedupe_store_synced_writes_total") - at_start, 6);
 }
+
+// What the unsynced adoption risks: a machine crash that loses the WAL's tail. The store
+// is copied while open (as a kill -9 leaves it) and the copy's WAL cut back to where it
+// stood before the round whose commit adopted a fold: that round's write and the
+// adoption are gone, the fold's claims file stays. Opened on another host, the copy is
+// brought to the changelog's end before it answers, and knows every id.
+TEST_F(ChangelogTest, AStoreThatLostTheAdoptionOfAFoldIsBroughtBackByTheChangelog) {
+  Pairs small = {{"rocksdb.write.buffer.size", "1048576"}, {"rocksdb.fold.background", "false"}};
+  auto& a = start(on("host-a", small));
+  const fs::path store = dir_ / "host-a" / "events-0";
+  int64_t off = 0;
+  for (int r = 0; r < 3; ++r) {
+    a.process(range(r * 6000, (r + 1) * 6000, off));
+    read_up_to(off);
+    commit_round();
+  }
+  ASSERT_EQ(folded_files(store), 0u);
+  auto wal = [&](const fs::path& dir) {
+    fs::path newest;
+    for (auto& e : fs::directory_iterator(dir))
+      if (e.path().extension() == ".log" && (newest.empty() || e.path().filename() > newest.filename()))
+        newest = e.path();
+    return newest;
+  };
+  const fs::path wal_before = wal(store);
+  ASSERT_FALSE(wal_before.empty());
+  const auto size_before = fs::file_size(wal_before);
+  a.process(range(18000, 24000, off));  // past the ~21,845-claim threshold: a fold
+  read_up_to(off);
+  commit_round();
+  ASSERT_GE(folded_files(store), 1u);
+  ASSERT_EQ(wal(store), wal_before) << "the WAL rolled over; the cut below would not reach the adoption";
+  ASSERT_GT(fs::file_size(wal_before), size_before);
+
+  fs::create_directories(dir_ / "image");
+  fs::copy(store, dir_ / "image" / "events-0", fs::copy_options::recursive);
+  fs::resize_file(dir_ / "image" / "events-0" / wal_before.filename(), size_before);
+
+  auto& b = start(on("image", small), {part(0, "events-0", off)});
+  // The lost round came back from the changelog (host-a restored nothing).
+  EXPECT_GE(metric("dedupe_restored_claims_total"), 6000);
+  int64_t off2 = off;
+  EXPECT_TRUE(b.process(range(0, 24000, off2)).kept.empty());
+  EXPECT_THAT(b.process({event("id-new", off2)}).kept, ElementsAre(0u));
+}
