@@ -71,7 +71,12 @@ using HugeString = std::basic_string<char, std::char_traits<char>, HugePageAlloc
 // contents are never changed; a range unmapped meanwhile is refused, harmlessly).
 // In 2 MiB steps: the call holds the process's mmap lock, and a whole table at once
 // (~100 MiB of fresh pages, a quarter second here) held every mmap, munmap and large
-// malloc of the pipeline thread behind it.
+// malloc of the pipeline thread behind it. And at the caller's normal priority, never
+// from a thread at nice 10 or SCHED_IDLE: such a thread keeps the lock while it waits
+// for a core, and on a busy machine that is long. At nice 10 a step took 55 ms on
+// average (up to 115) at 245k records/s on 2 vCPUs, and the pipeline thread's mmap and
+// mprotect calls, and behind them librdkafka's page faults, waited up to 220 ms for it
+// (bpftrace of the D-state waits; docs/benchmarks.md, "The address-space lock").
 inline void populate_range(std::pair<void*, size_t> r) {
   constexpr size_t kStep = size_t{2} << 20;
   char* p = static_cast<char*>(r.first);

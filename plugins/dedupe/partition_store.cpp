@@ -191,7 +191,7 @@ sdk::Status PartitionStore::index_claims() {
 // fresh pages on the pipeline thread; at ~1M claims that took 100-150 ms per partition,
 // all partitions in the same round (a 325-490 ms latency spike at 200k records/s). Once
 // the first fill of a partition has 1/16 of the threshold, the table is sized for the
-// whole fill: its arrays grow in place (VA only), and a thread at nice 10 makes the
+// whole fill: its arrays grow in place (VA only), and a thread (not lowered: it faults pages in) makes the
 // full-size slot array, which a later round adopts; then make_spare faults the rest in.
 void PartitionStore::size_ahead() {
   if (sizing_) return finish_sizing(false);
@@ -207,7 +207,7 @@ void PartitionStore::size_ahead() {
   // afterwards (make_spare), not in a burst at 1/16 of the first fill.
   sizer_ = std::thread([this, slots] {
     pthread_setname_np(pthread_self(), "dedupe-size");
-    nice_background();
+    // Not lowered: all it does is fault pages in (see populate_range).
     try {
       MappedArray<uint64_t> s;
       s.assign_zeros(slots);
@@ -246,7 +246,7 @@ void PartitionStore::make_spare() {
   spare_maker_ = std::thread([this, current = std::move(current), spare, n, key_bytes,
                               first_fill = fold_at_] {
     pthread_setname_np(pthread_self(), "dedupe-spare");
-    nice_background();
+    // Not lowered: all it does is fault pages in, paced by the fill (see populate_range).
     RoundClaims t;
     // Pages are faulted in 2 MiB at a time, each array paced by the fill:
     // - the current table's 1/32 of the threshold ahead of it (a step or two; at 1/8,
@@ -367,11 +367,14 @@ void PartitionStore::start_fold() {
   fold_options_ = fold_sst_options(sst_options_, compacting_ ? rocksdb::kNoCompression : fold_compression_);
   fold_priority_ = std::make_unique<YieldingThread>();
   folder_ = std::thread([this, prefault = std::move(prefault), floor = meta_.floor] {
+    // Before the thread is lowered: faulting pages in holds the process's address-space
+    // lock, and a thread at SCHED_IDLE that holds it on a busy machine holds up every
+    // mmap, munmap and mprotect of the pipeline thread behind it (huge_pages.hpp).
+    for (const auto& r : prefault) populate_range(r);
     // Lowered before it is named: a thread seen as "dedupe-fold" already runs at the
     // fold's priority (fold_priority_test.cpp looks it up by name).
     fold_priority_->lower();
     pthread_setname_np(pthread_self(), "dedupe-fold");
-    for (const auto& r : prefault) populate_range(r);
     // Which claims are still live: here rather than on the pipeline thread (a pass over
     // ~1.4M claims into a fresh array held a round up by 10-35 ms).
     const auto& claims = folding_.claims();
