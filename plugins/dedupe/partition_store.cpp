@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <cstdio>
 #include <ctime>
 
@@ -42,13 +43,25 @@ struct ChunkWalk {
   std::vector<uint64_t> pending;  // first seqs of the round's chunks
   size_t next_pending = 0;
   int64_t round_ms = 0;
+  // Where `it` ends: a fresh iterator once earlier rounds' queued writes are in (they
+  // hold the newest stored chunks), or null when none were queued. Called once.
+  std::function<std::unique_ptr<rocksdb::Iterator>()> catch_up;
+  uint64_t resume = 0;  // the first seq not yet walked
 
   bool next(Chunk& c) {
+    if (it && !(it->Valid() && it->key().size() == 8) && catch_up) {
+      auto fresh = std::exchange(catch_up, nullptr)();
+      if (fresh) {
+        it = std::move(fresh);
+        it->Seek(seq_key(resume));
+      }
+    }
     if (it && it->Valid() && it->key().size() == 8) {
       c.start = seq_from_key(std::string_view(it->key().data(), 8));
       c.ms = read_chunk_ms(it->value());  // -1: unreadable (the eviction walk decides)
       c.key.assign(it->key().data(), 8);
       c.stored = true;
+      resume = c.start + 1;
       it->Next();
       return true;
     }
@@ -469,8 +482,13 @@ sdk::Status PartitionStore::finish_fold(bool wait, bool sync) {
       (presence_->layers() > 5 ||
        presence_->count() > 2 * std::max<uint64_t>(stored_keys(), 1u << 20)))
     start_filter_build();
-  // The folded chunks keep only their time now.
-  rocksdb::WriteBatch wb;
+  // The folded chunks keep only their time now. Those still queued are written first
+  // (rarely: they were queued before the fold began); a synced write goes after all.
+  if (writer_ && (sync || writer_->written_mark() < fold_target_)) {
+    sdk::Status ds = drain_writes();
+    if (!ds) return ds;
+  }
+  rocksdb::WriteBatch wb = writer_ && !sync ? writer_->take_batch() : rocksdb::WriteBatch();
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), seq_));
   for (it->Seek(seq_key(meta_.indexed)); it->Valid(); it->Next()) {
     if (it->key().size() != 8) continue;
@@ -485,10 +503,15 @@ sdk::Status PartitionStore::finish_fold(bool wait, bool sync) {
   StoreMeta next = meta_;
   next.indexed = std::max(meta_.indexed, fold_target_);
   wb.Put(seq_, rocksdb::Slice(), next.encode());
-  rocksdb::WriteOptions wo;
-  wo.sync = sync;
-  rocksdb::Status st = db_->Write(wo, &wb);
-  if (sync) ++synced_writes_;
+  rocksdb::Status st;
+  if (writer_ && !sync) {
+    writer_->post(std::move(wb), meta_.next_seq);
+  } else {
+    rocksdb::WriteOptions wo;
+    wo.sync = sync;
+    st = db_->Write(wo, &wb);
+    if (sync) ++synced_writes_;
+  }
   folding_.clear();
   if (!st.ok())
     return sdk::Status::fatal("dedupe: cannot write store " + dir_ + ": " + st.ToString());
@@ -609,6 +632,8 @@ PartitionStore::~PartitionStore() {
   if (spare_maker_.joinable()) spare_maker_.join();
   stop_filter_build();  // it reads db_ (an open iterator must not outlive it)
   if (db_ == nullptr) return;
+  // What is queued goes in first (a failure: the next open restores from the changelog).
+  writer_.reset();
   // A clean close folds the gathered claims, so the next open has nothing to read back.
   // If it fails, the next open reads them back from their chunks (a fold that was
   // running is waited for first).
@@ -908,6 +933,12 @@ PartitionStore::RoundPlan PartitionStore::plan_round(const Retention& limits, ui
     if (meta_.floor < meta_.next_seq) {
       walk.it.reset(db_->NewIterator(rocksdb::ReadOptions(), seq_));
       walk.it->Seek(seq_key(meta_.seek_hint));
+      walk.resume = meta_.seek_hint;
+      walk.catch_up = [this]() -> std::unique_ptr<rocksdb::Iterator> {
+        if (!writer_ || writer_->written_mark() >= meta_.next_seq) return nullptr;
+        (void)writer_->drain();  // a failure is returned by the next apply_round
+        return std::unique_ptr<rocksdb::Iterator>(db_->NewIterator(rocksdb::ReadOptions(), seq_));
+      };
     }
     walk.pending = starts;
     walk.round_ms = now_ms;
@@ -964,20 +995,37 @@ sdk::Status PartitionStore::apply_round(const RoundPlan& plan, bool sync, int64_
     end_round();
     return sdk::Status::ok();  // nothing happened in this partition this round
   }
-  // One batch reused round after round: it holds the round's chunks (megabytes), and a
-  // fresh one regrew its buffer every round from new, zero-filled pages.
-  rocksdb::WriteBatch& wb = round_batch_;
+  // Unsynced (a changelog), the write is queued for the store's writer thread
+  // (round_writer.hpp); a write that failed there stops the pipeline at the next round.
+  if (!sync) {
+    if (!writer_) writer_ = std::make_unique<RoundWriter>(db_);
+    rocksdb::Status failed = writer_->error();
+    if (!failed.ok())
+      return sdk::Status::fatal("dedupe: cannot write a round to store " + dir_ + ": " +
+                                failed.ToString());
+  } else {
+    sdk::Status ds = drain_writes();
+    if (!ds) return ds;
+  }
+  // Batches are reused round after round: they hold the round's chunks (megabytes), and
+  // a fresh one regrew its buffer every round from new, zero-filled pages.
+  rocksdb::WriteBatch queued = sync ? rocksdb::WriteBatch() : writer_->take_batch();
+  rocksdb::WriteBatch& wb = sync ? round_batch_ : queued;
   wb.Clear();
   for (uint64_t e : plan.evicted) wb.Delete(seq_, seq_key(e));
   for (const auto& [start, chunk] : plan.chunks) wb.Put(seq_, seq_key(start), chunk);
   wb.Put(seq_, rocksdb::Slice(), next.encode());
-  rocksdb::WriteOptions wo;
-  wo.sync = sync;
-  rocksdb::Status st = db_->Write(wo, &wb);
-  if (sync) ++synced_writes_;
-  if (!st.ok())
-    return sdk::Status::fatal("dedupe: cannot write the round to store " + dir_ + ": " +
-                              st.ToString());
+  if (sync) {
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    rocksdb::Status st = db_->Write(wo, &wb);
+    ++synced_writes_;
+    if (!st.ok())
+      return sdk::Status::fatal("dedupe: cannot write the round to store " + dir_ + ": " +
+                                st.ToString());
+  } else {
+    writer_->post(std::move(queued), next.next_seq);
+  }
   meta_ = next;
   oldest_chunk_ms_ = meta_.floor < meta_.next_seq ? plan.oldest_ms : -1;
   filter_.publish_floor(meta_.floor);
@@ -1026,8 +1074,18 @@ sdk::Status PartitionStore::apply_round(const RoundPlan& plan, bool sync, int64_
 
 // ---------------------------------------------------------------- restore
 
+sdk::Status PartitionStore::drain_writes() {
+  if (!writer_) return sdk::Status::ok();
+  rocksdb::Status st = writer_->drain();
+  if (!st.ok())
+    return sdk::Status::fatal("dedupe: cannot write a round to store " + dir_ + ": " + st.ToString());
+  return sdk::Status::ok();
+}
+
 sdk::Status PartitionStore::flush_restore_batch() {
   if (restore_wb_->Count() == 0) return sdk::Status::ok();
+  sdk::Status ds = drain_writes();
+  if (!ds) return ds;
   rocksdb::Status st = db_->Write(rocksdb::WriteOptions(), restore_wb_.get());
   restore_wb_->Clear();
   if (!st.ok())
@@ -1079,7 +1137,9 @@ sdk::Status PartitionStore::restore_meta(std::string_view value) {
 }
 
 sdk::Status PartitionStore::finish_restore(int64_t changelog_position) {
-  sdk::Status st = flush_restore_batch();
+  sdk::Status st = drain_writes();
+  if (!st) return st;
+  st = flush_restore_batch();
   if (!st) return st;
   meta_.changelog = std::max(meta_.changelog, changelog_position);
   st = index_claims();

@@ -30,6 +30,7 @@
 #include "key_order.hpp"
 #include "presence_filter.hpp"
 #include "round_claims.hpp"
+#include "round_writer.hpp"
 #include "store_options.hpp"
 
 namespace exactly::dedupe {
@@ -227,7 +228,12 @@ class PartitionStore {
   StoreMeta meta_;
   int64_t oldest_chunk_ms_ = -1;  // time of the chunk holding the floor, -1 = none
 
-  rocksdb::WriteBatch round_batch_;  // apply_round's, kept for its buffer
+  rocksdb::WriteBatch round_batch_;  // apply_round's synced ones, kept for its buffer
+  // Writes the unsynced ones (a changelog) off the pipeline thread; made by the first.
+  std::unique_ptr<RoundWriter> writer_;
+  // Waits for writer_'s queue: before reading the sequence index past what it wrote, or
+  // writing to the store directly.
+  sdk::Status drain_writes();
   RoundClaims unindexed_;
   // The running round: its claims' 1-based indexes in unindexed_, in claim order (the
   // chunks' order); the claims it replaced; the table's size, key bytes and fingerprint

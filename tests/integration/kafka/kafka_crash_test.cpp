@@ -104,8 +104,10 @@ TEST(KafkaCrash, ExactlyOnceCopySurvivesRepeatedSigkill) {
   Topics s = make_topics("eos", 4);
   s.input_total = n;
   write_file(s.dir / "p.yaml", pipeline_yaml(s, "exactly_once", "crash-eos"));
-  // Kills take at most 5 s each: the input keeps arriving for longer than that.
-  auto producer = produce_live(s, n, n / (kills * 5 + 15), "--size\n150\n--seed\n11");
+  // Kills come at most 5 s apart, and each cycle also starts a JVM to read the group's
+  // progress (1-3 s on a loaded 2-core machine, where 10 cycles once outlasted 65 s of
+  // input): the input keeps arriving for longer than all of that.
+  auto producer = produce_live(s, n, n / (kills * 8 + 15), "--size\n150\n--seed\n11");
   std::string log = run_with_kills(s, s.dir / "p.yaml", kills, 1234, producer.get());
   auto v = kafka_tool("verify --input-topic " + s.in + " --output-topic " + s.out + " --mode copy",
                       false);
@@ -153,7 +155,7 @@ TEST(KafkaCrash, DedupeEmitsEveryIdExactlyOnceAcrossSigkill) {
                        "          state.dir: " + (s.dir / "dedupe").string() + "\n";
   write_file(s.dir / "p.yaml", pipeline_yaml(s, "exactly_once", "crash-dedupe", dedupe));
   // Keyed by id so duplicates share a partition; 12% of records repeat an earlier id.
-  auto producer = produce_live(s, n, n / (kills * 5 + 15),
+  auto producer = produce_live(s, n, n / (kills * 8 + 15),  // as in the copy test above
                                "--keyed\n--size\n150\n--dup-ratio\n0.12\n--seed\n21");
   std::string log = run_with_kills(s, s.dir / "p.yaml", kills, 4321, producer.get());
   auto v = kafka_tool("verify --input-topic " + s.in + " --output-topic " + s.out + " --mode dedupe",
