@@ -204,8 +204,9 @@ sdk::Status PartitionStore::index_claims() {
 // fresh pages on the pipeline thread; at ~1M claims that took 100-150 ms per partition,
 // all partitions in the same round (a 325-490 ms latency spike at 200k records/s). Once
 // the first fill of a partition has 1/16 of the threshold, the table is sized for the
-// whole fill: its arrays grow in place (VA only), and a thread (not lowered: it faults pages in) makes the
-// full-size slot array, which a later round adopts; then make_spare faults the rest in.
+// whole fill: its arrays grow in place (VA only), and a thread (not lowered: it faults
+// pages in) makes the full-size slot array, which a later round adopts; then make_spare
+// faults the rest in.
 void PartitionStore::size_ahead() {
   if (sizing_) return finish_sizing(false);
   // Once sized, the table's capacity is the threshold: the check below is then false.
@@ -483,12 +484,12 @@ sdk::Status PartitionStore::finish_fold(bool wait, bool sync) {
        presence_->count() > 2 * std::max<uint64_t>(stored_keys(), 1u << 20)))
     start_filter_build();
   // The folded chunks keep only their time now. Those still queued are written first
-  // (rarely: they were queued before the fold began); a synced write goes after all.
-  if (writer_ && (sync || writer_->written_mark() < fold_target_)) {
+  // (rarely: they were queued before the fold began).
+  if (writer_ && writer_->written_mark() < fold_target_) {
     sdk::Status ds = drain_writes();
     if (!ds) return ds;
   }
-  rocksdb::WriteBatch wb = writer_ && !sync ? writer_->take_batch() : rocksdb::WriteBatch();
+  rocksdb::WriteBatch wb = take_batch(sync);
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), seq_));
   for (it->Seek(seq_key(meta_.indexed)); it->Valid(); it->Next()) {
     if (it->key().size() != 8) continue;
@@ -503,18 +504,9 @@ sdk::Status PartitionStore::finish_fold(bool wait, bool sync) {
   StoreMeta next = meta_;
   next.indexed = std::max(meta_.indexed, fold_target_);
   wb.Put(seq_, rocksdb::Slice(), next.encode());
-  rocksdb::Status st;
-  if (writer_ && !sync) {
-    writer_->post(std::move(wb), meta_.next_seq);
-  } else {
-    rocksdb::WriteOptions wo;
-    wo.sync = sync;
-    st = db_->Write(wo, &wb);
-    if (sync) ++synced_writes_;
-  }
+  sdk::Status ws = write(std::move(wb), sync, next.next_seq);
   folding_.clear();
-  if (!st.ok())
-    return sdk::Status::fatal("dedupe: cannot write store " + dir_ + ": " + st.ToString());
+  if (!ws) return ws;
   meta_ = next;
   // Files below the floor may go: synced above, the floor is durable; unsynced (a
   // changelog), a crash that loses it is followed by a restore from the changelog, which
@@ -995,37 +987,12 @@ sdk::Status PartitionStore::apply_round(const RoundPlan& plan, bool sync, int64_
     end_round();
     return sdk::Status::ok();  // nothing happened in this partition this round
   }
-  // Unsynced (a changelog), the write is queued for the store's writer thread
-  // (round_writer.hpp); a write that failed there stops the pipeline at the next round.
-  if (!sync) {
-    if (!writer_) writer_ = std::make_unique<RoundWriter>(db_);
-    rocksdb::Status failed = writer_->error();
-    if (!failed.ok())
-      return sdk::Status::fatal("dedupe: cannot write a round to store " + dir_ + ": " +
-                                failed.ToString());
-  } else {
-    sdk::Status ds = drain_writes();
-    if (!ds) return ds;
-  }
-  // Batches are reused round after round: they hold the round's chunks (megabytes), and
-  // a fresh one regrew its buffer every round from new, zero-filled pages.
-  rocksdb::WriteBatch queued = sync ? rocksdb::WriteBatch() : writer_->take_batch();
-  rocksdb::WriteBatch& wb = sync ? round_batch_ : queued;
-  wb.Clear();
+  rocksdb::WriteBatch wb = take_batch(sync);
   for (uint64_t e : plan.evicted) wb.Delete(seq_, seq_key(e));
   for (const auto& [start, chunk] : plan.chunks) wb.Put(seq_, seq_key(start), chunk);
   wb.Put(seq_, rocksdb::Slice(), next.encode());
-  if (sync) {
-    rocksdb::WriteOptions wo;
-    wo.sync = true;
-    rocksdb::Status st = db_->Write(wo, &wb);
-    ++synced_writes_;
-    if (!st.ok())
-      return sdk::Status::fatal("dedupe: cannot write the round to store " + dir_ + ": " +
-                                st.ToString());
-  } else {
-    writer_->post(std::move(queued), next.next_seq);
-  }
+  sdk::Status ws = write(std::move(wb), sync, next.next_seq);
+  if (!ws) return ws;
   meta_ = next;
   oldest_chunk_ms_ = meta_.floor < meta_.next_seq ? plan.oldest_ms : -1;
   filter_.publish_floor(meta_.floor);
@@ -1078,7 +1045,40 @@ sdk::Status PartitionStore::drain_writes() {
   if (!writer_) return sdk::Status::ok();
   rocksdb::Status st = writer_->drain();
   if (!st.ok())
-    return sdk::Status::fatal("dedupe: cannot write a round to store " + dir_ + ": " + st.ToString());
+    return sdk::Status::fatal("dedupe: cannot write store " + dir_ + ": " + st.ToString());
+  return sdk::Status::ok();
+}
+
+// Batches are reused write after write: they hold a round's chunks (megabytes), and a
+// fresh one regrew its buffer every round from new, zero-filled pages.
+rocksdb::WriteBatch PartitionStore::take_batch(bool sync) {
+  if (!sync && writer_) return writer_->take_batch();
+  rocksdb::WriteBatch b = std::move(round_batch_);
+  b.Clear();
+  return b;
+}
+
+// Synced, on this thread, after whatever is queued; unsynced (a changelog), queued for
+// the store's writer thread (round_writer.hpp), whose failure stops the pipeline at the
+// next write.
+sdk::Status PartitionStore::write(rocksdb::WriteBatch&& wb, bool sync, uint64_t next_seq) {
+  if (!sync) {
+    if (!writer_) writer_ = std::make_unique<RoundWriter>(db_);
+    rocksdb::Status failed = writer_->error();
+    if (!failed.ok())
+      return sdk::Status::fatal("dedupe: cannot write store " + dir_ + ": " + failed.ToString());
+    writer_->post(std::move(wb), next_seq);
+    return sdk::Status::ok();
+  }
+  sdk::Status ds = drain_writes();
+  if (!ds) return ds;
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  rocksdb::Status st = db_->Write(wo, &wb);
+  ++synced_writes_;
+  round_batch_ = std::move(wb);  // for its buffer
+  if (!st.ok())
+    return sdk::Status::fatal("dedupe: cannot write store " + dir_ + ": " + st.ToString());
   return sdk::Status::ok();
 }
 

@@ -228,9 +228,14 @@ class PartitionStore {
   StoreMeta meta_;
   int64_t oldest_chunk_ms_ = -1;  // time of the chunk holding the floor, -1 = none
 
-  rocksdb::WriteBatch round_batch_;  // apply_round's synced ones, kept for its buffer
+  rocksdb::WriteBatch round_batch_;  // the last synced write's, kept for its buffer
   // Writes the unsynced ones (a changelog) off the pipeline thread; made by the first.
   std::unique_ptr<RoundWriter> writer_;
+  // A round's or an adoption's batch: an empty one with a buffer from an earlier write.
+  rocksdb::WriteBatch take_batch(bool sync);
+  // Writes it: synced here, or unsynced by writer_ (`next_seq`: the store's next
+  // sequence number once it is in).
+  sdk::Status write(rocksdb::WriteBatch&& wb, bool sync, uint64_t next_seq);
   // Waits for writer_'s queue: before reading the sequence index past what it wrote, or
   // writing to the store directly.
   sdk::Status drain_writes();
