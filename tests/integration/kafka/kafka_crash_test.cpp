@@ -84,7 +84,8 @@ std::string run_with_kills(const Topics& s, const fs::path& config, int kills, u
       EXPECT_FALSE(producer->exited(&code)) << "kill " << k + 1 << " came after the input was complete";
     c.kill(SIGKILL);
     EXPECT_EQ(c.wait(), -SIGKILL) << "the host exited before it could be killed";
-    write_file(s.dir / "progress", std::to_string(committed_total(s)));
+    // No progress read here: each is a JVM start (1-3 s on a loaded machine), and with
+    // one per cycle the kills once drifted past the end of the input.
   }
   if (producer != nullptr)
     EXPECT_EQ(producer->wait(), 0) << read_file(s.dir / "producer.log");
@@ -104,10 +105,9 @@ TEST(KafkaCrash, ExactlyOnceCopySurvivesRepeatedSigkill) {
   Topics s = make_topics("eos", 4);
   s.input_total = n;
   write_file(s.dir / "p.yaml", pipeline_yaml(s, "exactly_once", "crash-eos"));
-  // Kills come at most 5 s apart, and each cycle also starts a JVM to read the group's
-  // progress (1-3 s on a loaded 2-core machine, where 10 cycles once outlasted 65 s of
-  // input): the input keeps arriving for longer than all of that.
-  auto producer = produce_live(s, n, n / (kills * 8 + 15), "--size\n150\n--seed\n11");
+  // Kills come at most 5 s apart (plus a host start each, slower on a loaded machine):
+  // the input keeps arriving for longer than all of that.
+  auto producer = produce_live(s, n, n / (kills * 6 + 15), "--size\n150\n--seed\n11");
   std::string log = run_with_kills(s, s.dir / "p.yaml", kills, 1234, producer.get());
   auto v = kafka_tool("verify --input-topic " + s.in + " --output-topic " + s.out + " --mode copy",
                       false);
@@ -155,7 +155,7 @@ TEST(KafkaCrash, DedupeEmitsEveryIdExactlyOnceAcrossSigkill) {
                        "          state.dir: " + (s.dir / "dedupe").string() + "\n";
   write_file(s.dir / "p.yaml", pipeline_yaml(s, "exactly_once", "crash-dedupe", dedupe));
   // Keyed by id so duplicates share a partition; 12% of records repeat an earlier id.
-  auto producer = produce_live(s, n, n / (kills * 8 + 15),  // as in the copy test above
+  auto producer = produce_live(s, n, n / (kills * 6 + 15),  // as in the copy test above
                                "--keyed\n--size\n150\n--dup-ratio\n0.12\n--seed\n21");
   std::string log = run_with_kills(s, s.dir / "p.yaml", kills, 4321, producer.get());
   auto v = kafka_tool("verify --input-topic " + s.in + " --output-topic " + s.out + " --mode dedupe",
