@@ -156,13 +156,14 @@ const ex_config_field kRedisFields[] = {
     field("bucket.span", EX_CFG_DURATION,
           "claims of one span of time share buckets that expire together, a span after "
           "the window; a lookup reads retention.max.age / bucket.span + 1 slots (one Redis "
-          "call each). Default: the window (2 slots; claims live 1-2 windows). Changing it "
-          "on a running store loses the claims of the last window (a WARNING says so)"),
+          "call each). Default: the window (2 slots; claims live 1-2 windows). While "
+          "claims made with another value live, the store refuses this one: a config "
+          "error, the pipeline stops (the plugin's README says how to change it)"),
     field("bucket.slices", EX_CFG_INT,
           "hashes per span and shard; aim for 100-500 ids per hash (ids per span / shards "
           "/ this) and keep it under the server's hash-max-listpack-entries. Choose it "
-          "before the first claim: changing it later loses the claims of the last "
-          "retention.max.age (a WARNING says so)",
+          "before the first claim: while claims made with another value live, the store "
+          "refuses this one (a config error, the pipeline stops)",
           "1024"),
     field("key.prefix", EX_CFG_STRING,
           "prefix of the bucket keys; default exactly:<pipeline>:<stage>: (hosts of one "

@@ -285,15 +285,25 @@ Status RedisDedupeTransform::reconfigure(const sdk::Config& config) {
                "and a duplicate between them and the hosts still on the old list can pass. Set "
                "shards.cutover a little in the future");
   // Where claims live: another value puts new claims, and looks old ones up, elsewhere.
-  auto moved = [&](const char* key, const std::string& from, const std::string& to) {
+  // The bucket layout is also kept beside the claims, so the store itself refuses a new
+  // one while claims of the old live (redis_claim_script.hpp); a new key.prefix is a new,
+  // empty store, which nothing can tell from a mistake.
+  auto moved = [&](const char* key, const std::string& from, const std::string& to,
+                   const char* outcome) {
     if (from != to)
-      host_.warn(std::string("WARNING dedupe-redis: ") + key + " changed from " + from + " to " + to +
-                 ": claims already made are laid out by the old value and will not be found; "
-                 "duplicates of ids seen in the last retention.max.age will pass");
+      host_.warn(std::string("WARNING dedupe-redis: ") + key + " changed from " + from + " to " +
+                 to + ": claims already made are laid out by the old value; " + outcome);
   };
-  moved("bucket.slices", std::to_string(settings_.bucket_slices), std::to_string(next.bucket_slices));
-  moved("bucket.span", std::to_string(settings_.bucket_span_ms) + " ms", std::to_string(next.bucket_span_ms) + " ms");
-  moved("key.prefix", "'" + settings_.key_prefix + "'", "'" + next.key_prefix + "'");
+  const char* refused =
+      "while any of them lives (retention.max.age) the store refuses the new value at the next "
+      "claim and the pipeline stops with a config error";
+  moved("bucket.slices", std::to_string(settings_.bucket_slices), std::to_string(next.bucket_slices),
+        refused);
+  moved("bucket.span", std::to_string(settings_.bucket_span_ms) + " ms",
+        std::to_string(next.bucket_span_ms) + " ms", refused);
+  moved("key.prefix", "'" + settings_.key_prefix + "'", "'" + next.key_prefix + "'",
+        "they will not be found, and duplicates of ids seen in the last retention.max.age "
+        "will pass");
   apply(std::move(next));
   host_.info("dedupe-redis: reconfigured; shards " + current_->describe() +
              (previous_ ? " from " + when(settings_.cutover_ms) + " (previous " +

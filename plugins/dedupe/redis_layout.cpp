@@ -8,12 +8,42 @@ namespace exactly::dedupe::redis {
 
 using sdk::Status;
 
+namespace {
+std::string layout_text(int64_t span_ms, int64_t slices) {
+  return "bucket.span=" + std::to_string(span_ms) + " bucket.slices=" + std::to_string(slices);
+}
+
+// The script refused this call: the prefix's claims were made with another layout. A
+// config error naming the key that differs, so the pipeline stops instead of letting the
+// duplicates of the last window through.
+Status refused_layout(const Connection& c, const SlotPlan& plan, const std::string& stored) {
+  auto value_of = [](const std::string& text, const std::string& key) {
+    size_t at = text.find(key + "=");
+    if (at == std::string::npos) return std::string();
+    at += key.size() + 1;
+    return text.substr(at, text.find(' ', at) - at);
+  };
+  const std::string key =
+      value_of(stored, "bucket.span") != value_of(plan.layout, "bucket.span") ? "bucket.span"
+                                                                              : "bucket.slices";
+  return Status::config(
+      key, "dedupe-redis: " + c.endpoint().text() + ": the claims under key.prefix '" +
+               plan.prefix + "' were made with " + stored + ", this config has " + plan.layout +
+               ": ids claimed before would be looked for in other keys and their duplicates "
+               "would pass. Keep the old values; or use another key.prefix (a new, empty "
+               "store); or, to accept those duplicates, delete the key '" + plan.prefix +
+               "layout' on every shard (it expires by itself retention.max.age after the "
+               "last claim)");
+}
+}  // namespace
+
 SlotPlan SlotPlan::at(const RedisSettings& s, const std::string& prefix, int64_t now_ms) {
   SlotPlan p;
   p.prefix = prefix;
   p.slot = now_ms / s.bucket_span_ms;
   p.consult = s.slots_to_consult();
   p.expire_at_ms = (p.slot + 1) * s.bucket_span_ms + s.window_ms;
+  p.layout = layout_text(s.bucket_span_ms, s.bucket_slices);
   return p;
 }
 
@@ -62,7 +92,7 @@ Status Layout::claim_pipelined(const std::vector<ClaimItem>& items,
   const std::string_view mode_text = mode == Mode::claim ? "claim" : "check";
   auto args = [&](Shard& s, std::vector<std::string_view> head) -> const std::vector<std::string_view>& {
     argv_ = std::move(head);
-    argv_.insert(argv_.end(), {plan.prefix, slot, consult, expire, mode_text, olen});
+    argv_.insert(argv_.end(), {plan.prefix, slot, consult, expire, mode_text, olen, plan.layout});
     for (uint32_t i : s.items) argv_.insert(argv_.end(), {items[i].slice, items[i].field, items[i].value});
     return argv_;
   };
@@ -90,7 +120,13 @@ Status Layout::claim_pipelined(const std::vector<ClaimItem>& items,
       st = s.conn->call(args(s, Connection::eval_head()), r);
       if (!st) return st;
     }
-    if (r->type == REDIS_REPLY_ERROR) return s.conn->reply_error("claim script", r.get());
+    if (r->type == REDIS_REPLY_ERROR) {
+      static constexpr std::string_view kRefused = "EXACTLY_LAYOUT ";
+      std::string_view text(r->str, r->len);
+      if (text.substr(0, kRefused.size()) == kRefused)
+        return refused_layout(*s.conn, plan, std::string(text.substr(kRefused.size())));
+      return s.conn->reply_error("claim script", r.get());
+    }
     if (r->type != REDIS_REPLY_ARRAY || r->elements % 2 != 0)
       return Status::fatal("dedupe-redis: " + s.conn->endpoint().text() +
                            ": the claim script answered an unexpected reply");

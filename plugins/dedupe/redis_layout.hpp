@@ -31,6 +31,7 @@ struct SlotPlan {
   int64_t slot = 0;
   int64_t consult = 1;
   int64_t expire_at_ms = 0;
+  std::string layout;  // what decides a claim's key: "bucket.span=<ms> bucket.slices=<n>"
   static SlotPlan at(const RedisSettings& s, const std::string& prefix, int64_t now_ms);
 };
 

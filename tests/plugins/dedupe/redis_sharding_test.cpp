@@ -9,6 +9,7 @@ namespace dedupe_test {
 namespace {
 
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
 int64_t now_ms() {
@@ -146,6 +147,49 @@ TEST_F(RedisShardingTest, ThePreviousLayoutIsRetiredOnceItsClaimsHaveExpired) {
   c_.reset();
   exactly::sdk::Status st;
   EXPECT_THAT(t.process(ids(1000, 1100, 6000), &st).kept, IsEmpty());
+  EXPECT_TRUE(st.is_ok()) << st.message();
+}
+
+// bucket.span and bucket.slices decide which key holds a claim: while claims made with
+// other values live, the store refuses new ones with a config error naming the key (the
+// pipeline stops: nothing is claimed, nothing is lost, no duplicate passes), on another
+// host, after a restart and after a reload alike; deleting the mark accepts the change.
+TEST_F(RedisShardingTest, ANewBucketLayoutIsRefusedWhileClaimsOfTheOldOneLive) {
+  auto& t = start(two());
+  EXPECT_EQ(t.process(ids(0, 300, 0)).kept.size(), 300u);
+
+  FakeHost other;  // another host, or this one restarted with the edited file
+  TransformHarness u(library(), "dedupe-redis", two({{"bucket.slices", "64"}}), &other);
+  ASSERT_TRUE(u.assign({part(0, "events-0")}).is_ok());
+  exactly::sdk::Status st;
+  EXPECT_THAT(u.process(ids(0, 300, 5000), &st).kept, IsEmpty());
+  EXPECT_EQ(st.code(), EX_ERR_CONFIG) << st.message();
+  EXPECT_EQ(st.key(), "bucket.slices");
+  EXPECT_THAT(st.message(), HasSubstr("bucket.slices=1024"));
+  EXPECT_THAT(st.message(), HasSubstr("bucket.slices=64"));
+  EXPECT_THAT(st.message(), HasSubstr("layout' on every shard"));
+
+  // A reload on the running host: applied (with a WARNING), refused at the next claim.
+  ASSERT_TRUE(t.reconfigure(two({{"bucket.span", "300000"}})).is_ok());
+  st = {};
+  EXPECT_THAT(t.process(ids(300, 310, 300), &st).kept, IsEmpty());
+  EXPECT_EQ(st.code(), EX_ERR_CONFIG) << st.message();
+  EXPECT_EQ(st.key(), "bucket.span");
+  // Back to the old values: the claims are all still found.
+  ASSERT_TRUE(t.abort().is_ok());
+  ASSERT_TRUE(t.reconfigure(two()).is_ok());
+  st = {};
+  EXPECT_THAT(t.process(ids(0, 300, 1000), &st).kept, IsEmpty());
+  EXPECT_TRUE(st.is_ok()) << st.message();
+
+  // The operator's way to accept the change: delete the mark on every shard.
+  for (const RedisServer* r : {redis_.get(), b_.get()})
+    EXPECT_EQ(r->cli("eval \"return redis.call('DEL', unpack(redis.call('KEYS', '*:layout')))\" 0"), "1");
+  ASSERT_TRUE(u.abort().is_ok());
+  st = {};
+  // Most of them pass as new ids (those whose slice number is the same under both values,
+  // about 1 in 16 here, are still found).
+  EXPECT_GT(u.process(ids(0, 300, 5000), &st).kept.size(), 250u) << st.message();
   EXPECT_TRUE(st.is_ok()) << st.message();
 }
 
