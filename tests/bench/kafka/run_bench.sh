@@ -8,6 +8,9 @@
 #       [--sink-rdkafka 'key: value, ...'] (added to every exactly case's kafka sink)
 #       [--streams-caching false]
 #       [--workdir DIR] [--keep] [--broker-prop KEY=VALUE ...]
+#       (--keep also keeps every case's topics and stores: a latency case at ~250k
+#       records/s leaves ~10 GB on the broker, and a dozen of them once filled this
+#       machine's disk and stopped the broker mid-run)
 #   tests/bench/kafka/run_bench.sh --latency RATE|half [--seconds 60] [--warmup-s 10]
 #       [--producer-warmup-s 5] [--producer native|java] [--reader native|java]
 #       [--contender-warmup-s 150] [--cases c,d] [--fractions 0.5]
@@ -660,7 +663,7 @@ run_latency_case() {  # case rep seconds (rep "w": the broker's warm-up run, not
     ( while kill -0 "$pid" 2>/dev/null; do
         echo "T $(date +%s%3N)"
         curl -s "http://127.0.0.1:$metrics_port/metrics" 2>/dev/null |
-          grep -E '^exactly_(records_in_total|commits_total|kafka_source_consumer_lag|record_age_at_poll_seconds_bucket|record_age_at_commit_seconds_bucket|commit_latency_seconds_count|batch_latency_seconds_count)' || true
+          grep -E '^exactly_(records_in_total|commits_total|kafka_source_consumer_lag|record_age_at_poll_seconds_bucket|record_age_at_commit_seconds_bucket|commit_latency_seconds_(count|sum)|batch_latency_seconds_(count|sum)|dedupe_(fold|merge)_cpu_seconds_total|dedupe_merges_total)' || true
         sleep "$(awk -v ms="$BENCH_SAMPLE_MS" 'BEGIN { printf "%.3f", ms / 1000 }')"
       done >"$d/metrics-timeline.txt" ) &
     sampler_pid=$!
