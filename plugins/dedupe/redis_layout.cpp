@@ -32,8 +32,8 @@ Status refused_layout(const Connection& c, const SlotPlan& plan, const std::stri
                ": ids claimed before would be looked for in other keys and their duplicates "
                "would pass. Keep the old values; or use another key.prefix (a new, empty "
                "store); or, to accept those duplicates, delete the key '" + plan.prefix +
-               "layout' on every shard (it expires by itself retention.max.age after the "
-               "last claim)");
+               "layout' on every shard (it expires by itself with the last claim, up to "
+               "retention.max.age + bucket.span after it)");
 }
 }  // namespace
 
