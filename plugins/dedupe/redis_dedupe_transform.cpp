@@ -295,7 +295,7 @@ Status RedisDedupeTransform::reconfigure(const sdk::Config& config) {
                  to + ": claims already made are laid out by the old value; " + outcome);
   };
   const char* refused =
-      "while any of them lives (retention.max.age) the store refuses the new value at the next "
+      "while any of them lives (up to retention.max.age + bucket.span) the store refuses the new value at the next "
       "claim and the pipeline stops with a config error";
   moved("bucket.slices", std::to_string(settings_.bucket_slices), std::to_string(next.bucket_slices),
         refused);

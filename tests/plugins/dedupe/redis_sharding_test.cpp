@@ -78,9 +78,11 @@ TEST_F(RedisShardingTest, AfterTheCutoverOldClaimsAreFoundAndNewOnesGoToTheNewLa
   EXPECT_THAT(t.process(ids(0, 600, 3000)).kept, IsEmpty());
 }
 
-// Edits that move where claims live are said as WARNINGs (a reshard whose cutover is
-// long past counts its previous layout as retired at once; bucket.slices, bucket.span and
-// key.prefix put claims elsewhere): they let duplicates of recent ids pass.
+// Edits that move where claims live are said as WARNINGs on reload (a reshard whose
+// cutover is long past counts its previous layout as retired at once; bucket.slices,
+// bucket.span and key.prefix put claims elsewhere). A new key.prefix lets duplicates of
+// recent ids pass; new bucket values are also refused at the next claim while claims of
+// the old live (ANewBucketLayoutIsRefusedWhileClaimsOfTheOldOneLive, below).
 TEST_F(RedisShardingTest, EditsThatLoseRecentClaimsAreWarnedOf) {
   auto count_warnings = [&](const std::string& needle) {
     int n = 0;
