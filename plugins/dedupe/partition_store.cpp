@@ -174,6 +174,7 @@ sdk::Status PartitionStore::replay_chunks() {
     bool whole = parse_chunk(std::string_view(it->value().data(), it->value().size()), c);
     if (whole && c.folded) continue;
     if (whole) {
+      whole_chunks_.push_back({first, c.ms});
       unindexed_fp_bytes_ = std::min(unindexed_fp_bytes_, c.fp_bytes);
       whole = for_each_chunk_claim(c, first, [&](uint64_t seq, std::string_view key,
                                                  int64_t offset, uint64_t fp) {
@@ -483,24 +484,18 @@ sdk::Status PartitionStore::finish_fold(bool wait, bool sync) {
       (presence_->layers() > 5 ||
        presence_->count() > 2 * std::max<uint64_t>(stored_keys(), 1u << 20)))
     start_filter_build();
-  // The folded chunks keep only their time now. Those still queued are written first
-  // (rarely: they were queued before the fold began).
-  if (writer_ && writer_->written_mark() < fold_target_) {
-    sdk::Status ds = drain_writes();
-    if (!ds) return ds;
-  }
+  // The folded chunks keep only their time now. A chunk still queued in writer_ is
+  // written before this batch, which follows it in the same queue (or drains it first
+  // when synced). Those below the seek hint were evicted meanwhile: not written again.
   rocksdb::WriteBatch wb = take_batch(sync);
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), seq_));
-  for (it->Seek(seq_key(meta_.indexed)); it->Valid(); it->Next()) {
-    if (it->key().size() != 8) continue;
-    if (seq_from_key(std::string_view(it->key().data(), 8)) >= fold_target_) break;
-    const char* p = it->value().data();
-    const char* end = p + it->value().size();
-    uint64_t ms = 0;
-    if (!get_varint(p, end, ms) || p >= end) continue;
-    wb.Put(seq_, it->key(), rocksdb::Slice(it->value().data(), static_cast<size_t>(p - it->value().data())));
+  while (!whole_chunks_.empty() && whole_chunks_.front().start < fold_target_) {
+    const WholeChunk c = whole_chunks_.front();
+    whole_chunks_.pop_front();
+    if (c.start < meta_.seek_hint) continue;
+    char time[10];
+    const char* time_end = put_varint(time, static_cast<uint64_t>(c.ms < 0 ? 0 : c.ms));
+    wb.Put(seq_, seq_key(c.start), rocksdb::Slice(time, static_cast<size_t>(time_end - time)));
   }
-  it.reset();
   StoreMeta next = meta_;
   next.indexed = std::max(meta_.indexed, fold_target_);
   wb.Put(seq_, rocksdb::Slice(), next.encode());
@@ -994,6 +989,13 @@ sdk::Status PartitionStore::apply_round(const RoundPlan& plan, bool sync, int64_
   sdk::Status ws = write(std::move(wb), sync, next.next_seq);
   if (!ws) return ws;
   meta_ = next;
+  while (!whole_chunks_.empty() && whole_chunks_.front().start < meta_.seek_hint)
+    whole_chunks_.pop_front();  // evicted
+  for (const auto& [start, chunk] : plan.chunks) {
+    while (!whole_chunks_.empty() && whole_chunks_.back().start >= start)
+      whole_chunks_.pop_back();  // written over (sequences only grow: not expected)
+    whole_chunks_.push_back({start, read_chunk_ms(chunk)});
+  }
   oldest_chunk_ms_ = meta_.floor < meta_.next_seq ? plan.oldest_ms : -1;
   filter_.publish_floor(meta_.floor);
   // The round's claims are in unindexed_ already (claim()); those evicted on arrival
@@ -1094,6 +1096,15 @@ sdk::Status PartitionStore::flush_restore_batch() {
   return sdk::Status::ok();
 }
 
+// The changelog's copy of a chunk replaces the local one: the folded form of a local
+// chunk must not be written over it (a local round the changelog never committed may
+// have used the same first seq).
+void PartitionStore::forget_whole_chunk(uint64_t start) {
+  auto it = std::lower_bound(whole_chunks_.begin(), whole_chunks_.end(), start,
+                             [](const WholeChunk& c, uint64_t s) { return c.start < s; });
+  if (it != whole_chunks_.end() && it->start == start) whole_chunks_.erase(it);
+}
+
 sdk::Status PartitionStore::restore_chunk(uint64_t first_seq, std::string_view value) {
   ChunkView c;
   if (!parse_chunk(value, c) || c.folded)
@@ -1101,6 +1112,7 @@ sdk::Status PartitionStore::restore_chunk(uint64_t first_seq, std::string_view v
   // Locally the chunk keeps only its time: its claims go straight to the claims table,
   // which is folded before the restore counts as done.
   restore_wb_->Put(seq_, seq_key(first_seq), rocksdb::Slice(value.data(), c.time_len));
+  forget_whole_chunk(first_seq);
   if (unindexed_.empty()) unindexed_fp_bytes_ = c.fp_bytes;
   unindexed_fp_bytes_ = std::min(unindexed_fp_bytes_, c.fp_bytes);
   bool whole = for_each_chunk_claim(
@@ -1120,6 +1132,7 @@ sdk::Status PartitionStore::restore_chunk(uint64_t first_seq, std::string_view v
 
 sdk::Status PartitionStore::restore_tombstone(uint64_t first_seq) {
   restore_wb_->Delete(seq_, seq_key(first_seq));
+  forget_whole_chunk(first_seq);
   return sdk::Status::ok();
 }
 

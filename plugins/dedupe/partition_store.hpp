@@ -17,6 +17,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <thread>
@@ -240,6 +241,16 @@ class PartitionStore {
   // writing to the store directly.
   sdk::Status drain_writes();
   RoundClaims unindexed_;
+  // The chunks written whole (their claims not folded yet): first seq and time, in seq
+  // order. The fold's adoption writes their folded form (the time alone) from here;
+  // reading them back took 7-68 ms on the pipeline thread per 35-40 MB fold once
+  // RocksDB had flushed them (docs/benchmarks.md, "A fold's adoption").
+  struct WholeChunk {
+    uint64_t start;
+    int64_t ms;
+  };
+  std::deque<WholeChunk> whole_chunks_;
+  void forget_whole_chunk(uint64_t start);
   // The running round: its claims' 1-based indexes in unindexed_, in claim order (the
   // chunks' order); the claims it replaced; the table's size, key bytes and fingerprint
   // width before its first claim (what drop_round goes back to).

@@ -3,8 +3,12 @@
 // after a crash that leaves claims unfolded.
 #include "dedupe_fixture.hpp"
 
+#include <rocksdb/db.h>
+
 #include <chrono>
 #include <thread>
+
+#include "claim_codec.hpp"
 
 namespace dedupe_test {
 namespace {
@@ -22,6 +26,85 @@ struct TwoPartitions {
     return a;
   }
 };
+
+// The chunks of a closed store's sequence index: their first seqs, and how many still
+// hold their claims (not folded).
+struct SeqIndex {
+  std::vector<uint64_t> starts;
+  size_t whole = 0;
+};
+SeqIndex read_seq_index(const fs::path& store) {
+  std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
+      {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions()},
+      {"seq", rocksdb::ColumnFamilyOptions()}};
+  std::vector<rocksdb::ColumnFamilyHandle*> h;
+  rocksdb::DB* db = nullptr;
+  SeqIndex out;
+  auto st = rocksdb::DB::OpenForReadOnly(rocksdb::DBOptions(), store.string(), cfs, &h, &db);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  if (!st.ok()) return out;
+  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), h[1]));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    if (it->key().size() != 8) continue;  // the meta
+    out.starts.push_back(exactly::dedupe::seq_from_key(std::string_view(it->key().data(), 8)));
+    exactly::dedupe::ChunkView c;
+    EXPECT_TRUE(exactly::dedupe::parse_chunk(std::string_view(it->value().data(), it->value().size()), c));
+    out.whole += !c.folded;
+  }
+  it.reset();
+  for (auto* x : h) db->DestroyColumnFamilyHandle(x);
+  delete db;
+  return out;
+}
+
+TEST_F(DedupeTest, FoldedChunksKeepOnlyTheirTimeAndEvictedOnesAreNotWrittenBack) {
+  // The fold runs beside the rounds, and rounds keep evicting (15,000 claims kept, a fold
+  // every ~21,845): chunks of a fold's claims are evicted before it is adopted. The
+  // adoption shortens the folded chunks to their time and must not bring evicted ones
+  // back. The same for the unfolded chunks a reopened crash image reads back.
+  Pairs small = {{"rocksdb.write.buffer.size", "1048576"}, {"retention.max.keys", "15000"}};
+  auto& t = start(small);
+  int64_t off = 0;
+  for (int r = 0; r < 16; ++r) {
+    t.process(range(r * 4000, (r + 1) * 4000, off));
+    commit_round();
+  }
+  fs::create_directories(dir_ / "image");
+  fs::copy(dir_ / "events-0", dir_ / "image" / "events-0", fs::copy_options::recursive);
+  stage_.reset();  // closes the store: the rest is folded
+  // A claim's seq counts claims from offset 0: the floor is `next` - 15,000, and only
+  // the chunk that straddles it (if one does) may start below it.
+  auto check = [](const SeqIndex& s, int64_t next) {
+    EXPECT_EQ(s.whole, 0u);
+    ASSERT_FALSE(s.starts.empty());
+    const uint64_t floor = static_cast<uint64_t>(next - 15000);
+    EXPECT_LE(std::count_if(s.starts.begin(), s.starts.end(), [&](uint64_t x) { return x < floor; }), 1)
+        << "first chunk " << s.starts.front() << ", floor " << floor;
+  };
+  check(read_seq_index(dir_ / "events-0"), off);
+
+  FakeHost other;
+  Pairs image = small;
+  image.emplace_back("state.dir", (dir_ / "image").string());
+  {
+    TransformHarness crashed(library(), "dedupe", config(image), &other);
+    ASSERT_TRUE(crashed.ok());
+    ASSERT_TRUE(crashed.assign({part(0, "events-0", off)}).is_ok());
+    int64_t off2 = off;
+    // The newest 15,000 ids are known (folded or read back), older ones were evicted.
+    EXPECT_THAT(crashed.process(range(49000, 64000, off2)).kept, IsEmpty());
+    EXPECT_EQ(crashed.process(range(0, 1000, off2)).kept.size(), 1000u);
+    crashed.process(range(100000, 102000, off2));
+    ASSERT_TRUE(crashed.prepare_commit().is_ok());
+    other.commit_state();
+    ASSERT_TRUE(crashed.commit().is_ok());
+  }
+  // Claims only: 64,000 before, then ids 0-999 again and 2,000 new ones. The chunks
+  // read back (the image's claims from the last fold on, ~48,000) are still live.
+  const SeqIndex reopened = read_seq_index(dir_ / "image" / "events-0");
+  check(reopened, 64000 + 1000 + 2000);
+  EXPECT_GE(reopened.starts.size(), 3u);
+}
 
 TEST_F(DedupeTest, FoldedAndUnfoldedClaimsSurviveACrashImage) {
   // 1 MiB write buffer: claims are folded once about 21845 have gathered; on the
