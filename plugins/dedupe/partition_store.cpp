@@ -295,8 +295,20 @@ void PartitionStore::make_spare() {
     constexpr size_t kStep = size_t{2} << 20;
     constexpr double kNextFrom = 0.375;
     constexpr double kLead = 1.0 / 32;
+    // The first fold takes the next table as soon as it is whole, without waiting for
+    // this thread (a join waited for its steps and naps: 11-38 ms on the pipeline thread
+    // at each store's first fold, docs/benchmarks.md "A fold's adoption"). Not with SST
+    // folds: the sort arrays below are the fold's, so that fold joins this thread first.
+    auto stop = [&] { return spare_stop_.load(std::memory_order_relaxed); };
+    bool published = false;
+    auto publish = [&] {
+      if (published) return;
+      published = true;
+      spare_ = std::move(t);
+      spare_ready_.store(true, std::memory_order_release);
+    };
     for (;;) {
-      if (spare_stop_.load(std::memory_order_relaxed)) break;
+      if (stop()) break;
       const double count = static_cast<double>(unindexed_count_.load(std::memory_order_relaxed));
       const double fill = count / static_cast<double>(index_threshold_);  // of the current table
       const double first = count / static_cast<double>(first_fill);  // of the first fill
@@ -308,26 +320,39 @@ void PartitionStore::make_spare() {
             std::min(1.0, j.next ? (first - kNextFrom) / (0.75 - kNextFrom) : fill + kLead);
         if (due <= 0 || static_cast<double>(j.done) > due * static_cast<double>(j.range.second))
           continue;
+        if (stop()) break;
         const size_t len = std::min(kStep, j.range.second - j.done);
         populate_range({static_cast<char*>(j.range.first) + j.done, len});
         j.done += len;
         stepped = true;
       }
+      if (own_mode_ && std::none_of(jobs.begin(), jobs.end(), [](const Job& j) {
+            return j.next && j.range.first != nullptr && j.done < j.range.second;
+          }))
+        publish();
       if (!left) break;
-      if (!stepped) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      for (int i = 0; !stepped && i < 10 && !stop(); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     // The first fold's sort arrays too (no fold runs before take_spare joins this).
-    if (spare && !own_mode_ && !spare_stop_.load(std::memory_order_relaxed)) fold_order_.prepare(n);
-    spare_ = std::move(t);  // read by the pipeline thread after the join
+    if (spare && !own_mode_ && !stop()) fold_order_.prepare(n);
+    publish();  // read by the pipeline thread after the join, or after spare_ready_
+    spare_exited_.store(true, std::memory_order_release);
   });
 }
 
+void PartitionStore::reap_spare() {
+  if (spare_maker_.joinable() && spare_exited_.load(std::memory_order_acquire)) spare_maker_.join();
+}
+
 void PartitionStore::take_spare() {
-  if (!spare_maker_.joinable()) return;
+  if (!spare_maker_.joinable() || spare_taken_) return reap_spare();
   spare_stop_.store(true, std::memory_order_relaxed);  // what is not faulted in yet faults on use
-  spare_maker_.join();
+  spare_taken_ = true;
+  if (!spare_ready_.load(std::memory_order_acquire)) spare_maker_.join();
   if (spare_.capacity() > unindexed_.capacity()) std::swap(unindexed_, spare_);  // both empty
   spare_ = RoundClaims();
+  reap_spare();
 }
 
 // Adds a fold's live keys to a presence filter: `prefetch(h)` then `add(h)` for each,

@@ -316,10 +316,14 @@ class PartitionStore {
   // in (see make_spare); later fills reuse the folded table's pages.
   void make_spare();
   void take_spare();
+  void reap_spare();  // joins the spare thread once it has ended
   std::thread spare_maker_;
   RoundClaims spare_;
   bool spare_started_ = false;
   std::atomic<bool> spare_stop_{false};
+  // spare_ is whole (the thread no longer touches it) / the thread has ended.
+  std::atomic<bool> spare_ready_{false}, spare_exited_{false};
+  bool spare_taken_ = false;
   std::atomic<bool> build_done_{false}, build_stop_{false};
   std::unique_ptr<PresenceFilter> built_;  // the builder's result, adopted by this thread
   std::vector<uint64_t> folded_while_building_;
