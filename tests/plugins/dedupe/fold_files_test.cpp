@@ -5,6 +5,8 @@
 
 #include <rocksdb/db.h>
 
+#include "closed_store.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <fstream>
@@ -19,20 +21,13 @@ using ::testing::IsEmpty;
 
 // Files of the claims column family per level, read from a closed store.
 std::vector<size_t> claim_files_per_level(const fs::path& store) {
-  std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
-      {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions()},
-      {"seq", rocksdb::ColumnFamilyOptions()}};
-  std::vector<rocksdb::ColumnFamilyHandle*> h;
-  rocksdb::DB* db = nullptr;
-  auto st = rocksdb::DB::OpenForReadOnly(rocksdb::DBOptions(), store.string(), cfs, &h, &db);
-  EXPECT_TRUE(st.ok()) << st.ToString();
   std::vector<size_t> out;
-  if (!st.ok()) return out;
-  rocksdb::ColumnFamilyMetaData meta;
-  db->GetColumnFamilyMetaData(h[0], &meta);
-  for (const auto& level : meta.levels) out.push_back(level.files.size());
-  for (auto* x : h) db->DestroyColumnFamilyHandle(x);
-  delete db;
+  look_at_closed_store(store, [&](rocksdb::DB& db, rocksdb::ColumnFamilyHandle* claims,
+                                  rocksdb::ColumnFamilyHandle*) {
+    rocksdb::ColumnFamilyMetaData meta;
+    db.GetColumnFamilyMetaData(claims, &meta);
+    for (const auto& level : meta.levels) out.push_back(level.files.size());
+  });
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "claim_codec.hpp"
+#include "closed_store.hpp"
 
 namespace dedupe_test {
 namespace {
@@ -34,26 +35,18 @@ struct SeqIndex {
   size_t whole = 0;
 };
 SeqIndex read_seq_index(const fs::path& store) {
-  std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
-      {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions()},
-      {"seq", rocksdb::ColumnFamilyOptions()}};
-  std::vector<rocksdb::ColumnFamilyHandle*> h;
-  rocksdb::DB* db = nullptr;
   SeqIndex out;
-  auto st = rocksdb::DB::OpenForReadOnly(rocksdb::DBOptions(), store.string(), cfs, &h, &db);
-  EXPECT_TRUE(st.ok()) << st.ToString();
-  if (!st.ok()) return out;
-  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), h[1]));
-  for (it->SeekToFirst(); it->Valid(); it->Next()) {
-    if (it->key().size() != 8) continue;  // the meta
-    out.starts.push_back(exactly::dedupe::seq_from_key(std::string_view(it->key().data(), 8)));
-    exactly::dedupe::ChunkView c;
-    EXPECT_TRUE(exactly::dedupe::parse_chunk(std::string_view(it->value().data(), it->value().size()), c));
-    out.whole += !c.folded;
-  }
-  it.reset();
-  for (auto* x : h) db->DestroyColumnFamilyHandle(x);
-  delete db;
+  look_at_closed_store(store, [&](rocksdb::DB& db, rocksdb::ColumnFamilyHandle*,
+                                  rocksdb::ColumnFamilyHandle* seq) {
+    std::unique_ptr<rocksdb::Iterator> it(db.NewIterator(rocksdb::ReadOptions(), seq));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      if (it->key().size() != 8) continue;  // the meta
+      out.starts.push_back(exactly::dedupe::seq_from_key(std::string_view(it->key().data(), 8)));
+      exactly::dedupe::ChunkView c;
+      EXPECT_TRUE(exactly::dedupe::parse_chunk(std::string_view(it->value().data(), it->value().size()), c));
+      out.whole += !c.folded;
+    }
+  });
   return out;
 }
 
