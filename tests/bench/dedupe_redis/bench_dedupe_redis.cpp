@@ -2,6 +2,7 @@
 //
 //   bench_dedupe_redis --records 1000000 --shards H:P,H:P,H:P --state DIR [--dup 0.006]
 //                      [--batch 1024] [--round 100000] [--slices N] [--script-out FILE]
+//                      [--tls-shards H:P,... --tls-ca FILE --tls-cli 'redis-cli args']
 //
 // Drives the real exactly_dedupe.so through its C vtable (as the host does) with JSON
 // events whose messageId is a UUID, `--dup` of them repeating an earlier id, a commit
@@ -9,7 +10,10 @@
 //   1. `dedupe` (RocksDB, state under --state);
 //   2. `dedupe-redis` on the first shard only; the server's used_memory before and after
 //      gives the bytes per claimed id;
-//   3. `dedupe-redis` on all the shards.
+//   3. `dedupe-redis` on all the shards;
+//   4. with --tls-shards (servers that take only TLS; --tls-ca the CA bundle that signed
+//      them, --tls-cli what redis-cli needs to reach them): 2 and 3 again over TLS, and
+//      the ratio to the plaintext runs of the same invocation.
 // Only the stage's calls are timed. The claim script's text is written to --script-out
 // so that run_bench.sh can time redis-benchmark on the same command shape.
 #include <exactly/testing/harness.hpp>
@@ -42,7 +46,20 @@ struct Args {
   std::string state = (fs::temp_directory_path() / "exactly-bench-dedupe-redis").string();
   std::string slices = "1024";
   std::string script_out;
+  std::vector<std::string> tls_shards;
+  std::string tls_ca, tls_cli;
 };
+
+std::vector<std::string> split_list(const std::string& v) {
+  std::vector<std::string> out;
+  for (size_t p = 0; p <= v.size();) {
+    size_t q = v.find(',', p);
+    if (q == std::string::npos) q = v.size();
+    out.push_back(v.substr(p, q - p));
+    p = q + 1;
+  }
+  return out;
+}
 
 uint64_t splitmix(uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
@@ -88,9 +105,10 @@ Input make_input(const Args& a) {
   return in;
 }
 
-std::string cli(const std::string& addr, const std::string& args) {
+// `extra`: redis-cli's own options (TLS) before the command.
+std::string cli(const std::string& addr, const std::string& args, const std::string& extra = "") {
   std::string host = addr.substr(0, addr.rfind(':')), port = addr.substr(addr.rfind(':') + 1);
-  std::string cmd = "redis-cli -h " + host + " -p " + port + " " + args;
+  std::string cmd = "redis-cli -h " + host + " -p " + port + " " + extra + " " + args;
   FILE* f = popen(cmd.c_str(), "r");
   std::string out;
   char buf[4096];
@@ -183,14 +201,11 @@ int main(int argc, char** argv) {
     else if (k == "--state") a.state = v;
     else if (k == "--slices") a.slices = v;
     else if (k == "--script-out") a.script_out = v;
-    else if (k == "--shards") {
-      for (size_t p = 0; p <= v.size();) {
-        size_t q = v.find(',', p);
-        if (q == std::string::npos) q = v.size();
-        a.shards.push_back(v.substr(p, q - p));
-        p = q + 1;
-      }
-    } else {
+    else if (k == "--shards") a.shards = split_list(v);
+    else if (k == "--tls-shards") a.tls_shards = split_list(v);
+    else if (k == "--tls-ca") a.tls_ca = v;
+    else if (k == "--tls-cli") a.tls_cli = v;
+    else {
       std::fprintf(stderr, "unknown argument %s\n", k.c_str());
       return 2;
     }
@@ -233,11 +248,33 @@ int main(int argc, char** argv) {
                                           a.shards[0].substr(a.shards[0].rfind(':') + 1) +
                                           " --scan | head -1)\"")
                          .c_str());
+  double many_rate = 0;
   if (a.shards.size() > 1) {
     for (auto& s : a.shards) cli(s, "flushall");
     Result many = run_stage(lib, "dedupe-redis", redis_config(a.shards.size()), in, a);
-    std::printf("dedupe-redis %zu shards: %10.0f records/s\n", a.shards.size(),
-                a.records / many.seconds);
+    many_rate = a.records / many.seconds;
+    std::printf("dedupe-redis %zu shards: %10.0f records/s\n", a.shards.size(), many_rate);
+  }
+  if (!a.tls_shards.empty()) {
+    auto tls_config = [&](size_t shards) {
+      Pairs c = {{"id.json", "/messageId"}, {"retention.max.age", "86400000"},
+                 {"bucket.slices", a.slices}, {"tls", "true"}, {"tls.ca.file", a.tls_ca}};
+      for (size_t s = 0; s < shards; ++s) c.emplace_back("shards", a.tls_shards[s]);
+      return c;
+    };
+    for (auto& s : a.tls_shards) cli(s, "flushall", a.tls_cli);
+    Result tls_one = run_stage(lib, "dedupe-redis", tls_config(1), in, a);
+    std::printf("dedupe-redis 1 shard over TLS:  %10.0f records/s (%.2fx plaintext)\n",
+                a.records / tls_one.seconds, one.seconds / tls_one.seconds);
+    if (a.tls_shards.size() > 1) {
+      for (auto& s : a.tls_shards) cli(s, "flushall", a.tls_cli);
+      Result tls_many = run_stage(lib, "dedupe-redis", tls_config(a.tls_shards.size()), in, a);
+      const double rate = a.records / tls_many.seconds;
+      std::printf("dedupe-redis %zu shards over TLS: %10.0f records/s", a.tls_shards.size(), rate);
+      if (many_rate > 0 && a.tls_shards.size() == a.shards.size())
+        std::printf(" (%.2fx plaintext)", rate / many_rate);
+      std::printf("\n");
+    }
   }
   return 0;
 }
