@@ -297,8 +297,9 @@ void PartitionStore::make_spare() {
     constexpr double kLead = 1.0 / 32;
     // The first fold takes the next table as soon as it is whole, without waiting for
     // this thread (a join waited for its steps and naps: 11-38 ms on the pipeline thread
-    // at each store's first fold, docs/benchmarks.md "A fold's adoption"). Not with SST
-    // folds: the sort arrays below are the fold's, so that fold joins this thread first.
+    // at each store's first fold, docs/benchmarks.md "A fold's adoption"). With SST
+    // folds the table is handed over only once the sort arrays below are made too (they
+    // are the fold's): until then the fold joins this thread.
     auto stop = [&] { return spare_stop_.load(std::memory_order_relaxed); };
     bool published = false;
     auto publish = [&] {
@@ -511,7 +512,8 @@ sdk::Status PartitionStore::finish_fold(bool wait, bool sync) {
     start_filter_build();
   // The folded chunks keep only their time now. A chunk still queued in writer_ is
   // written before this batch, which follows it in the same queue (or drains it first
-  // when synced). Those below the seek hint were evicted meanwhile: not written again.
+  // when synced). Those below the seek hint were evicted meanwhile (by a round, or by
+  // a restore's meta, whose tombstones compaction may have dropped): not written again.
   rocksdb::WriteBatch wb = take_batch(sync);
   while (!whole_chunks_.empty() && whole_chunks_.front().start < fold_target_) {
     const WholeChunk c = whole_chunks_.front();
@@ -1014,8 +1016,7 @@ sdk::Status PartitionStore::apply_round(const RoundPlan& plan, bool sync, int64_
   sdk::Status ws = write(std::move(wb), sync, next.next_seq);
   if (!ws) return ws;
   meta_ = next;
-  while (!whole_chunks_.empty() && whole_chunks_.front().start < meta_.seek_hint)
-    whole_chunks_.pop_front();  // evicted
+  // Evicted ones stay listed until the adoption, which skips them (see finish_fold).
   for (const auto& [start, chunk] : plan.chunks) {
     while (!whole_chunks_.empty() && whole_chunks_.back().start >= start)
       whole_chunks_.pop_back();  // written over (sequences only grow: not expected)
