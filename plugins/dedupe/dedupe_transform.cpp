@@ -124,7 +124,9 @@ Status DedupeTransform::open_store(const std::string& dir, int32_t id, bool wipe
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return Status::fatal("dedupe: cannot create state directory " + dir + ": " + ec.message());
-  return PartitionStore::open(dir, settings_.tuning, cache_, static_cast<uint32_t>(id), out);
+  Status st = PartitionStore::open(dir, settings_.tuning, cache_, static_cast<uint32_t>(id), out);
+  if (!st || !use_changelog_) return st;
+  return out->set_changelog_backed(true);
 }
 
 int64_t DedupeTransform::covered_by(const StoreMeta& m) {
@@ -363,7 +365,9 @@ Status DedupeTransform::open_partition(const sdk::Partition& p, std::unique_ptr<
   auto part = std::make_unique<Part>();
   part->partition = p;
   part->labels = "partition=" + p.name;
-  Status st;
+  // Decided first: a store that rests on the changelog is opened to write without a WAL.
+  Status st = decide_changelog();
+  if (!st) return st;
   if (warm) {
     part->store = std::move(warm);
   } else {
@@ -371,8 +375,6 @@ Status DedupeTransform::open_partition(const sdk::Partition& p, std::unique_ptr<
     if (!st) return st;
   }
 
-  st = decide_changelog();
-  if (!st) return st;
   if (use_changelog_) {
     st = check_changelog_name(*part);
     if (!st) return st;
@@ -387,6 +389,8 @@ Status DedupeTransform::open_partition(const sdk::Partition& p, std::unique_ptr<
     if (st.code() == EX_ERR_UNSUPPORTED && settings_.changelog == ChangelogMode::auto_) {
       host_.info("dedupe: no changelog (" + st.message() + "); stores are local to this host");
       use_changelog_ = false;
+      st = part->store->set_changelog_backed(false);  // its own WAL from now on
+      if (!st) return st;
     } else if (!st) {
       return st;
     } else {

@@ -653,6 +653,13 @@ PartitionStore::~PartitionStore() {
   // running is waited for first).
   (void)index_claims();
   if (folder_.joinable()) folder_.join();
+  if (!wal_) {
+    // Written without a WAL: the memtable's claims go to the files now, so the next
+    // open need not restore them (RocksDB's close would flush too; said here).
+    rocksdb::FlushOptions fo;
+    fo.wait = true;
+    (void)db_->Flush(fo, seq_);
+  }
   if (claims_) db_->DestroyColumnFamilyHandle(claims_);
   if (seq_) db_->DestroyColumnFamilyHandle(seq_);
   db_->Close();
@@ -1089,9 +1096,32 @@ rocksdb::WriteBatch PartitionStore::take_batch(bool sync) {
 // Synced, on this thread, after whatever is queued; unsynced (a changelog), queued for
 // the store's writer thread (round_writer.hpp), whose failure stops the pipeline at the
 // next write.
+rocksdb::WriteOptions PartitionStore::write_options(bool sync) const {
+  rocksdb::WriteOptions wo;
+  wo.disableWAL = !wal_;
+  wo.sync = sync && wal_;
+  return wo;
+}
+
+sdk::Status PartitionStore::set_changelog_backed(bool on) {
+  if (on == !wal_) return sdk::Status::ok();
+  sdk::Status st = drain_writes();
+  if (!st) return st;
+  writer_.reset();  // made again with the new options by the next unsynced write
+  if (!on) {
+    // What was written without a WAL must not be lost behind later writes a WAL keeps.
+    rocksdb::FlushOptions fo;
+    fo.wait = true;
+    rocksdb::Status fs = db_->Flush(fo, seq_);
+    if (!fs.ok()) return sdk::Status::fatal("dedupe: cannot flush store " + dir_ + ": " + fs.ToString());
+  }
+  wal_ = !on;
+  return sdk::Status::ok();
+}
+
 sdk::Status PartitionStore::write(rocksdb::WriteBatch&& wb, bool sync, uint64_t next_seq) {
   if (!sync) {
-    if (!writer_) writer_ = std::make_unique<RoundWriter>(db_);
+    if (!writer_) writer_ = std::make_unique<RoundWriter>(db_, write_options(false));
     rocksdb::Status failed = writer_->error();
     if (!failed.ok())
       return sdk::Status::fatal("dedupe: cannot write store " + dir_ + ": " + failed.ToString());
@@ -1100,10 +1130,8 @@ sdk::Status PartitionStore::write(rocksdb::WriteBatch&& wb, bool sync, uint64_t 
   }
   sdk::Status ds = drain_writes();
   if (!ds) return ds;
-  rocksdb::WriteOptions wo;
-  wo.sync = true;
-  rocksdb::Status st = db_->Write(wo, &wb);
-  ++synced_writes_;
+  rocksdb::Status st = db_->Write(write_options(true), &wb);
+  if (wal_) ++synced_writes_;
   round_batch_ = std::move(wb);  // for its buffer
   if (!st.ok())
     return sdk::Status::fatal("dedupe: cannot write store " + dir_ + ": " + st.ToString());
@@ -1114,7 +1142,7 @@ sdk::Status PartitionStore::flush_restore_batch() {
   if (restore_wb_->Count() == 0) return sdk::Status::ok();
   sdk::Status ds = drain_writes();
   if (!ds) return ds;
-  rocksdb::Status st = db_->Write(rocksdb::WriteOptions(), restore_wb_.get());
+  rocksdb::Status st = db_->Write(write_options(false), restore_wb_.get());
   restore_wb_->Clear();
   if (!st.ok())
     return sdk::Status::fatal("dedupe: cannot write restored claims to store " + dir_ + ": " +
@@ -1184,10 +1212,8 @@ sdk::Status PartitionStore::finish_restore(int64_t changelog_position) {
   st = index_claims();
   if (!st) return st;
   // index_claims writes the meta only when it had something to fold.
-  rocksdb::WriteOptions wo;
-  wo.sync = true;
-  rocksdb::Status rs = db_->Put(wo, seq_, rocksdb::Slice(), meta_.encode());
-  ++synced_writes_;
+  rocksdb::Status rs = db_->Put(write_options(true), seq_, rocksdb::Slice(), meta_.encode());
+  if (wal_) ++synced_writes_;
   if (!rs.ok())
     return sdk::Status::fatal("dedupe: cannot write store " + dir_ + ": " + rs.ToString());
   load_oldest_chunk_ms();

@@ -66,6 +66,19 @@ class PartitionStore {
   const std::string& dir() const { return dir_; }
   const StoreMeta& durable() const { return meta_; }
 
+  // A store whose changelog is its durable copy writes without a WAL (Kafka Streams'
+  // stores do the same): the WAL held every unfolded claim a second time (the folded
+  // form is what reaches the store's files) and was ~7% of exactly's CPU, in its write
+  // and the kernel's zeroing of the page cache it filled (docs/benchmarks.md, "The
+  // store's WAL"). A kill then loses what the memtable held since its last flush, and
+  // the next open restores it from the changelog, as it restored a tail lost to a
+  // machine's crash before. Every write of such a store goes to the sequence column
+  // family (the claims family only takes ingested files, which the MANIFEST records),
+  // so a flush persists a prefix of its writes and no atomic_flush is needed. Turning it
+  // off (the changelog turned out unsupported) first flushes what was written without.
+  sdk::Status set_changelog_backed(bool on);
+  bool changelog_backed() const { return !wal_; }
+
   // The stored claims of the batch's ids that the round does not hold yet: the store's
   // own claims files, newest first, then one MultiGet of the claims column family for
   // the rest (if it holds any); `keys` must be in byte-wise order (KeyOrder), `hashes`
@@ -234,6 +247,10 @@ class PartitionStore {
   std::unique_ptr<RoundWriter> writer_;
   // A round's or an adoption's batch: an empty one with a buffer from an earlier write.
   rocksdb::WriteBatch take_batch(bool sync);
+  // A write's options: synced when asked and the store keeps a WAL, no WAL when it rests
+  // on a changelog (set_changelog_backed).
+  rocksdb::WriteOptions write_options(bool sync) const;
+  bool wal_ = true;
   // Writes it: synced here, or unsynced by writer_ (`next_seq`: the store's next
   // sequence number once it is in).
   sdk::Status write(rocksdb::WriteBatch&& wb, bool sync, uint64_t next_seq);

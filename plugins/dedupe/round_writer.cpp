@@ -6,7 +6,8 @@
 
 namespace exactly::dedupe {
 
-RoundWriter::RoundWriter(rocksdb::DB* db) : db_(db) {
+RoundWriter::RoundWriter(rocksdb::DB* db, const rocksdb::WriteOptions& options)
+    : db_(db), options_(options) {
   thread_ = std::thread([this] {
     pthread_setname_np(pthread_self(), "dedupe-write");
     run();
@@ -67,7 +68,7 @@ void RoundWriter::run() {
     writing_ = true;
     const bool skip = !error_.ok();  // after a failure nothing more is written
     g.unlock();
-    rocksdb::Status st = skip ? rocksdb::Status::OK() : db_->Write(rocksdb::WriteOptions(), &b);
+    rocksdb::Status st = skip ? rocksdb::Status::OK() : db_->Write(options_, &b);
     b.Clear();
     g.lock();
     if (!st.ok() && error_.ok()) error_ = st;

@@ -32,7 +32,9 @@ namespace exactly::dedupe {
 
 class RoundWriter {
  public:
-  explicit RoundWriter(rocksdb::DB* db);
+  // `options`: every batch is written with them (without a WAL for a store that rests on
+  // its changelog, PartitionStore::set_changelog_backed).
+  RoundWriter(rocksdb::DB* db, const rocksdb::WriteOptions& options);
   ~RoundWriter();  // writes what is queued, then ends its thread
   RoundWriter(const RoundWriter&) = delete;
   RoundWriter& operator=(const RoundWriter&) = delete;
@@ -56,6 +58,7 @@ class RoundWriter {
   void run();
 
   rocksdb::DB* db_;
+  const rocksdb::WriteOptions options_;
   std::mutex mu_;
   std::condition_variable work_, done_;
   std::deque<std::pair<rocksdb::WriteBatch, uint64_t>> queue_;

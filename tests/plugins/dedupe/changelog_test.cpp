@@ -371,41 +371,52 @@ TEST_F(ChangelogTest, WithAChangelogTheStoreIsWrittenOffTheCommittingThread) {
 // stood before the round whose commit adopted a fold: that round's write and the
 // adoption are gone, the fold's claims file stays. Opened on another host, the copy is
 // brought to the changelog's end before it answers, and knows every id.
-TEST_F(ChangelogTest, AStoreThatLostTheAdoptionOfAFoldIsBroughtBackByTheChangelog) {
+// With a changelog the store writes no WAL: what its memtable held since the last flush
+// (rounds, a fold's adoption) is gone after a kill, and the next open restores it from
+// the changelog. The kill is an image of the store's directory taken while the stage
+// runs: what a process killed at that moment leaves on disk (its page cache survives it).
+TEST_F(ChangelogTest, AKilledStoreWritesNoWalAndTheChangelogBringsBackWhatItsMemtableHeld) {
   Pairs small = {{"rocksdb.write.buffer.size", "1048576"}, {"rocksdb.fold.background", "false"}};
   auto& a = start(on("host-a", small));
   const fs::path store = dir_ / "host-a" / "events-0";
   int64_t off = 0;
-  for (int r = 0; r < 3; ++r) {
+  for (int r = 0; r < 4; ++r) {  // past the ~21,845-claim threshold: a fold and its adoption
     a.process(range(r * 6000, (r + 1) * 6000, off));
     read_up_to(off);
     commit_round();
   }
-  ASSERT_EQ(folded_files(store), 0u);
-  auto wal = [&](const fs::path& dir) {
-    fs::path newest;
-    for (auto& e : fs::directory_iterator(dir))
-      if (e.path().extension() == ".log" && (newest.empty() || e.path().filename() > newest.filename()))
-        newest = e.path();
-    return newest;
-  };
-  const fs::path wal_before = wal(store);
-  ASSERT_FALSE(wal_before.empty());
-  const auto size_before = fs::file_size(wal_before);
-  a.process(range(18000, 24000, off));  // past the ~21,845-claim threshold: a fold
-  read_up_to(off);
-  commit_round();
   ASSERT_GE(folded_files(store), 1u);
-  ASSERT_EQ(wal(store), wal_before) << "the WAL rolled over; the cut below would not reach the adoption";
-  ASSERT_GT(fs::file_size(wal_before), size_before);
+  uintmax_t wal_bytes = 0;
+  for (auto& e : fs::directory_iterator(store))
+    if (e.path().extension() == ".log") wal_bytes += fs::file_size(e.path());
+  EXPECT_EQ(wal_bytes, 0u) << "the store wrote a WAL beside its changelog";
 
   fs::create_directories(dir_ / "image");
   fs::copy(store, dir_ / "image" / "events-0", fs::copy_options::recursive);
-  fs::resize_file(dir_ / "image" / "events-0" / wal_before.filename(), size_before);
 
   auto& b = start(on("image", small), {part(0, "events-0", off)});
-  // The lost round came back from the changelog (host-a restored nothing).
+  // The rounds the memtable held came back from the changelog.
   EXPECT_GE(metric("dedupe_restored_claims_total"), 6000);
+  int64_t off2 = off;
+  EXPECT_TRUE(b.process(range(0, 24000, off2)).kept.empty());
+  EXPECT_THAT(b.process({event("id-new", off2)}).kept, ElementsAre(0u));
+}
+
+// Without a changelog the WAL is the store's log: the same kill loses nothing.
+TEST_F(DedupeTest, WithoutAChangelogAKilledStoreKeepsEveryRoundInItsWal) {
+  Pairs small = {{"rocksdb.write.buffer.size", "1048576"}, {"rocksdb.fold.background", "false"},
+                 {"changelog", "off"}, {"state.dir", (dir_ / "host-a").string()}};
+  auto& a = start(small);
+  int64_t off = 0;
+  for (int r = 0; r < 4; ++r) {
+    a.process(range(r * 6000, (r + 1) * 6000, off));
+    ASSERT_TRUE(stage_->positions({part(0, "events-0", off)}).is_ok());
+    commit_round();
+  }
+  fs::create_directories(dir_ / "image");
+  fs::copy(dir_ / "host-a" / "events-0", dir_ / "image" / "events-0", fs::copy_options::recursive);
+  small.back().second = (dir_ / "image").string();
+  auto& b = start(small, {part(0, "events-0", off)});
   int64_t off2 = off;
   EXPECT_TRUE(b.process(range(0, 24000, off2)).kept.empty());
   EXPECT_THAT(b.process({event("id-new", off2)}).kept, ElementsAre(0u));

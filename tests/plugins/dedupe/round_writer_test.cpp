@@ -40,7 +40,7 @@ class RoundWriterTest : public ::testing::Test {
 };
 
 TEST_F(RoundWriterTest, BatchesLandInTheOrderTheyWereQueued) {
-  RoundWriter w(db_.get());
+  RoundWriter w(db_.get(), rocksdb::WriteOptions());
   for (uint64_t i = 1; i <= 300; ++i) {
     rocksdb::WriteBatch b = w.take_batch();
     ASSERT_EQ(b.Count(), 0);  // a reused batch comes back cleared
@@ -57,7 +57,7 @@ TEST_F(RoundWriterTest, BatchesLandInTheOrderTheyWereQueued) {
 
 TEST_F(RoundWriterTest, WhatIsQueuedIsWrittenBeforeTheWriterEnds) {
   {
-    RoundWriter w(db_.get());
+    RoundWriter w(db_.get(), rocksdb::WriteOptions());
     for (uint64_t i = 1; i <= 100; ++i) {
       rocksdb::WriteBatch b;
       ASSERT_TRUE(b.Put("k" + std::to_string(i), "v").ok());
@@ -68,7 +68,7 @@ TEST_F(RoundWriterTest, WhatIsQueuedIsWrittenBeforeTheWriterEnds) {
 }
 
 TEST_F(RoundWriterTest, AFailedWriteIsKeptAndNothingAfterItIsWritten) {
-  RoundWriter w(db_.get());
+  RoundWriter w(db_.get(), rocksdb::WriteOptions());
   rocksdb::WriteBatch first;
   ASSERT_TRUE(first.Put("a", "1").ok());
   w.post(std::move(first), 1);
