@@ -1093,9 +1093,6 @@ rocksdb::WriteBatch PartitionStore::take_batch(bool sync) {
   return b;
 }
 
-// Synced, on this thread, after whatever is queued; unsynced (a changelog), queued for
-// the store's writer thread (round_writer.hpp), whose failure stops the pipeline at the
-// next write.
 rocksdb::WriteOptions PartitionStore::write_options(bool sync) const {
   rocksdb::WriteOptions wo;
   wo.disableWAL = !wal_;
@@ -1119,6 +1116,9 @@ sdk::Status PartitionStore::set_changelog_backed(bool on) {
   return sdk::Status::ok();
 }
 
+// Synced, on this thread, after whatever is queued; unsynced (a changelog), queued for
+// the store's writer thread (round_writer.hpp), whose failure stops the pipeline at the
+// next write.
 sdk::Status PartitionStore::write(rocksdb::WriteBatch&& wb, bool sync, uint64_t next_seq) {
   if (!sync) {
     if (!writer_) writer_ = std::make_unique<RoundWriter>(db_, write_options(false));

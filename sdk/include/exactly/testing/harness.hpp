@@ -236,6 +236,16 @@ class FakeHost {
       return it == h->state_positions_.end() ? -1 : it->second;
     };
   }
+  // A host that says it keeps state but whose sink answers every state_open
+  // "unsupported" (as a sink without changelogs does): stages with `changelog: auto` go
+  // on without one.
+  void refuse_state_opens() {
+    api_.state_supported = [](ex_host_ctx) { return int32_t{1}; };
+    api_.state_open = [](ex_host_ctx, ex_bytes, const ex_partition*, ex_state_info*, ex_error* err) {
+      err->code = EX_ERR_UNSUPPORTED;
+      return int32_t{EX_ERR_UNSUPPORTED};
+    };
+  }
   void commit_state() {
     for (auto& [k, r] : pending_state_) {
       state_[k].push_back(std::move(r));
