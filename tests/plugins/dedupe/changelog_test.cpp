@@ -366,15 +366,12 @@ TEST_F(ChangelogTest, WithAChangelogTheStoreIsWrittenOffTheCommittingThread) {
   EXPECT_TRUE(stage_->process(range(0, 10000, off)).kept.empty());
 }
 
-// What the unsynced adoption risks: a machine crash that loses the WAL's tail. The store
-// is copied while open (as a kill -9 leaves it) and the copy's WAL cut back to where it
-// stood before the round whose commit adopted a fold: that round's write and the
-// adoption are gone, the fold's claims file stays. Opened on another host, the copy is
-// brought to the changelog's end before it answers, and knows every id.
 // With a changelog the store writes no WAL: what its memtable held since the last flush
 // (rounds, a fold's adoption) is gone after a kill, and the next open restores it from
 // the changelog. The kill is an image of the store's directory taken while the stage
-// runs: what a process killed at that moment leaves on disk (its page cache survives it).
+// runs: what a process killed at that moment leaves on disk (its page cache survives it);
+// the fold's claims file stays, its adoption is gone. Opened on another host, the copy is
+// brought to the changelog's end before it answers, and knows every id.
 TEST_F(ChangelogTest, AKilledStoreWritesNoWalAndTheChangelogBringsBackWhatItsMemtableHeld) {
   Pairs small = {{"rocksdb.write.buffer.size", "1048576"}, {"rocksdb.fold.background", "false"}};
   auto& a = start(on("host-a", small));
