@@ -653,13 +653,9 @@ PartitionStore::~PartitionStore() {
   // running is waited for first).
   (void)index_claims();
   if (folder_.joinable()) folder_.join();
-  if (!wal_) {
-    // Written without a WAL: the memtable's claims go to the files now, so the next
-    // open need not restore them (RocksDB's close would flush too; said here).
-    rocksdb::FlushOptions fo;
-    fo.wait = true;
-    (void)db_->Flush(fo, seq_);
-  }
+  // Written without a WAL: the memtable's claims go to the files now, so the next open
+  // need not restore them (RocksDB's close would flush too; said here).
+  if (!wal_) (void)flush_memtable();
   if (claims_) db_->DestroyColumnFamilyHandle(claims_);
   if (seq_) db_->DestroyColumnFamilyHandle(seq_);
   db_->Close();
@@ -1100,6 +1096,12 @@ rocksdb::WriteOptions PartitionStore::write_options(bool sync) const {
   return wo;
 }
 
+rocksdb::Status PartitionStore::flush_memtable() {
+  rocksdb::FlushOptions fo;
+  fo.wait = true;
+  return db_->Flush(fo, seq_);
+}
+
 sdk::Status PartitionStore::set_changelog_backed(bool on) {
   if (on == !wal_) return sdk::Status::ok();
   sdk::Status st = drain_writes();
@@ -1107,9 +1109,7 @@ sdk::Status PartitionStore::set_changelog_backed(bool on) {
   writer_.reset();  // made again with the new options by the next unsynced write
   if (!on) {
     // What was written without a WAL must not be lost behind later writes a WAL keeps.
-    rocksdb::FlushOptions fo;
-    fo.wait = true;
-    rocksdb::Status fs = db_->Flush(fo, seq_);
+    rocksdb::Status fs = flush_memtable();
     if (!fs.ok()) return sdk::Status::fatal("dedupe: cannot flush store " + dir_ + ": " + fs.ToString());
   }
   wal_ = !on;

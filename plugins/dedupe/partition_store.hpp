@@ -250,6 +250,8 @@ class PartitionStore {
   // on a changelog (set_changelog_backed).
   rocksdb::WriteOptions write_options(bool sync) const;
   bool wal_ = true;
+  // Writes the sequence index's memtable (every write of the store) to its files.
+  rocksdb::Status flush_memtable();
   // Writes it: synced here, or unsynced by writer_ (`next_seq`: the store's next
   // sequence number once it is in).
   sdk::Status write(rocksdb::WriteBatch&& wb, bool sync, uint64_t next_seq);

@@ -7,7 +7,9 @@
 // (30 s after they were first dirtied) it waited 231-331 ms for the WAL's block-mapping
 // lock while the flusher allocated its blocks (ext4_da_write_end; bpftrace of the
 // D-state waits, docs/benchmarks.md "The address-space lock"), and the round, and every
-// record in it, waited with it. Here the pipeline thread only queues the batch.
+// record in it, waited with it. Here the pipeline thread only queues the batch. Since
+// such a store writes no WAL (PartitionStore::set_changelog_backed) a write is a memtable
+// insert, which still waits when RocksDB stalls writes behind a flush.
 //
 // Ordering: one thread per store and a FIFO, so the store's files see its writes in the
 // order the rounds made them. Whoever reads the store's sequence index or writes to it
