@@ -192,7 +192,8 @@ Status DedupeTransform::read_changelog(PartitionStore& store, const sdk::Partiti
   if (!st && !out_of_time) return st;
   // Only as far as records were actually read: `info.end` may be the high watermark,
   // past a previous owner's transaction that is still completing and will commit.
-  return store.finish_restore(std::max(from, last + 1));
+  // A bounded read is a standby copy's catch-up (see finish_restore).
+  return store.finish_restore(std::max(from, last + 1), !bounded);
 }
 
 namespace {

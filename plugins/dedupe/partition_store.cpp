@@ -142,8 +142,28 @@ sdk::Status PartitionStore::open(const std::string& dir, const StoreTuning& tuni
   s->own_mode_ = !s->own_files_.empty() || (tuning.own_files && !s->compacting_ && !s->cf_has_claims_);
   s->keep_fold_layout();
   s->fold_compression_ = fold_compression(tuning);
-  sdk::Status replayed = s->replay_chunks();
+  // A fold's file is written whole before the meta that adopts it, and a store with a
+  // changelog writes no WAL: after a kill the meta on disk can be folds and merges behind
+  // the files (up to a memtable's worth, more after a restore, which writes little to
+  // it). Every claim below the highest label found is in a file: files are made of
+  // contiguous runs of claims, and a merge removes its inputs only once its file is in
+  // place. So those claims are not folded again. Folded again, a fold came to the name of
+  // a file found here and replaced it: a merged file then lost the claims below the
+  // fold's (its inputs were gone), and a merge running beside such folds (a restore's)
+  // removed files they had just made, or wrote one file with them (damaged).
+  const uint64_t replay_from = s->meta_.indexed;
+  if (!s->own_files_.empty())
+    s->meta_.indexed = std::max(s->meta_.indexed, s->own_files_.back()->stats().seq_end);
+  sdk::Status replayed = s->replay_chunks(replay_from);
   if (!replayed) return replayed;
+  if (s->meta_.indexed > replay_from) {
+    // The chunks those files hold keep only their time, and the meta says so.
+    rocksdb::WriteBatch wb;
+    s->put_folded_chunk_times(wb, s->meta_.indexed);
+    wb.Put(s->seq_, rocksdb::Slice(), s->meta_.encode());
+    st = s->db_->Write(s->write_options(false), &wb);
+    if (!st.ok()) return sdk::Status::fatal("dedupe: cannot write store " + dir + ": " + st.ToString());
+  }
 
   s->load_oldest_chunk_ms();
   if (!s->cf_has_claims_ && s->own_files_.empty())
@@ -162,11 +182,13 @@ void PartitionStore::load_oldest_chunk_ms() {
   if (it->Valid() && it->key().size() == 8) oldest_chunk_ms_ = read_chunk_ms(it->value());
 }
 
-sdk::Status PartitionStore::replay_chunks() {
-  if (meta_.indexed >= meta_.next_seq) return sdk::Status::ok();
+sdk::Status PartitionStore::replay_chunks(uint64_t from) {
+  if (from >= meta_.next_seq) return sdk::Status::ok();
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), seq_));
-  // `indexed` is always where a round began (or below the first one).
-  it->Seek(seq_key(meta_.indexed));
+  // `from` (the meta's `indexed`) is always where a round began (or below the first
+  // one). Chunks below `indexed` (in files found at open) are only listed, so that the
+  // next fold keeps just their time.
+  it->Seek(seq_key(from));
   for (; it->Valid(); it->Next()) {
     if (it->key().size() != 8) continue;
     const uint64_t first = seq_from_key(std::string_view(it->key().data(), 8));
@@ -515,14 +537,7 @@ sdk::Status PartitionStore::finish_fold(bool wait, bool sync) {
   // when synced). Those below the seek hint were evicted meanwhile (by a round, or by
   // a restore's meta, whose tombstones compaction may have dropped): not written again.
   rocksdb::WriteBatch wb = take_batch(sync);
-  while (!whole_chunks_.empty() && whole_chunks_.front().start < fold_target_) {
-    const WholeChunk c = whole_chunks_.front();
-    whole_chunks_.pop_front();
-    if (c.start < meta_.seek_hint) continue;
-    char time[10];
-    const char* time_end = put_varint(time, static_cast<uint64_t>(c.ms < 0 ? 0 : c.ms));
-    wb.Put(seq_, seq_key(c.start), rocksdb::Slice(time, static_cast<size_t>(time_end - time)));
-  }
+  put_folded_chunk_times(wb, fold_target_);
   StoreMeta next = meta_;
   next.indexed = std::max(meta_.indexed, fold_target_);
   wb.Put(seq_, rocksdb::Slice(), next.encode());
@@ -534,9 +549,19 @@ sdk::Status PartitionStore::finish_fold(bool wait, bool sync) {
   // changelog), a crash that loses it is followed by a restore from the changelog, which
   // brings it back before any record is looked up (as after a merge, below).
   keep_fold_layout();
-  // Not at open: a fold replayed there may remake a file under a name a merge would take.
   start_merge();
   return sdk::Status::ok();
+}
+
+void PartitionStore::put_folded_chunk_times(rocksdb::WriteBatch& wb, uint64_t below) {
+  while (!whole_chunks_.empty() && whole_chunks_.front().start < below) {
+    const WholeChunk c = whole_chunks_.front();
+    whole_chunks_.pop_front();
+    if (c.start < meta_.seek_hint) continue;
+    char time[10];
+    const char* time_end = put_varint(time, static_cast<uint64_t>(c.ms < 0 ? 0 : c.ms));
+    wb.Put(seq_, seq_key(c.start), rocksdb::Slice(time, static_cast<size_t>(time_end - time)));
+  }
 }
 
 void PartitionStore::keep_fold_layout() {
@@ -1169,9 +1194,11 @@ sdk::Status PartitionStore::restore_chunk(uint64_t first_seq, std::string_view v
   forget_whole_chunk(first_seq);
   if (unindexed_.empty()) unindexed_fp_bytes_ = c.fp_bytes;
   unindexed_fp_bytes_ = std::min(unindexed_fp_bytes_, c.fp_bytes);
+  // Claims below `indexed` are in files already (found at open: see open()).
   bool whole = for_each_chunk_claim(
       c, first_seq, [&](uint64_t seq, std::string_view key, int64_t offset, uint64_t fp) {
-        unindexed_.upsert(key, XXH3_64bits(key.data(), key.size()), seq, offset, fp);
+        if (seq >= meta_.indexed)
+          unindexed_.upsert(key, XXH3_64bits(key.data(), key.size()), seq, offset, fp);
         ++restored_claims_;
       });
   if (!whole) return sdk::Status::fatal("dedupe: truncated chunk in the changelog of store " + dir_);
@@ -1203,7 +1230,7 @@ sdk::Status PartitionStore::restore_meta(std::string_view value) {
   return sdk::Status::ok();
 }
 
-sdk::Status PartitionStore::finish_restore(int64_t changelog_position) {
+sdk::Status PartitionStore::finish_restore(int64_t changelog_position, bool flush) {
   sdk::Status st = drain_writes();
   if (!st) return st;
   st = flush_restore_batch();
@@ -1214,6 +1241,10 @@ sdk::Status PartitionStore::finish_restore(int64_t changelog_position) {
   // index_claims writes the meta only when it had something to fold.
   rocksdb::Status rs = db_->Put(write_options(true), seq_, rocksdb::Slice(), meta_.encode());
   if (wal_) ++synced_writes_;
+  // Without a WAL the restore is durable only once flushed (a restore writes little to
+  // the memtable, so no flush may come for long): a kill before then restored it all again
+  // at the next open, and in a crash loop every start restored from the same old position.
+  if (rs.ok() && !wal_ && flush) rs = flush_memtable();
   if (!rs.ok())
     return sdk::Status::fatal("dedupe: cannot write store " + dir_ + ": " + rs.ToString());
   load_oldest_chunk_ms();

@@ -157,10 +157,13 @@ class PartitionStore {
 
   // Restore from a changelog: apply records in changelog order, then finish with the
   // position after the last one read (folds, syncs, and records that position).
+  // `flush`: a store without a WAL flushes what the restore wrote, so that a kill does
+  // not take the restore back (a standby copy's frequent catch-ups do not: each flush
+  // is a file and a sync, and the copy's restore at assignment flushes).
   sdk::Status restore_chunk(uint64_t first_seq, std::string_view value);
   sdk::Status restore_tombstone(uint64_t first_seq);
   sdk::Status restore_meta(std::string_view value);
-  sdk::Status finish_restore(int64_t changelog_position);
+  sdk::Status finish_restore(int64_t changelog_position, bool flush = true);
   uint64_t restored_claims() const { return restored_claims_; }
 
   // claims.files.max, changed in place by a reload: the next fold merges to it.
@@ -200,7 +203,7 @@ class PartitionStore {
   void size_ahead();
   void finish_sizing(bool wait);
   sdk::Status flush_restore_batch();
-  sdk::Status replay_chunks();
+  sdk::Status replay_chunks(uint64_t from);
   void load_oldest_chunk_ms();
   double bytes_per_key() const;
   uint64_t int_property(rocksdb::ColumnFamilyHandle* cf, const char* name) const;
@@ -213,6 +216,8 @@ class PartitionStore {
   // While the claims are a row of folded files (fold_files.hpp): drops the oldest files
   // the floor has passed, or turns compactions on when the store leaves that layout.
   void keep_fold_layout();
+  // Into `wb`: the folded form (their time only) of the whole chunks listed below `below`.
+  void put_folded_chunk_times(rocksdb::WriteBatch& wb, uint64_t below);
   // The store's own claims files (claims-<end>.xc): read at open, oldest first; files
   // whose claims the floor has passed are removed.
   sdk::Status load_own_files();

@@ -3,6 +3,7 @@
 // record. The harness's FakeHost plays the sink that keeps the changelog; the real
 // Kafka path is proven by tests/integration/kafka/scale_out_test.cpp.
 #include <fstream>
+#include <thread>
 
 #include "changelog_codec.hpp"
 #include "dedupe_fixture.hpp"
@@ -397,6 +398,151 @@ TEST_F(ChangelogTest, AKilledStoreWritesNoWalAndTheChangelogBringsBackWhatItsMem
   int64_t off2 = off;
   EXPECT_TRUE(b.process(range(0, 24000, off2)).kept.empty());
   EXPECT_THAT(b.process({event("id-new", off2)}).kept, ElementsAre(0u));
+}
+
+namespace {
+std::vector<fs::path> claims_files(const fs::path& store) {
+  std::vector<fs::path> out;
+  for (auto& e : fs::directory_iterator(store))
+    if (e.path().extension() == ".xc") out.push_back(e.path());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+}  // namespace
+
+// A kill leaves the claims files as they were at that moment, and the store's RocksDB
+// files as of its last flush, which without a WAL can be folds and merges behind them.
+// The image: the RocksDB files of a clean close (one fill folded: file A), the claims
+// files of later, when two more fills had folded (B, C) and A and B had been merged into
+// one file under B's name (A removed). The next open restores from the close's position.
+// The claims below the highest label found are in those files and are not folded again:
+// folded again, the restore's first fold came to B's name and replaced the merged file,
+// and A's ids were lost on disk and passed again (seen in
+// `ScaleOut.DedupeExactlyOnceAcrossHostsKillsJoinsAndLeaves` with EXACTLY_HEAVY=1).
+TEST_F(ChangelogTest, ARestoreBehindAMergedFileKeepsTheClaimsItHolds) {
+  Pairs small = {{"rocksdb.write.buffer.size", "1048576"}, {"rocksdb.fold.background", "false"},
+                 {"claims.files.max", "2"}};
+  const fs::path store = dir_ / "host-a" / "events-0";
+  int64_t off = 0;
+  start(on("host-a", small)).process(range(0, 5000, off));
+  read_up_to(off);
+  commit_round();
+  stage_.reset();  // a clean close folds the fill (file A) and flushes
+  const auto first = claims_files(store);
+  ASSERT_EQ(first.size(), 1u);
+  fs::copy(dir_ / "host-a", dir_ / "image", fs::copy_options::recursive);
+
+  // Fills of 24,000 ids (4 rounds; the threshold is ~21,845): B, then C, then A and B
+  // merge (the pair with the fewest claims) under B's name.
+  auto& a = start(on("host-a", small), {part(0, "events-0", off)});
+  int id = 5000;
+  for (int r = 0; r < 8; ++r, id += 6000) {
+    a.process(range(id, id + 6000, off));
+    read_up_to(off);
+    commit_round();
+  }
+  // Rounds of repeats (no claims: the changelog's end stays at C) until the merge is in.
+  for (int i = 0; i < 200 && fs::exists(first[0]); ++i) {
+    int64_t o = off;
+    ASSERT_TRUE(a.process(range(5000, 5010, o)).kept.empty());
+    off = o;
+    read_up_to(off);
+    commit_round();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_FALSE(fs::exists(first[0])) << "A was never merged";
+  const auto later = claims_files(store);
+  ASSERT_EQ(later.size(), 2u);  // A+B under B's name, and C
+  // The kill: the image's RocksDB files stay the close's, its claims files are these.
+  for (const auto& f : claims_files(dir_ / "image" / "events-0")) fs::remove(f);
+  for (const auto& f : later) fs::copy_file(f, dir_ / "image" / "events-0" / f.filename());
+
+  auto& b = start(on("image", small), {part(0, "events-0", off)});
+  EXPECT_GE(metric("dedupe_restored_claims_total"), 48000);
+  int64_t off2 = off;
+  EXPECT_TRUE(b.process(range(0, 5000, off2)).kept.empty()) << "the ids of A passed again";
+  EXPECT_TRUE(b.process(range(5000, id, off2)).kept.empty());
+  EXPECT_THAT(b.process({event("id-new", off2)}).kept, ElementsAre(0u));
+  // And again after a clean close: what is on disk holds them.
+  ++off2;
+  read_up_to(off2);
+  commit_round();
+  auto& c = start(on("image", small), {part(0, "events-0", off2)});
+  int64_t off3 = off2;
+  EXPECT_TRUE(c.process(range(0, id, off3)).kept.empty());
+}
+
+// The same kill after twelve fills, merged as they came. Folded again, the restore
+// made one file after another under the names found, beside merges of those files (a
+// merge writes under its newest input's name and removes the other inputs by name): files
+// it had just made were removed, or two threads wrote one (a store refused as damaged at
+// its next open, in `KafkaCrash.DedupeEmitsEveryIdExactlyOnceAcrossSigkill` with
+// EXACTLY_HEAVY=1), or a file kept beside a merged one that covers it was taken for a
+// merge's left-behind input at the next open. Checked after the restore, and after
+// rounds (each may adopt a merge), a clean close and another open.
+TEST_F(ChangelogTest, ARestoreOverManyMergedFilesFoldsNoneOfTheirClaimsAgain) {
+  Pairs small = {{"rocksdb.write.buffer.size", "1048576"}, {"rocksdb.fold.background", "false"},
+                 {"claims.files.max", "2"}};
+  const fs::path store = dir_ / "host-a" / "events-0";
+  int64_t off = 0;
+  start(on("host-a", small)).process(range(0, 5000, off));
+  read_up_to(off);
+  commit_round();
+  stage_.reset();
+  fs::copy(dir_ / "host-a", dir_ / "image", fs::copy_options::recursive);
+
+  auto& a = start(on("host-a", small), {part(0, "events-0", off)});
+  int id = 5000;
+  for (int r = 0; r < 48; ++r, id += 6000) {  // 12 fills, merged as they come
+    a.process(range(id, id + 6000, off));
+    read_up_to(off);
+    commit_round();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  for (const auto& f : claims_files(dir_ / "image" / "events-0")) fs::remove(f);
+  for (const auto& f : claims_files(store)) fs::copy_file(f, dir_ / "image" / "events-0" / f.filename());
+
+  // Restored, then rounds (each may adopt a merge), then a clean close and an open.
+  for (int pass = 0; pass < 2; ++pass) {
+    auto& b = start(on("image", small), {part(0, "events-0", off)});
+    int64_t o = off;
+    auto k = b.process(range(0, id, o)).kept;
+    std::string files;
+    for (const auto& f : claims_files(dir_ / "image" / "events-0")) files += " " + f.filename().string();
+    EXPECT_TRUE(k.empty()) << "pass " << pass << ": " << k.size() << " ids passed again, the first id-"
+                           << (k.empty() ? 0 : k.front()) << ", the last id-" << (k.empty() ? 0 : k.back())
+                           << "; files:" << files;
+    for (int i = 0; i < 10; ++i) {
+      b.process({event("pass-" + std::to_string(pass) + "-" + std::to_string(i), o++)});
+      read_up_to(o);
+      commit_round();
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    off = o;
+  }
+}
+
+// A restore writes little to the memtable (each chunk's time; the claims go to files),
+// so without a WAL nothing might flush it for long: it flushes when it ends. A kill
+// right after it then does not restore it all again (in the KafkaCrash runs every start
+// restored from position 0).
+TEST_F(ChangelogTest, AKillRightAfterARestoreDoesNotRestoreItAgain) {
+  Pairs small = {{"rocksdb.write.buffer.size", "1048576"}};
+  auto& a = start(on("host-a", small));
+  int64_t off = 0;
+  for (int r = 0; r < 4; ++r) {
+    a.process(range(r * 6000, (r + 1) * 6000, off));
+    read_up_to(off);
+    commit_round();
+  }
+  start(on("host-b", small), {part(0, "events-0", off)});
+  const double restored = metric("dedupe_restored_claims_total");
+  ASSERT_GE(restored, 24000);
+  fs::copy(dir_ / "host-b", dir_ / "image", fs::copy_options::recursive);  // the kill
+  auto& c = start(on("image", small), {part(0, "events-0", off)});
+  EXPECT_EQ(metric("dedupe_restored_claims_total"), restored) << "restored again";
+  int64_t off2 = off;
+  EXPECT_TRUE(c.process(range(0, 24000, off2)).kept.empty());
 }
 
 // Without a changelog the WAL is the store's log: the same kill loses nothing. `changelog:
