@@ -408,6 +408,35 @@ std::vector<fs::path> claims_files(const fs::path& store) {
   std::sort(out.begin(), out.end());
   return out;
 }
+
+// The kill both tests below make: the RocksDB files of a clean close after 5,000 ids
+// (one fill folded: file A), and the claims files of the store as it runs later.
+class KilledBehindItsFilesTest : public ChangelogTest {
+ protected:
+  const Pairs small_ = {{"rocksdb.write.buffer.size", "1048576"}, {"rocksdb.fold.background", "false"},
+                        {"claims.files.max", "2"}};
+  fs::path store() const { return dir_ / "host-a" / "events-0"; }  // dir_ is set in SetUp
+  fs::path image() const { return dir_ / "image" / "events-0"; }
+  int64_t off_ = 0;
+
+  // Returns the stage that goes on from the clean close; `first_file` is A.
+  TransformHarness& closed_after_a_first_fill(fs::path* first_file = nullptr) {
+    start(on("host-a", small_)).process(range(0, 5000, off_));
+    read_up_to(off_);
+    commit_round();
+    stage_.reset();  // a clean close folds the fill (file A) and flushes
+    const auto first = claims_files(store());
+    EXPECT_EQ(first.size(), 1u);
+    if (first_file != nullptr && !first.empty()) *first_file = first[0];
+    fs::copy(dir_ / "host-a", dir_ / "image", fs::copy_options::recursive);
+    return start(on("host-a", small_), {part(0, "events-0", off_)});
+  }
+  // The image's claims files become the running store's.
+  void killed_now() {
+    for (const auto& f : claims_files(image())) fs::remove(f);
+    for (const auto& f : claims_files(store())) fs::copy_file(f, image() / f.filename());
+  }
+};
 }  // namespace
 
 // A kill leaves the claims files as they were at that moment, and the store's RocksDB
@@ -419,47 +448,33 @@ std::vector<fs::path> claims_files(const fs::path& store) {
 // folded again, the restore's first fold came to B's name and replaced the merged file,
 // and A's ids were lost on disk and passed again (seen in
 // `ScaleOut.DedupeExactlyOnceAcrossHostsKillsJoinsAndLeaves` with EXACTLY_HEAVY=1).
-TEST_F(ChangelogTest, ARestoreBehindAMergedFileKeepsTheClaimsItHolds) {
-  Pairs small = {{"rocksdb.write.buffer.size", "1048576"}, {"rocksdb.fold.background", "false"},
-                 {"claims.files.max", "2"}};
-  const fs::path store = dir_ / "host-a" / "events-0";
-  int64_t off = 0;
-  start(on("host-a", small)).process(range(0, 5000, off));
-  read_up_to(off);
-  commit_round();
-  stage_.reset();  // a clean close folds the fill (file A) and flushes
-  const auto first = claims_files(store);
-  ASSERT_EQ(first.size(), 1u);
-  fs::copy(dir_ / "host-a", dir_ / "image", fs::copy_options::recursive);
-
+TEST_F(KilledBehindItsFilesTest, ARestoreBehindAMergedFileKeepsTheClaimsItHolds) {
+  fs::path first;
+  auto& a = closed_after_a_first_fill(&first);
   // Fills of 24,000 ids (4 rounds; the threshold is ~21,845): B, then C, then A and B
   // merge (the pair with the fewest claims) under B's name.
-  auto& a = start(on("host-a", small), {part(0, "events-0", off)});
   int id = 5000;
   for (int r = 0; r < 8; ++r, id += 6000) {
-    a.process(range(id, id + 6000, off));
-    read_up_to(off);
+    a.process(range(id, id + 6000, off_));
+    read_up_to(off_);
     commit_round();
   }
   // Rounds of repeats (no claims: the changelog's end stays at C) until the merge is in.
-  for (int i = 0; i < 200 && fs::exists(first[0]); ++i) {
-    int64_t o = off;
+  for (int i = 0; i < 200 && fs::exists(first); ++i) {
+    int64_t o = off_;
     ASSERT_TRUE(a.process(range(5000, 5010, o)).kept.empty());
-    off = o;
-    read_up_to(off);
+    off_ = o;
+    read_up_to(off_);
     commit_round();
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  ASSERT_FALSE(fs::exists(first[0])) << "A was never merged";
-  const auto later = claims_files(store);
-  ASSERT_EQ(later.size(), 2u);  // A+B under B's name, and C
-  // The kill: the image's RocksDB files stay the close's, its claims files are these.
-  for (const auto& f : claims_files(dir_ / "image" / "events-0")) fs::remove(f);
-  for (const auto& f : later) fs::copy_file(f, dir_ / "image" / "events-0" / f.filename());
+  ASSERT_FALSE(fs::exists(first)) << "A was never merged";
+  ASSERT_EQ(claims_files(store()).size(), 2u);  // A+B under B's name, and C
+  killed_now();
 
-  auto& b = start(on("image", small), {part(0, "events-0", off)});
+  auto& b = start(on("image", small_), {part(0, "events-0", off_)});
   EXPECT_GE(metric("dedupe_restored_claims_total"), 48000);
-  int64_t off2 = off;
+  int64_t off2 = off_;
   EXPECT_TRUE(b.process(range(0, 5000, off2)).kept.empty()) << "the ids of A passed again";
   EXPECT_TRUE(b.process(range(5000, id, off2)).kept.empty());
   EXPECT_THAT(b.process({event("id-new", off2)}).kept, ElementsAre(0u));
@@ -467,7 +482,7 @@ TEST_F(ChangelogTest, ARestoreBehindAMergedFileKeepsTheClaimsItHolds) {
   ++off2;
   read_up_to(off2);
   commit_round();
-  auto& c = start(on("image", small), {part(0, "events-0", off2)});
+  auto& c = start(on("image", small_), {part(0, "events-0", off2)});
   int64_t off3 = off2;
   EXPECT_TRUE(c.process(range(0, id, off3)).kept.empty());
 }
@@ -480,35 +495,24 @@ TEST_F(ChangelogTest, ARestoreBehindAMergedFileKeepsTheClaimsItHolds) {
 // EXACTLY_HEAVY=1), or a file kept beside a merged one that covers it was taken for a
 // merge's left-behind input at the next open. Checked after the restore, and after
 // rounds (each may adopt a merge), a clean close and another open.
-TEST_F(ChangelogTest, ARestoreOverManyMergedFilesFoldsNoneOfTheirClaimsAgain) {
-  Pairs small = {{"rocksdb.write.buffer.size", "1048576"}, {"rocksdb.fold.background", "false"},
-                 {"claims.files.max", "2"}};
-  const fs::path store = dir_ / "host-a" / "events-0";
-  int64_t off = 0;
-  start(on("host-a", small)).process(range(0, 5000, off));
-  read_up_to(off);
-  commit_round();
-  stage_.reset();
-  fs::copy(dir_ / "host-a", dir_ / "image", fs::copy_options::recursive);
-
-  auto& a = start(on("host-a", small), {part(0, "events-0", off)});
+TEST_F(KilledBehindItsFilesTest, ARestoreOverManyMergedFilesFoldsNoneOfTheirClaimsAgain) {
+  auto& a = closed_after_a_first_fill();
   int id = 5000;
   for (int r = 0; r < 48; ++r, id += 6000) {  // 12 fills, merged as they come
-    a.process(range(id, id + 6000, off));
-    read_up_to(off);
+    a.process(range(id, id + 6000, off_));
+    read_up_to(off_);
     commit_round();
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  for (const auto& f : claims_files(dir_ / "image" / "events-0")) fs::remove(f);
-  for (const auto& f : claims_files(store)) fs::copy_file(f, dir_ / "image" / "events-0" / f.filename());
+  killed_now();
 
   // Restored, then rounds (each may adopt a merge), then a clean close and an open.
   for (int pass = 0; pass < 2; ++pass) {
-    auto& b = start(on("image", small), {part(0, "events-0", off)});
-    int64_t o = off;
+    auto& b = start(on("image", small_), {part(0, "events-0", off_)});
+    int64_t o = off_;
     auto k = b.process(range(0, id, o)).kept;
     std::string files;
-    for (const auto& f : claims_files(dir_ / "image" / "events-0")) files += " " + f.filename().string();
+    for (const auto& f : claims_files(image())) files += " " + f.filename().string();
     EXPECT_TRUE(k.empty()) << "pass " << pass << ": " << k.size() << " ids passed again, the first id-"
                            << (k.empty() ? 0 : k.front()) << ", the last id-" << (k.empty() ? 0 : k.back())
                            << "; files:" << files;
@@ -518,7 +522,7 @@ TEST_F(ChangelogTest, ARestoreOverManyMergedFilesFoldsNoneOfTheirClaimsAgain) {
       commit_round();
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    off = o;
+    off_ = o;
   }
 }
 
