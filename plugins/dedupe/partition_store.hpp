@@ -157,12 +157,12 @@ class PartitionStore {
 
   // Restore from a changelog: apply records in changelog order, then finish with the
   // position after the last one read (folds, syncs, and records that position).
-  // `flush`: a store without a WAL flushes what the restore wrote, so that a kill does
-  // not take the restore back (a standby copy's frequent catch-ups do not: each flush
-  // is a file and a sync, and the copy's restore at assignment flushes).
   sdk::Status restore_chunk(uint64_t first_seq, std::string_view value);
   sdk::Status restore_tombstone(uint64_t first_seq);
   sdk::Status restore_meta(std::string_view value);
+  // `flush`: a store without a WAL flushes what the restore wrote, so that a kill does
+  // not take the restore back (a standby copy's frequent catch-ups do not: each flush
+  // is a file and a sync, and the copy's restore at assignment flushes).
   sdk::Status finish_restore(int64_t changelog_position, bool flush = true);
   uint64_t restored_claims() const { return restored_claims_; }
 

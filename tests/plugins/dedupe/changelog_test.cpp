@@ -492,9 +492,8 @@ TEST_F(KilledBehindItsFilesTest, ARestoreBehindAMergedFileKeepsTheClaimsItHolds)
 // merge writes under its newest input's name and removes the other inputs by name): files
 // it had just made were removed, or two threads wrote one (a store refused as damaged at
 // its next open, in `KafkaCrash.DedupeEmitsEveryIdExactlyOnceAcrossSigkill` with
-// EXACTLY_HEAVY=1), or a file kept beside a merged one that covers it was taken for a
-// merge's left-behind input at the next open. Checked after the restore, and after
-// rounds (each may adopt a merge), a clean close and another open.
+// EXACTLY_HEAVY=1). Checked after the restore, and after rounds (each may adopt a
+// merge), a clean close and another open.
 TEST_F(KilledBehindItsFilesTest, ARestoreOverManyMergedFilesFoldsNoneOfTheirClaimsAgain) {
   auto& a = closed_after_a_first_fill();
   int id = 5000;
