@@ -1235,6 +1235,9 @@ sdk::Status PartitionStore::finish_restore(int64_t changelog_position, bool flus
   if (!st) return st;
   st = flush_restore_batch();
   if (!st) return st;
+  // An assignment whose store was current reads nothing: no flush (a file and a sync
+  // per partition per rebalance) for it.
+  const bool read_some = changelog_position > meta_.changelog;
   meta_.changelog = std::max(meta_.changelog, changelog_position);
   st = index_claims();
   if (!st) return st;
@@ -1244,7 +1247,7 @@ sdk::Status PartitionStore::finish_restore(int64_t changelog_position, bool flus
   // Without a WAL the restore is durable only once flushed (a restore writes little to
   // the memtable, so no flush may come for long): a kill before then restored it all again
   // at the next open, and in a crash loop every start restored from the same old position.
-  if (rs.ok() && !wal_ && flush) rs = flush_memtable();
+  if (rs.ok() && !wal_ && flush && read_some) rs = flush_memtable();
   if (!rs.ok())
     return sdk::Status::fatal("dedupe: cannot write store " + dir_ + ": " + rs.ToString());
   load_oldest_chunk_ms();
