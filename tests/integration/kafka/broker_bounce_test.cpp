@@ -4,7 +4,8 @@
 // once while it runs — two by SIGKILL, one by a clean shutdown — so that the group and
 // transaction coordinators and the partition leaders all move at least once. An
 // independent read_committed reader then finds every distinct id exactly once.
-// EXACTLY_HEAVY: 20 bounces (and input for all of them).
+// EXACTLY_HEAVY: 20 bounces (and input for all of them). The second test does the same
+// to a group of three hosts, and kills hosts too.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -120,4 +121,114 @@ TEST(BrokerBounce, DedupeExactlyOnceWhileEveryBrokerIsBounced) {
   expect_dedupe_exactly_once(in, out, records);
   expect_markers_visible(out);
   if (::testing::Test::HasFailure()) std::printf("%s\n", host.log_tail(8000).c_str());
+}
+
+// A group of hosts on the same cluster: three `exactly run` processes (each with state
+// dirs of its own, as separate machines would have; standby copies kept), and faults of
+// both kinds while input arrives: brokers bounced (SIGKILL and clean), hosts SIGKILLed
+// and restarted, and once a broker and a host killed together. Partitions move between
+// hosts while leaders and coordinators move between brokers; the stores' small write
+// buffer folds and merges claims files throughout. The independent reader then finds
+// every distinct id exactly once. EXACTLY_HEAVY: 18 faults instead of 6.
+TEST(BrokerBounce, AGroupOfHostsKeepsExactlyOnceWhileBrokersAndHostsDie) {
+  const bool big = heavy();
+  const int faults = big ? 18 : 6;
+  const long long rate = 1500;
+  const long long bound = rate * (60 + 300LL * faults);
+  const std::string in = unique_name("bg-in"), out = unique_name("bg-out"), group = unique_name("bg-g");
+  const fs::path dir = temp_dir("bounce-group");
+  create_in_out_topics(in, out);
+  const fs::path stop = dir / "stop-input";
+  auto producer = produce_while_running(in, bound, rate, "0.12", 23, dir / "producer.log", stop);
+
+  std::vector<std::unique_ptr<Host>> hosts;
+  for (int i = 0; i < 3; ++i) {
+    const std::string name = "host-" + std::to_string(i);
+    const fs::path state = dir / name;
+    std::string y = yaml(in, out, group, state);
+    // Folds every ~22K claims and merges past two files (as the scale-out test), warm
+    // copies on a second host, and a short session so a killed member leaves quickly.
+    const std::string state_line = "          state.dir: " + (state / "dedupe").string() + "\n";
+    const size_t at = y.find(state_line);
+    ASSERT_NE(at, std::string::npos);
+    y.insert(at, "          rocksdb.write.buffer.size: 1048576\n          claims.files.max: 2\n");
+    const std::string topics_line = "        topics: [" + in + "]\n";
+    y.insert(y.find(topics_line) + topics_line.size(),
+             "        standby.replicas: 1\n        rdkafka: { session.timeout.ms: 6000 }\n");
+    write_file(dir / (name + ".yaml"), y);
+    hosts.push_back(std::make_unique<Host>(name, dir / (name + ".yaml"), dir / (name + ".log")));
+    hosts.back()->start();
+  }
+  ASSERT_TRUE(wait_committed(group, in, 1, std::chrono::seconds(90))) << log_tails(hosts);
+
+  auto node_cmd = [&](const std::string& what, int node) {
+    auto r = run(broker_cmd(what + " " + std::to_string(node)), temp_dir("k3node"));
+    EXPECT_EQ(r.exit_code, 0) << what << " " << node << ": " << r.err;
+  };
+  auto check_hosts = [&] {
+    for (auto& h : hosts) {
+      int code = 0;
+      EXPECT_FALSE(h->exited_by_itself(&code)) << h->name() << " exited (" << code << ")\n" << h->log_tail();
+    }
+  };
+  int in_flight = 0, broker_faults = 0, host_faults = 0;
+  for (int f = 0; f < faults; ++f) {
+    std::this_thread::sleep_for(std::chrono::seconds(big ? 3 : 4));
+    int code = 0;
+    const bool producing = !producer->exited(&code);
+    in_flight += producing;
+    EXPECT_TRUE(producing) << "fault " << f + 1 << " came after the input was complete";
+    const long long before = committed_total(group, in);
+    const int node = 1 + (f / 2) % 3;
+    Host& host = *hosts[static_cast<size_t>(f + f / 3) % hosts.size()];
+    if (f % 3 == 2) {
+      // A broker and a host lost together; the host comes back while the broker is down.
+      node_cmd("kill-node", node);
+      EXPECT_EQ(host.stop(SIGKILL), -SIGKILL);
+      std::this_thread::sleep_for(std::chrono::seconds(2));
+      host.start();
+      std::this_thread::sleep_for(std::chrono::seconds(3));
+      node_cmd("start-node", node);
+      ++broker_faults, ++host_faults;
+      std::printf("fault %d: node %d and %s SIGKILLed together at %lld committed\n", f + 1, node,
+                  host.name().c_str(), before);
+    } else if (f % 3 == 0) {
+      const bool hard = (f / 3) % 2 == 0;
+      node_cmd(hard ? "kill-node" : "stop-node", node);
+      std::this_thread::sleep_for(std::chrono::seconds(4));
+      node_cmd("start-node", node);
+      ++broker_faults;
+      std::printf("fault %d: node %d %s at %lld committed\n", f + 1, node,
+                  hard ? "SIGKILLed" : "stopped cleanly", before);
+    } else {
+      EXPECT_EQ(host.stop(SIGKILL), -SIGKILL);
+      std::this_thread::sleep_for(std::chrono::milliseconds(500 + 500 * (f % 4)));
+      host.start();
+      ++host_faults;
+      std::printf("fault %d: %s SIGKILLed and restarted at %lld committed\n", f + 1,
+                  host.name().c_str(), before);
+    }
+    std::fflush(stdout);
+    check_hosts();
+  }
+  std::printf("%d of %d faults while input was being produced (%d broker, %d host)\n", in_flight,
+              faults, broker_faults, host_faults);
+  write_file(stop, "");
+  EXPECT_EQ(producer->wait(), 0) << tail_of(read_file(dir / "producer.log"), 3000);
+  const long long records = json_number(kafka_tool("end-offsets --topic " + in).out, "total_end");
+  ASSERT_GT(records, 0);
+  std::printf("input: %lld records\n", records);
+  const bool caught_up = wait_committed(group, in, records, std::chrono::seconds(300));
+  EXPECT_TRUE(caught_up) << "committed " << committed_total(group, in) << " of " << records << "\n"
+                         << log_tails(hosts, 6000);
+  check_hosts();
+  for (auto& h : hosts) h->signal(SIGTERM);
+  for (auto& h : hosts) EXPECT_EQ(h->reap(), 0) << h->name() << " did not stop cleanly on SIGTERM";
+  wait_output_settled(out);
+  auto v = expect_dedupe_exactly_once(in, out, records);
+  EXPECT_LT(answer(v, "distinct_ids"), answer(v, "input"));
+  expect_markers_visible(out);
+  std::printf("merges logged: %d, takeovers from standby copies: %d\n",
+              count_in_logs(hosts, "merged claims files"), count_in_logs(hosts, "(from its standby copy)"));
+  if (::testing::Test::HasFailure()) std::printf("%s\n", log_tails(hosts, 8000).c_str());
 }
