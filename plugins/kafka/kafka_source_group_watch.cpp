@@ -19,6 +19,18 @@ namespace {
 constexpr int64_t kRefreshMs = 30000;
 constexpr int64_t kRetryMs = 1000;
 constexpr int kSettleRetries = 10;
+// A description never times out inside librdkafka (this is its longest request timeout).
+// In librdkafka 2.0.2 (and every release since, rdkafka_admin.c / rdkafka_coord.c), a
+// request to the group coordinator that times out while it still waits for the
+// coordinator (down, or not found yet) frees its state, and when the coordinator comes
+// back the request is failed once more through the freed state: the process aborts
+// ("rd_kafka_enq_once_del_source_return: Assertion `eonce->refcnt > 0' failed"). With
+// the 10 s timeout used before, any broker outage longer than a re-description's
+// period did that to every host (fence.departed is on by default). So the watch keeps
+// one description in flight until it is answered, which happens once the coordinator is
+// back (or the consumer is closed, which fails it cleanly), and until then plans with
+// what it knew.
+constexpr int kDescribeTimeoutMs = 3600 * 1000;
 }  // namespace
 
 void KafkaSource::group_watch_step() {
@@ -36,7 +48,7 @@ void KafkaSource::group_watch_step() {
   const char* groups[] = {group_.c_str()};
   rd_kafka_AdminOptions_t* opts = rd_kafka_AdminOptions_new(rk_, RD_KAFKA_ADMIN_OP_DESCRIBECONSUMERGROUPS);
   char err[256];
-  rd_kafka_AdminOptions_set_request_timeout(opts, 10000, err, sizeof(err));
+  rd_kafka_AdminOptions_set_request_timeout(opts, kDescribeTimeoutMs, err, sizeof(err));
   rd_kafka_DescribeConsumerGroups(rk_, groups, 1, opts, admin_q_);
   rd_kafka_AdminOptions_destroy(opts);
   describing_ = true;
@@ -117,14 +129,17 @@ void KafkaSource::announce_departures_now(int64_t timeout_ms) {
   // list the departed member, and would put it back into last_members_.
   if (describing_) stale_description_ = true;
   // Its own queue: a description the watch has in flight stays on admin_q_ for it.
+  // Waited for `timeout_ms` only; unanswered by then, the request lives on in librdkafka
+  // (kDescribeTimeoutMs, see above) and its answer goes to the queue destroyed below,
+  // which drops it.
   rd_kafka_queue_t* q = rd_kafka_queue_new(rk_);
   const char* groups[] = {group_.c_str()};
   rd_kafka_AdminOptions_t* opts = rd_kafka_AdminOptions_new(rk_, RD_KAFKA_ADMIN_OP_DESCRIBECONSUMERGROUPS);
   char err[256];
-  rd_kafka_AdminOptions_set_request_timeout(opts, static_cast<int>(timeout_ms), err, sizeof(err));
+  rd_kafka_AdminOptions_set_request_timeout(opts, kDescribeTimeoutMs, err, sizeof(err));
   rd_kafka_DescribeConsumerGroups(rk_, groups, 1, opts, q);
   rd_kafka_AdminOptions_destroy(opts);
-  rd_kafka_event_t* ev = rd_kafka_queue_poll(q, static_cast<int>(timeout_ms + 1000));
+  rd_kafka_event_t* ev = rd_kafka_queue_poll(q, static_cast<int>(timeout_ms));
   std::vector<GroupMember> members;
   std::vector<std::string> client_ids;
   std::string why = "no answer within " + std::to_string(timeout_ms) + " ms";

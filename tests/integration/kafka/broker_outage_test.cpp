@@ -1,0 +1,109 @@
+// The only broker down for longer than a group description used to wait (its own
+// single-node KRaft broker, so that the test can take it away): an exactly_once kafka ->
+// dedupe -> kafka host watches its group (fence.departed, on by default, and
+// standby.replicas), and the watch's description of the group waits for the group
+// coordinator. librdkafka (2.0.2 and since) aborts the process when such a request times
+// out before the coordinator is back and the coordinator then returns; with a 10 s
+// timeout every host did that once a broker came back from an outage of ~40 s or more
+// (kafka_source_group_watch.cpp). The host must outlive the outage, take the input that
+// follows it, and keep every id exactly once.
+#include <gtest/gtest.h>
+
+#include <csignal>
+
+#include "hosts.hpp"
+#include "kafka_env.hpp"
+#include "output_checks.hpp"
+#include "test_util.hpp"
+
+using namespace exactly::test;
+
+namespace {
+
+fs::path g_broker;
+
+class OneBroker : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    g_broker = temp_dir("kafka-outage");
+    auto r = run(tools_dir() + "/kafka-broker.sh start --heap 512m --dir " + g_broker.string(),
+                 temp_dir("koutstart"));
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    auto lines = lines_of(r.out);
+    ASSERT_FALSE(lines.empty());
+    // The hosts' YAML, the producer and the reader all talk to this broker.
+    setenv("EXACTLY_KAFKA_BOOTSTRAP", lines.back().c_str(), 1);
+    setenv("EXACTLY_KAFKA_DIR", g_broker.c_str(), 1);
+    std::printf("broker of its own at %s\n", lines.back().c_str());
+  }
+  void TearDown() override {
+    run(tools_dir() + "/kafka-broker.sh stop --clean --dir " + g_broker.string(), temp_dir("koutstop"));
+  }
+};
+
+const auto* const g_env = ::testing::AddGlobalTestEnvironment(new OneBroker);
+
+void node(const std::string& what) {
+  auto r = run(tools_dir() + "/kafka-broker.sh " + what + " 1 --dir " + g_broker.string(),
+               temp_dir("koutnode"));
+  ASSERT_EQ(r.exit_code, 0) << what << ": " << r.out << r.err;
+}
+
+}  // namespace
+
+TEST(BrokerOutage, AHostWatchingItsGroupOutlivesItsOnlyBrokerBeingDownForAMinute) {
+  const std::string in = unique_name("out-in"), out = unique_name("out-out"), group = unique_name("out-g");
+  const fs::path dir = temp_dir("outage");
+  create_in_out_topics(in, out);
+  const std::string b = kafka_bootstrap();
+  write_file(dir / "host.yaml",
+             "pipelines:\n"
+             "  - name: outage\n"
+             "    delivery: exactly_once\n"
+             "    commit: { interval: 300ms }\n"
+             "    restart: { backoff.initial: 200ms, backoff.max: 2s }\n"
+             "    source:\n      plugin: kafka\n      config:\n"
+             "        bootstrap.servers: \"" + b + "\"\n        group.id: " + group + "\n"
+             "        topics: [" + in + "]\n"
+             "        standby.replicas: 1\n"
+             "    transforms:\n      - plugin: dedupe\n        config:\n"
+             "          id.json: /messageId\n"
+             "          changelog.topic: " + in + "-changelog\n"
+             "          state.dir: " + (dir / "state" / "dedupe").string() + "\n"
+             "    sink:\n      plugin: kafka\n      config:\n"
+             "        bootstrap.servers: \"" + b + "\"\n        topic: " + out + "\n"
+             "        partitioning: input\n        state.dir: " + (dir / "state" / "sink").string() + "\n");
+  Host host("host", dir / "host.yaml", dir / "host.log");
+  host.start();
+  auto produce = [&](int seed) {
+    kafka_tool("produce --topic " + in + " --count 20000 --partitions 4 --keyed --dup-ratio 0.1 "
+               "--dup-variant --size 150 --seed " + std::to_string(seed));
+  };
+  produce(31);
+  ASSERT_TRUE(wait_committed(group, in, 20000, std::chrono::seconds(120))) << host.log_tail();
+
+  // Down for 60 s: the watch re-describes the group every 30 s, and the old 10 s timeout
+  // then ran out while the coordinator was away.
+  node("stop-node");
+  std::printf("broker stopped; the host runs on without it for 60 s\n");
+  for (int s = 0; s < 60; ++s) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    int code = 0;
+    ASSERT_FALSE(host.exited_by_itself(&code)) << "the host died while the broker was down (" << code
+                                               << ")\n" << host.log_tail(6000);
+  }
+  node("start-node");
+  std::printf("broker back\n");
+  produce(32);
+  const bool caught_up = wait_committed(group, in, 40000, std::chrono::seconds(180));
+  int code = 0;
+  ASSERT_FALSE(host.exited_by_itself(&code)) << "the host died after the broker came back (" << code
+                                             << ")\n" << host.log_tail(6000);
+  EXPECT_TRUE(caught_up) << "committed " << committed_total(group, in) << " of 40000\n" << host.log_tail(6000);
+  EXPECT_EQ(host.stop(SIGTERM), 0) << host.log_tail();
+  EXPECT_EQ(count_of(read_file(host.log()), "---- test: host: start #"), 1) << "the host was restarted";
+  wait_output_settled(out);
+  auto v = expect_dedupe_exactly_once(in, out, 40000);
+  EXPECT_LT(answer(v, "distinct_ids"), answer(v, "input"));
+  expect_markers_visible(out);
+}
