@@ -13,36 +13,14 @@
 #include "hosts.hpp"
 #include "kafka_env.hpp"
 #include "output_checks.hpp"
+#include "own_cluster.hpp"
 #include "test_util.hpp"
 
 using namespace exactly::test;
 
 namespace {
 
-fs::path g_cluster;
-
-std::string broker_cmd(const std::string& what) {
-  return tools_dir() + "/kafka-broker.sh " + what + " --dir " + g_cluster.string();
-}
-
-class Cluster : public ::testing::Environment {
- public:
-  void SetUp() override {
-    g_cluster = temp_dir("kafka3");
-    auto r = run(tools_dir() + "/kafka-broker.sh start --nodes 3 --heap 512m --dir " + g_cluster.string(),
-                 temp_dir("k3start"));
-    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-    auto lines = lines_of(r.out);
-    ASSERT_FALSE(lines.empty());
-    // Everything in this binary (hosts' YAML, the reader) talks to this cluster.
-    setenv("EXACTLY_KAFKA_BOOTSTRAP", lines.back().c_str(), 1);
-    setenv("EXACTLY_KAFKA_DIR", g_cluster.c_str(), 1);
-    std::printf("3-broker cluster at %s\n", lines.back().c_str());
-  }
-  void TearDown() override { run(broker_cmd("stop --clean"), temp_dir("k3stop")); }
-};
-
-const auto* const g_env = ::testing::AddGlobalTestEnvironment(new Cluster);
+const auto* const g_env = ::testing::AddGlobalTestEnvironment(new OwnCluster(3, "512m"));
 
 std::string yaml(const std::string& in, const std::string& out, const std::string& group,
                  const fs::path& state) {
@@ -95,11 +73,10 @@ TEST(BrokerBounce, DedupeExactlyOnceWhileEveryBrokerIsBounced) {
     in_flight += producing;
     EXPECT_TRUE(producing) << "bounce " << b + 1 << " came after the input was complete";
     const long long before = committed_total(group, in);
-    auto r = run(broker_cmd(std::string(hard ? "kill-node " : "stop-node ") + std::to_string(node)),
-                 temp_dir("k3node"));
+    auto r = OwnCluster::command(std::string(hard ? "kill-node " : "stop-node ") + std::to_string(node));
     ASSERT_EQ(r.exit_code, 0) << r.err;
     std::this_thread::sleep_for(std::chrono::seconds(4));
-    r = run(broker_cmd("start-node " + std::to_string(node)), temp_dir("k3node"));
+    r = OwnCluster::command("start-node " + std::to_string(node));
     ASSERT_EQ(r.exit_code, 0) << r.err;
     std::printf("bounce %d: node %d %s at %lld committed\n", b + 1, node, hard ? "SIGKILLed" : "stopped cleanly",
                 before);
@@ -162,7 +139,7 @@ TEST(BrokerBounce, AGroupOfHostsKeepsExactlyOnceWhileBrokersAndHostsDie) {
   ASSERT_TRUE(wait_committed(group, in, 1, std::chrono::seconds(90))) << log_tails(hosts);
 
   auto node_cmd = [&](const std::string& what, int node) {
-    auto r = run(broker_cmd(what + " " + std::to_string(node)), temp_dir("k3node"));
+    auto r = OwnCluster::command(what + " " + std::to_string(node));
     EXPECT_EQ(r.exit_code, 0) << what << " " << node << ": " << r.err;
   };
   auto check_hosts = [&] {

@@ -14,38 +14,17 @@
 #include "hosts.hpp"
 #include "kafka_env.hpp"
 #include "output_checks.hpp"
+#include "own_cluster.hpp"
 #include "test_util.hpp"
 
 using namespace exactly::test;
 
 namespace {
 
-fs::path g_broker;
-
-class OneBroker : public ::testing::Environment {
- public:
-  void SetUp() override {
-    g_broker = temp_dir("kafka-outage");
-    auto r = run(tools_dir() + "/kafka-broker.sh start --heap 512m --dir " + g_broker.string(),
-                 temp_dir("koutstart"));
-    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-    auto lines = lines_of(r.out);
-    ASSERT_FALSE(lines.empty());
-    // The hosts' YAML, the producer and the reader all talk to this broker.
-    setenv("EXACTLY_KAFKA_BOOTSTRAP", lines.back().c_str(), 1);
-    setenv("EXACTLY_KAFKA_DIR", g_broker.c_str(), 1);
-    std::printf("broker of its own at %s\n", lines.back().c_str());
-  }
-  void TearDown() override {
-    run(tools_dir() + "/kafka-broker.sh stop --clean --dir " + g_broker.string(), temp_dir("koutstop"));
-  }
-};
-
-const auto* const g_env = ::testing::AddGlobalTestEnvironment(new OneBroker);
+const auto* const g_env = ::testing::AddGlobalTestEnvironment(new OwnCluster(1, "512m"));
 
 void node(const std::string& what) {
-  auto r = run(tools_dir() + "/kafka-broker.sh " + what + " 1 --dir " + g_broker.string(),
-               temp_dir("koutnode"));
+  auto r = OwnCluster::command(what + " 1");
   ASSERT_EQ(r.exit_code, 0) << what << ": " << r.out << r.err;
 }
 

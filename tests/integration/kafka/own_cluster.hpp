@@ -1,0 +1,49 @@
+// A KRaft cluster of the test binary's own (`kafka-broker.sh start --nodes N`), for tests
+// that stop or kill brokers and so cannot share the suite's broker. Registered as a
+// gtest environment: it starts before the binary's tests, and points every helper
+// (kafka_tool, kafka_bootstrap, the hosts' YAML, the reader) at itself.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "kafka_env.hpp"
+#include "test_util.hpp"
+
+namespace exactly::test {
+
+class OwnCluster : public ::testing::Environment {
+ public:
+  OwnCluster(int nodes, std::string heap) : nodes_(nodes), heap_(std::move(heap)) {}
+
+  void SetUp() override {
+    dir() = temp_dir("kafka" + std::to_string(nodes_));
+    auto r = run(tools_dir() + "/kafka-broker.sh start --nodes " + std::to_string(nodes_) + " --heap " +
+                     heap_ + " --dir " + dir().string(),
+                 temp_dir("kstart"));
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    auto lines = lines_of(r.out);
+    ASSERT_FALSE(lines.empty());
+    setenv("EXACTLY_KAFKA_BOOTSTRAP", lines.back().c_str(), 1);
+    setenv("EXACTLY_KAFKA_DIR", dir().c_str(), 1);
+    std::printf("%d-broker cluster of its own at %s\n", nodes_, lines.back().c_str());
+  }
+  void TearDown() override { command("stop --clean"); }
+
+  // `kafka-broker.sh <what> --dir <the cluster>` (e.g. "kill-node 2").
+  static RunResult command(const std::string& what) {
+    return run(tools_dir() + "/kafka-broker.sh " + what + " --dir " + dir().string(), temp_dir("knode"));
+  }
+
+ private:
+  static fs::path& dir() {
+    static fs::path d;
+    return d;
+  }
+  int nodes_;
+  std::string heap_;
+};
+
+}  // namespace exactly::test
