@@ -22,26 +22,6 @@ namespace {
 
 const auto* const g_env = ::testing::AddGlobalTestEnvironment(new OwnCluster(3, "512m"));
 
-std::string yaml(const std::string& in, const std::string& out, const std::string& group,
-                 const fs::path& state) {
-  std::string b = kafka_bootstrap();
-  return "pipelines:\n"
-         "  - name: bounce\n"
-         "    delivery: exactly_once\n"
-         "    commit: { interval: 300ms }\n"
-         "    restart: { backoff.initial: 200ms, backoff.max: 2s }\n"
-         "    source:\n      plugin: kafka\n      config:\n"
-         "        bootstrap.servers: \"" + b + "\"\n        group.id: " + group + "\n"
-         "        topics: [" + in + "]\n"
-         "    transforms:\n      - plugin: dedupe\n        config:\n"
-         "          id.json: /messageId\n"
-         "          changelog.topic: " + in + "-changelog\n"
-         "          state.dir: " + (state / "dedupe").string() + "\n"
-         "    sink:\n      plugin: kafka\n      config:\n"
-         "        bootstrap.servers: \"" + b + "\"\n        topic: " + out + "\n"
-         "        partitioning: input\n        state.dir: " + (state / "sink").string() + "\n";
-}
-
 }  // namespace
 
 TEST(BrokerBounce, DedupeExactlyOnceWhileEveryBrokerIsBounced) {
@@ -57,7 +37,7 @@ TEST(BrokerBounce, DedupeExactlyOnceWhileEveryBrokerIsBounced) {
   create_in_out_topics(in, out);
   const fs::path stop = dir / "stop-input";
   auto producer = produce_while_running(in, bound, rate, "0.12", 21, dir / "producer.log", stop);
-  write_file(dir / "host.yaml", yaml(in, out, group, dir / "host"));
+  write_file(dir / "host.yaml", dedupe_host_yaml("bounce", in, out, group, dir / "host"));
   Host host("host", dir / "host.yaml", dir / "host.log");
   host.start();
   ASSERT_TRUE(wait_committed(group, in, 1, std::chrono::seconds(90)))
@@ -122,16 +102,12 @@ TEST(BrokerBounce, AGroupOfHostsKeepsExactlyOnceWhileBrokersAndHostsDie) {
   for (int i = 0; i < 3; ++i) {
     const std::string name = "host-" + std::to_string(i);
     const fs::path state = dir / name;
-    std::string y = yaml(in, out, group, state);
     // Folds every ~22K claims and merges past two files (as the scale-out test), warm
     // copies on a second host, and a short session so a killed member leaves quickly.
-    const std::string state_line = "          state.dir: " + (state / "dedupe").string() + "\n";
-    const size_t at = y.find(state_line);
-    ASSERT_NE(at, std::string::npos);
-    y.insert(at, "          rocksdb.write.buffer.size: 1048576\n          claims.files.max: 2\n");
-    const std::string topics_line = "        topics: [" + in + "]\n";
-    y.insert(y.find(topics_line) + topics_line.size(),
-             "        standby.replicas: 1\n        rdkafka: { session.timeout.ms: 6000 }\n");
+    const std::string y = dedupe_host_yaml(
+        "bounce", in, out, group, state,
+        "        standby.replicas: 1\n        rdkafka: { session.timeout.ms: 6000 }\n",
+        "          rocksdb.write.buffer.size: 1048576\n          claims.files.max: 2\n");
     write_file(dir / (name + ".yaml"), y);
     hosts.push_back(std::make_unique<Host>(name, dir / (name + ".yaml"), dir / (name + ".log")));
     hosts.back()->start();

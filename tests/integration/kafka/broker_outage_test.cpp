@@ -34,24 +34,8 @@ TEST(BrokerOutage, AHostWatchingItsGroupOutlivesItsOnlyBrokerBeingDownForAMinute
   const std::string in = unique_name("out-in"), out = unique_name("out-out"), group = unique_name("out-g");
   const fs::path dir = temp_dir("outage");
   create_in_out_topics(in, out);
-  const std::string b = kafka_bootstrap();
-  write_file(dir / "host.yaml",
-             "pipelines:\n"
-             "  - name: outage\n"
-             "    delivery: exactly_once\n"
-             "    commit: { interval: 300ms }\n"
-             "    restart: { backoff.initial: 200ms, backoff.max: 2s }\n"
-             "    source:\n      plugin: kafka\n      config:\n"
-             "        bootstrap.servers: \"" + b + "\"\n        group.id: " + group + "\n"
-             "        topics: [" + in + "]\n"
-             "        standby.replicas: 1\n"
-             "    transforms:\n      - plugin: dedupe\n        config:\n"
-             "          id.json: /messageId\n"
-             "          changelog.topic: " + in + "-changelog\n"
-             "          state.dir: " + (dir / "state" / "dedupe").string() + "\n"
-             "    sink:\n      plugin: kafka\n      config:\n"
-             "        bootstrap.servers: \"" + b + "\"\n        topic: " + out + "\n"
-             "        partitioning: input\n        state.dir: " + (dir / "state" / "sink").string() + "\n");
+  write_file(dir / "host.yaml", dedupe_host_yaml("outage", in, out, group, dir / "state",
+                                                "        standby.replicas: 1\n"));
   Host host("host", dir / "host.yaml", dir / "host.log");
   host.start();
   auto produce = [&](int seed) {

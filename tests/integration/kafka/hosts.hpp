@@ -67,6 +67,31 @@ inline std::unique_ptr<Child> produce_while_running(const std::string& topic, lo
   return std::make_unique<Child>(argv, log);
 }
 
+// An exactly_once kafka -> dedupe (with its changelog topic) -> kafka host of pipeline
+// `name`, its state under `state`; `source_extra` and `dedupe_extra` are more lines of
+// the source's and the dedupe stage's config (indented as theirs: 8 and 10 spaces).
+inline std::string dedupe_host_yaml(const std::string& name, const std::string& in, const std::string& out,
+                                    const std::string& group, const fs::path& state,
+                                    const std::string& source_extra = "",
+                                    const std::string& dedupe_extra = "") {
+  const std::string b = kafka_bootstrap();
+  return "pipelines:\n"
+         "  - name: " + name + "\n"
+         "    delivery: exactly_once\n"
+         "    commit: { interval: 300ms }\n"
+         "    restart: { backoff.initial: 200ms, backoff.max: 2s }\n"
+         "    source:\n      plugin: kafka\n      config:\n"
+         "        bootstrap.servers: \"" + b + "\"\n        group.id: " + group + "\n"
+         "        topics: [" + in + "]\n" + source_extra +
+         "    transforms:\n      - plugin: dedupe\n        config:\n"
+         "          id.json: /messageId\n"
+         "          changelog.topic: " + in + "-changelog\n" + dedupe_extra +
+         "          state.dir: " + (state / "dedupe").string() + "\n"
+         "    sink:\n      plugin: kafka\n      config:\n"
+         "        bootstrap.servers: \"" + b + "\"\n        topic: " + out + "\n"
+         "        partitioning: input\n        state.dir: " + (state / "sink").string() + "\n";
+}
+
 // Sum of the group's committed offsets on `topic` (-1 when the tool fails).
 inline long long committed_total(const std::string& group, const std::string& topic) {
   auto r = kafka_tool("consume-group-offsets --group " + group + " --topic " + topic, false);
