@@ -166,6 +166,20 @@ class Host {
 
   std::string log_tail(size_t n = 4000) const { return tail_of(read_file(log_), n); }
 
+  // Waits (up to `limit`) until the process started last has logged that its pipelines
+  // started: from then on SIGHUP reloads it. Before it blocks the signal (in the first
+  // moments of the process) SIGHUP's default action would end it.
+  bool wait_started(std::chrono::seconds limit) const {
+    const std::string mark = "---- test: " + name_ + ": start #" + std::to_string(starts_) + " ----";
+    return wait_for(
+        [&] {
+          const std::string log = read_file(log_);
+          const size_t at = log.rfind(mark);
+          return at != std::string::npos && log.find("] started ", at) != std::string::npos;
+        },
+        limit, std::chrono::milliseconds(100));
+  }
+
  private:
   void note(const std::string& what) {
     std::ofstream f(log_, std::ios::app);

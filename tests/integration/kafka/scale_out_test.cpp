@@ -202,7 +202,10 @@ Outcome run_scale_out(const Scenario& sc) {
       if (e.custom->reload) {
         for (auto& h : o.hosts) write_file(o.dir / (h->name() + ".yaml"), host_yaml(o, sc, o.dir / h->name()));
         for (Host* h : live)
-          if (h->running()) h->signal(SIGHUP);
+          if (h->running()) {
+            h->wait_started(std::chrono::seconds(60));
+            h->signal(SIGHUP);
+          }
         say("YAML rewritten on every host, SIGHUP sent to the running ones");
       }
     } else if (e.kind == Fault::Join) {
