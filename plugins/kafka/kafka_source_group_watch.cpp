@@ -20,7 +20,7 @@ constexpr int64_t kRefreshMs = 30000;
 constexpr int64_t kRetryMs = 1000;
 constexpr int kSettleRetries = 10;
 // A description never times out inside librdkafka (this is its longest request timeout).
-// In librdkafka 2.0.2 (and every release since, rdkafka_admin.c / rdkafka_coord.c), a
+// In librdkafka 2.0.2 (rdkafka_admin.c / rdkafka_coord.c, the same at its current head), a
 // request to the group coordinator that times out while it still waits for the
 // coordinator (down, or not found yet) frees its state, and when the coordinator comes
 // back the request is failed once more through the freed state: the process aborts

@@ -53,23 +53,17 @@ TEST(BrokerBounce, DedupeExactlyOnceWhileEveryBrokerIsBounced) {
     in_flight += producing;
     EXPECT_TRUE(producing) << "bounce " << b + 1 << " came after the input was complete";
     const long long before = committed_total(group, in);
-    auto r = OwnCluster::command(std::string(hard ? "kill-node " : "stop-node ") + std::to_string(node));
-    ASSERT_EQ(r.exit_code, 0) << r.err;
+    ASSERT_TRUE(OwnCluster::node(hard ? "kill-node" : "stop-node", node));
     std::this_thread::sleep_for(std::chrono::seconds(4));
-    r = OwnCluster::command("start-node " + std::to_string(node));
-    ASSERT_EQ(r.exit_code, 0) << r.err;
+    ASSERT_TRUE(OwnCluster::node("start-node", node));
     std::printf("bounce %d: node %d %s at %lld committed\n", b + 1, node, hard ? "SIGKILLed" : "stopped cleanly",
                 before);
     int hc = 0;
     ASSERT_FALSE(host.exited_by_itself(&hc)) << "the host exited (" << hc << ")\n" << host.log_tail();
   }
   std::printf("%d of %d bounces while input was being produced\n", in_flight, bounces);
-  write_file(stop, "");
-  EXPECT_EQ(producer->wait(), 0) << tail_of(read_file(dir / "producer.log"), 3000);
-  // An idempotent producer's acked records are the input's end offsets, each once.
-  const long long records = json_number(kafka_tool("end-offsets --topic " + in).out, "total_end");
+  const long long records = end_input(*producer, stop, dir / "producer.log", in);
   ASSERT_GT(records, 0);
-  std::printf("input: %lld records\n", records);
   bool caught_up = wait_committed(group, in, records, std::chrono::seconds(240));
   EXPECT_TRUE(caught_up) << "committed " << committed_total(group, in) << " of " << records << "\n"
                          << host.log_tail(6000);
@@ -114,10 +108,6 @@ TEST(BrokerBounce, AGroupOfHostsKeepsExactlyOnceWhileBrokersAndHostsDie) {
   }
   ASSERT_TRUE(wait_committed(group, in, 1, std::chrono::seconds(90))) << log_tails(hosts);
 
-  auto node_cmd = [&](const std::string& what, int node) {
-    auto r = OwnCluster::command(what + " " + std::to_string(node));
-    EXPECT_EQ(r.exit_code, 0) << what << " " << node << ": " << r.err;
-  };
   auto check_hosts = [&] {
     for (auto& h : hosts) {
       int code = 0;
@@ -136,20 +126,20 @@ TEST(BrokerBounce, AGroupOfHostsKeepsExactlyOnceWhileBrokersAndHostsDie) {
     Host& host = *hosts[static_cast<size_t>(f + f / 3) % hosts.size()];
     if (f % 3 == 2) {
       // A broker and a host lost together; the host comes back while the broker is down.
-      node_cmd("kill-node", node);
+      OwnCluster::node("kill-node", node);
       EXPECT_EQ(host.stop(SIGKILL), -SIGKILL);
       std::this_thread::sleep_for(std::chrono::seconds(2));
       host.start();
       std::this_thread::sleep_for(std::chrono::seconds(3));
-      node_cmd("start-node", node);
+      OwnCluster::node("start-node", node);
       ++broker_faults, ++host_faults;
       std::printf("fault %d: node %d and %s SIGKILLed together at %lld committed\n", f + 1, node,
                   host.name().c_str(), before);
     } else if (f % 3 == 0) {
       const bool hard = (f / 3) % 2 == 0;
-      node_cmd(hard ? "kill-node" : "stop-node", node);
+      OwnCluster::node(hard ? "kill-node" : "stop-node", node);
       std::this_thread::sleep_for(std::chrono::seconds(4));
-      node_cmd("start-node", node);
+      OwnCluster::node("start-node", node);
       ++broker_faults;
       std::printf("fault %d: node %d %s at %lld committed\n", f + 1, node,
                   hard ? "SIGKILLed" : "stopped cleanly", before);
@@ -166,11 +156,8 @@ TEST(BrokerBounce, AGroupOfHostsKeepsExactlyOnceWhileBrokersAndHostsDie) {
   }
   std::printf("%d of %d faults while input was being produced (%d broker, %d host)\n", in_flight,
               faults, broker_faults, host_faults);
-  write_file(stop, "");
-  EXPECT_EQ(producer->wait(), 0) << tail_of(read_file(dir / "producer.log"), 3000);
-  const long long records = json_number(kafka_tool("end-offsets --topic " + in).out, "total_end");
+  const long long records = end_input(*producer, stop, dir / "producer.log", in);
   ASSERT_GT(records, 0);
-  std::printf("input: %lld records\n", records);
   const bool caught_up = wait_committed(group, in, records, std::chrono::seconds(300));
   EXPECT_TRUE(caught_up) << "committed " << committed_total(group, in) << " of " << records << "\n"
                          << log_tails(hosts, 6000);

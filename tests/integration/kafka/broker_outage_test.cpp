@@ -23,11 +23,6 @@ namespace {
 
 const auto* const g_env = ::testing::AddGlobalTestEnvironment(new OwnCluster(1, "512m"));
 
-void node(const std::string& what) {
-  auto r = OwnCluster::command(what + " 1");
-  ASSERT_EQ(r.exit_code, 0) << what << ": " << r.out << r.err;
-}
-
 }  // namespace
 
 TEST(BrokerOutage, AHostWatchingItsGroupOutlivesItsOnlyBrokerBeingDownForAMinute) {
@@ -47,7 +42,7 @@ TEST(BrokerOutage, AHostWatchingItsGroupOutlivesItsOnlyBrokerBeingDownForAMinute
 
   // Down for 60 s: the watch re-describes the group every 30 s, and the old 10 s timeout
   // then ran out while the coordinator was away.
-  node("stop-node");
+  ASSERT_TRUE(OwnCluster::node("stop-node", 1));
   std::printf("broker stopped; the host runs on without it for 60 s\n");
   for (int s = 0; s < 60; ++s) {
     std::this_thread::sleep_for(std::chrono::seconds(1));
@@ -55,7 +50,7 @@ TEST(BrokerOutage, AHostWatchingItsGroupOutlivesItsOnlyBrokerBeingDownForAMinute
     ASSERT_FALSE(host.exited_by_itself(&code)) << "the host died while the broker was down (" << code
                                                << ")\n" << host.log_tail(6000);
   }
-  node("start-node");
+  ASSERT_TRUE(OwnCluster::node("start-node", 1));
   std::printf("broker back\n");
   produce(32);
   const bool caught_up = wait_committed(group, in, 40000, std::chrono::seconds(180));

@@ -99,6 +99,18 @@ inline long long committed_total(const std::string& group, const std::string& to
   return json_number(r.out, "total");
 }
 
+// Ends input made by produce_while_running with `stop_file` (after the last fault: it
+// must still be arriving then) and returns how many records it wrote: an idempotent
+// producer's acked records are the input's end offsets, each once.
+inline long long end_input(Child& producer, const fs::path& stop_file, const fs::path& producer_log,
+                           const std::string& topic) {
+  write_file(stop_file, "");
+  EXPECT_EQ(producer.wait(), 0) << tail_of(read_file(producer_log), 3000);
+  const long long records = json_number(kafka_tool("end-offsets --topic " + topic).out, "total_end");
+  std::printf("input: %lld records\n", records);
+  return records;
+}
+
 // Waits until the group's committed offsets on `topic` cover `records` (each look is a
 // JVM start: every 500 ms at most).
 inline bool wait_committed(const std::string& group, const std::string& topic, long long records,

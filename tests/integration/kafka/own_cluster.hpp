@@ -36,6 +36,13 @@ class OwnCluster : public ::testing::Environment {
   static RunResult command(const std::string& what) {
     return run(tools_dir() + "/kafka-broker.sh " + what + " --dir " + dir().string(), temp_dir("knode"));
   }
+  // `kafka-broker.sh <what> <node>` (kill-node, stop-node, start-node); a failure is a
+  // test failure, and false.
+  static bool node(const std::string& what, int node) {
+    auto r = command(what + " " + std::to_string(node));
+    EXPECT_EQ(r.exit_code, 0) << what << " " << node << ": " << r.out << r.err;
+    return r.exit_code == 0;
+  }
 
  private:
   static fs::path& dir() {
