@@ -1,7 +1,9 @@
 #include "changelog_store.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
+#include <thread>
 
 namespace exactly::kafka {
 
@@ -364,12 +366,16 @@ sdk::Status ChangelogStore::open(const std::string& topic, const sdk::Partition&
   rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR__TIMED_OUT;
   const int64_t deadline = now_ms() + timeout_ms_;
   while (now_ms() < deadline) {
-    err = rd_kafka_query_watermark_offsets(rk, topic.c_str(), part.number, &lo, &hi, 5000);
+    err = query_watermarks(rk, topic, part.number, lo, hi, 5000);
     if (err == RD_KAFKA_RESP_ERR_NO_ERROR) break;
     // A reader learns of partitions added to a changelog (grown with its input, by this host
     // or another) only from fresh metadata: without it a restore waited out its timeout.
     if (err == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION) refresh_metadata(rk, topic, 5000);
-    rd_kafka_poll(rk, 100);
+    // Not rd_kafka_poll(rk): a reader is a consumer whose main queue is its consumer queue,
+    // and one given back by read() can still hold records fetched after its end; 2.0.2
+    // aborts the process when rd_kafka_poll meets one (rd_kafka_q_serve: res !=
+    // RD_KAFKA_OP_RES_PASS). That happened when a broker was down during a restore.
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
     return sdk::Status::retriable("kafka sink: cannot read the range of changelog " + topic + " [" +

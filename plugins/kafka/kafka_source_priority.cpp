@@ -107,8 +107,8 @@ void KafkaSource::priority_on_assign(const std::vector<PartState*>& added) {
     int64_t lo = -1, hi = -1;
     const int64_t left = deadline - now_ms();
     if (left > 0 &&
-        rd_kafka_query_watermark_offsets(rk_, p->topic.c_str(), p->number, &lo, &hi,
-                                         static_cast<int>(left)) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        query_watermarks(rk_, p->topic, p->number, lo, hi, static_cast<int>(left)) ==
+            RD_KAFKA_RESP_ERR_NO_ERROR) {
       p->lo = lo;
       p->hi = hi;
     }

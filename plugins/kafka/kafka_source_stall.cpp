@@ -61,8 +61,7 @@ void KafkaSource::check_stalls() {
     asked = true;
     p.progress_ms = now;  // asked about at most once per timeout
     // None cached (never fetched) or records past the position: ask the broker.
-    if (rd_kafka_query_watermark_offsets(rk_, p.topic.c_str(), p.number, &lo, &hi, 2000) !=
-        RD_KAFKA_RESP_ERR_NO_ERROR)
+    if (query_watermarks(rk_, p.topic, p.number, lo, hi, 2000) != RD_KAFKA_RESP_ERR_NO_ERROR)
       continue;  // the broker did not answer: asked again after another timeout
     const int64_t from = at >= 0 ? at : lo;
     if (hi <= from) continue;  // nothing waiting: a quiet partition

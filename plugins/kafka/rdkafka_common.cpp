@@ -47,6 +47,27 @@ void refresh_metadata(rd_kafka_t* rk, const std::string& topic, int timeout_ms) 
   rd_kafka_topic_destroy(rkt);
 }
 
+rd_kafka_resp_err_t query_watermarks(rd_kafka_t* rk, const std::string& topic, int32_t partition,
+                                     int64_t& low, int64_t& high, int timeout_ms) {
+  const int64_t deadline = now_ms() + timeout_ms;
+  int64_t got[2] = {-1, -1};
+  const int64_t which[2] = {RD_KAFKA_OFFSET_BEGINNING, RD_KAFKA_OFFSET_END};
+  for (int i = 0; i < 2; ++i) {
+    const int64_t left = deadline - now_ms();
+    if (left <= 0) return RD_KAFKA_RESP_ERR__TIMED_OUT;
+    TplPtr list(rd_kafka_topic_partition_list_new(1));
+    rd_kafka_topic_partition_list_add(list.get(), topic.c_str(), partition)->offset = which[i];
+    rd_kafka_resp_err_t err = rd_kafka_offsets_for_times(rk, list.get(), static_cast<int>(left));
+    if (err == RD_KAFKA_RESP_ERR_NO_ERROR) err = list->elems[0].err;
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR) return err;
+    if (list->elems[0].offset < 0) return RD_KAFKA_RESP_ERR__FAIL;
+    got[i] = list->elems[0].offset;
+  }
+  low = got[0];
+  high = got[1];
+  return RD_KAFKA_RESP_ERR_NO_ERROR;
+}
+
 void ClientContext::error_cb(rd_kafka_t* rk, int err, const char* reason, void* opaque) {
   auto* self = static_cast<ClientContext*>(opaque);
   if (self == nullptr) return;

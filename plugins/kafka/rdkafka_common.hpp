@@ -118,6 +118,15 @@ ex_log_level host_log_level(int syslog_level);
 // (topic.metadata.refresh.interval.ms, 5 minutes by default).
 void refresh_metadata(rd_kafka_t* rk, const std::string& topic, int timeout_ms);
 
+// The first and the end offset of a partition as the broker has them now (the end is the
+// last stable offset for a read_committed client), asked for within `timeout_ms`. Not
+// rd_kafka_query_watermark_offsets: in 2.0.2 its wait for the answer has no deadline, so a
+// partition whose leader is down held the caller until that broker came back (fixed in
+// later releases); rd_kafka_offsets_for_times sends the same ListOffsets request and
+// gives up at its timeout. TIMED_OUT or the broker's error otherwise.
+rd_kafka_resp_err_t query_watermarks(rd_kafka_t* rk, const std::string& topic, int32_t partition,
+                                     int64_t& low, int64_t& high, int timeout_ms);
+
 // "<topic>-<partition>", the stable partition name the host keys state by.
 std::string partition_name(const std::string& topic, int32_t partition);
 

@@ -7,9 +7,19 @@
 // timeout every host did that once a broker came back from an outage of ~40 s or more
 // (kafka_source_group_watch.cpp). The host must outlive the outage, take the input that
 // follows it, and keep every id exactly once.
+//
+// And a kafka sink's changelog reader (the dedupe stage's restores) asked for a range while
+// the broker is down, after a restore that left records fetched past its end in the
+// reader's queue: the sink waited between attempts with rd_kafka_poll on that consumer,
+// and 2.0.2 aborts when that meets a fetched record (rd_kafka_q_serve: res !=
+// RD_KAFKA_OP_RES_PASS). A host of BrokerBounce's group died so "during state_open".
+#include <exactly/testing/harness.hpp>
 #include <gtest/gtest.h>
+#include <librdkafka/rdkafka.h>
 
 #include <csignal>
+#include <future>
+#include <thread>
 
 #include "hosts.hpp"
 #include "kafka_env.hpp"
@@ -64,4 +74,91 @@ TEST(BrokerOutage, AHostWatchingItsGroupOutlivesItsOnlyBrokerBeingDownForAMinute
   auto v = expect_dedupe_exactly_once(in, out, 40000);
   EXPECT_LT(answer(v, "distinct_ids"), answer(v, "input"));
   expect_markers_visible(out);
+}
+
+namespace {
+
+// Appends `count` small records to partition 0 of `topic` and waits for them, as a
+// running pipeline's sink appends claims to a changelog another host is restoring.
+void write_claims(const std::string& topic, int count) {
+  char err[512];
+  rd_kafka_conf_t* c = rd_kafka_conf_new();
+  rd_kafka_conf_set(c, "bootstrap.servers", kafka_bootstrap().c_str(), err, sizeof err);
+  rd_kafka_t* p = rd_kafka_new(RD_KAFKA_PRODUCER, c, err, sizeof err);
+  ASSERT_NE(p, nullptr) << err;
+  for (int i = 0; i < count; ++i) {
+    const std::string k = "claim-" + std::to_string(i);
+    std::string v(40, 'c');
+    ASSERT_EQ(rd_kafka_producev(p, RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_PARTITION(0),
+                                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(k.data(), k.size()),
+                                RD_KAFKA_V_VALUE(v.data(), v.size()), RD_KAFKA_V_END),
+              RD_KAFKA_RESP_ERR_NO_ERROR);
+  }
+  EXPECT_EQ(rd_kafka_flush(p, 30000), RD_KAFKA_RESP_ERR_NO_ERROR);
+  rd_kafka_destroy(p);
+}
+
+}  // namespace
+
+TEST(BrokerOutage, AChangelogRangeAskedForWhileTheBrokerIsDownFailsRetriablyAfterARestore) {
+  using exactly::testing::Library;
+  using exactly::testing::SinkHarness;
+  const std::string in = unique_name("clo-in"), out = unique_name("clo-out"), store = unique_name("clo-cl");
+  kafka_tool("create-topic --topic " + in + " --partitions 1");
+  kafka_tool("create-topic --topic " + out + " --partitions 1");
+  Library lib(std::string(EXACTLY_PLUGIN_DIR) + "/exactly_kafka.so");
+  SinkHarness sink(lib, "kafka",
+                   {{"bootstrap.servers", kafka_bootstrap()}, {"topic", out},
+                    {"delivery", "exactly_once"}, {"transactional.id", unique_name("clo-txn")},
+                    {"open.timeout", "8000"}});
+  ASSERT_TRUE(sink.ok()) << sink.create_status().message();
+  ASSERT_TRUE(sink.open().is_ok());
+  const exactly::sdk::Partition part{0, in + "-0", in, 0, -1};
+  exactly::sdk::StateInfo info;
+  auto st = sink.state_open(store, part, info);
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  ASSERT_TRUE(info.created);
+
+  // A restore that reads slowly at first while claims keep coming: its reader reaches the
+  // end (an empty fetch while the first record is being handled), then fetches the claims
+  // written after that, which stay in its queue when the restore stops at that end.
+  write_claims(store, 1000);
+  long read = 0;
+  st = sink.state_read(store, part, 0, [&](int64_t, ex_bytes, ex_bytes) {
+    if (read++ == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      write_claims(store, 1000);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    }
+    return true;
+  });
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  EXPECT_EQ(read, 1000) << "the restore was to stop at the end it first reached";
+  std::printf("restore read %ld of the 2000 claims\n", read);
+  std::fflush(stdout);
+
+  // Down: the answer is a retriable error within the sink's open.timeout (8 s) and one
+  // request's wait (5 s), not a wait for the broker's return, and not an abort.
+  ASSERT_TRUE(OwnCluster::node("stop-node", 1));
+  const auto asked = std::chrono::steady_clock::now();
+  auto down = std::async(std::launch::async, [&] { return sink.state_open(store, part, info); });
+  const bool answered = down.wait_for(std::chrono::seconds(60)) == std::future_status::ready;
+  const auto took = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - asked);
+  EXPECT_TRUE(answered) << "state_open gave no answer for 60 s while the broker was down";
+  ASSERT_TRUE(OwnCluster::node("start-node", 1));
+  st = down.get();  // (a call that waited for the broker returns now)
+  if (answered) {
+    EXPECT_EQ(st.code(), EX_ERR_RETRIABLE) << st.message();
+    EXPECT_NE(st.message().find("cannot read the range of changelog " + store + " [0]"), std::string::npos)
+        << st.message();
+    std::printf("answered in %lld s: %s\n", static_cast<long long>(took.count()), st.message().c_str());
+  }
+
+  // Back: the same reader answers, with every claim.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+  do {
+    st = sink.state_open(store, part, info);
+  } while (!st.is_ok() && std::chrono::steady_clock::now() < until);
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  EXPECT_EQ(info.end, 2000);
 }

@@ -806,6 +806,30 @@ class SinkHarness {
     ex_error e = new_error();
     return status_of(vt_->abort(self_, &e), e);
   }
+  // The state changelog calls (ABI 1.1) of a sink that keeps them, as a stage's host
+  // forwards them; unsupported when the sink has none.
+  sdk::Status state_open(const std::string& store, const sdk::Partition& part, sdk::StateInfo& info) {
+    if (vt_->state_open == nullptr) return sdk::Status::unsupported();
+    ex_partition p = part.to_abi();
+    ex_state_info i{sizeof(i), 0, 0, 0};
+    ex_error e = new_error();
+    int32_t rc = vt_->state_open(self_, sdk::bytes(store), &p, &i, &e);
+    info = sdk::StateInfo{i.start, i.end, i.created != 0};
+    return status_of(rc, e);
+  }
+  sdk::Status state_read(const std::string& store, const sdk::Partition& part, int64_t from,
+                         const sdk::StateRecordFn& fn) {
+    if (vt_->state_read == nullptr) return sdk::Status::unsupported();
+    ex_partition p = part.to_abi();
+    ex_error e = new_error();
+    int32_t rc = vt_->state_read(
+        self_, sdk::bytes(store), &p, from,
+        [](ex_state_read_ctx ctx, int64_t pos, ex_bytes key, ex_bytes value) -> int32_t {
+          return (*reinterpret_cast<const sdk::StateRecordFn*>(ctx))(pos, key, value) ? 0 : 1;
+        },
+        reinterpret_cast<ex_state_read_ctx>(const_cast<sdk::StateRecordFn*>(&fn)), &e);
+    return status_of(rc, e);
+  }
   // A new config applied in place (checked against the schema as at create).
   sdk::Status reconfigure(const Library& lib, const std::string& name, const Pairs& config) {
     sdk::Status st = check_before_create(lib, EX_KIND_SINK, name, config);
