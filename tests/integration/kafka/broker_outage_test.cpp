@@ -13,9 +13,7 @@
 // reader's queue: the sink waited between attempts with rd_kafka_poll on that consumer,
 // and 2.0.2 aborts when that meets a fetched record (rd_kafka_q_serve: res !=
 // RD_KAFKA_OP_RES_PASS). A host of BrokerBounce's group died so "during state_open".
-#include <exactly/testing/harness.hpp>
 #include <gtest/gtest.h>
-#include <librdkafka/rdkafka.h>
 
 #include <csignal>
 #include <future>
@@ -23,6 +21,7 @@
 
 #include "hosts.hpp"
 #include "kafka_env.hpp"
+#include "kafka_test_util.hpp"
 #include "output_checks.hpp"
 #include "own_cluster.hpp"
 #include "test_util.hpp"
@@ -76,30 +75,6 @@ TEST(BrokerOutage, AHostWatchingItsGroupOutlivesItsOnlyBrokerBeingDownForAMinute
   expect_markers_visible(out);
 }
 
-namespace {
-
-// Appends `count` small records to partition 0 of `topic` and waits for them, as a
-// running pipeline's sink appends claims to a changelog another host is restoring.
-void write_claims(const std::string& topic, int count) {
-  char err[512];
-  rd_kafka_conf_t* c = rd_kafka_conf_new();
-  rd_kafka_conf_set(c, "bootstrap.servers", kafka_bootstrap().c_str(), err, sizeof err);
-  rd_kafka_t* p = rd_kafka_new(RD_KAFKA_PRODUCER, c, err, sizeof err);
-  ASSERT_NE(p, nullptr) << err;
-  for (int i = 0; i < count; ++i) {
-    const std::string k = "claim-" + std::to_string(i);
-    std::string v(40, 'c');
-    ASSERT_EQ(rd_kafka_producev(p, RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_PARTITION(0),
-                                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(k.data(), k.size()),
-                                RD_KAFKA_V_VALUE(v.data(), v.size()), RD_KAFKA_V_END),
-              RD_KAFKA_RESP_ERR_NO_ERROR);
-  }
-  EXPECT_EQ(rd_kafka_flush(p, 30000), RD_KAFKA_RESP_ERR_NO_ERROR);
-  rd_kafka_destroy(p);
-}
-
-}  // namespace
-
 TEST(BrokerOutage, AChangelogRangeAskedForWhileTheBrokerIsDownFailsRetriablyAfterARestore) {
   using exactly::testing::Library;
   using exactly::testing::SinkHarness;
@@ -119,15 +94,16 @@ TEST(BrokerOutage, AChangelogRangeAskedForWhileTheBrokerIsDownFailsRetriablyAfte
   ASSERT_TRUE(st.is_ok()) << st.message();
   ASSERT_TRUE(info.created);
 
-  // A restore that reads slowly at first while claims keep coming: its reader reaches the
+  // A restore that reads slowly at first while claims keep coming (written to the changelog
+  // as a running pipeline's sink appends them): its reader reaches the
   // end (an empty fetch while the first record is being handled), then fetches the claims
   // written after that, which stay in its queue when the restore stops at that end.
-  write_claims(store, 1000);
+  kt::produce(kafka_bootstrap(), store, 0, 1000, "claim", 0);
   long read = 0;
   st = sink.state_read(store, part, 0, [&](int64_t, ex_bytes, ex_bytes) {
     if (read++ == 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(300));
-      write_claims(store, 1000);
+      kt::produce(kafka_bootstrap(), store, 1000, 2000, "claim", 0);
       std::this_thread::sleep_for(std::chrono::milliseconds(1500));
     }
     return true;

@@ -825,7 +825,11 @@ class SinkHarness {
     int32_t rc = vt_->state_read(
         self_, sdk::bytes(store), &p, from,
         [](ex_state_read_ctx ctx, int64_t pos, ex_bytes key, ex_bytes value) -> int32_t {
-          return (*reinterpret_cast<const sdk::StateRecordFn*>(ctx))(pos, key, value) ? 0 : 1;
+          try {  // nothing thrown may cross into the plugin (a C boundary)
+            return (*reinterpret_cast<const sdk::StateRecordFn*>(ctx))(pos, key, value) ? 0 : 1;
+          } catch (...) {
+            return 1;
+          }
         },
         reinterpret_cast<ex_state_read_ctx>(const_cast<sdk::StateRecordFn*>(&fn)), &e);
     return status_of(rc, e);
