@@ -97,7 +97,11 @@
 # Broker: $EXACTLY_KAFKA_BOOTSTRAP if set, else one started (and stopped) here with
 # tests/tools/kafka-broker.sh's settings, each --broker-prop KEY=VALUE appended (the last
 # value of a key wins; e.g. log.segment.bytes=1073741824, Kafka's own default, instead
-# of the test broker's 256 MiB).
+# of the test broker's 256 MiB). Its heap is KAFKA_HEAP, default 6g: the heap Kafka's
+# documentation gives for production (-Xms6g -Xmx6g with G1 and a 20 ms pause target).
+# At 1g, G1 shrank the young generation to ~50 MB to chase that target on two busy
+# cores and collected every ~0.45 s; at 6g every ~2.7 s, with pauses of the same length
+# (docs/benchmarks.md, "The broker's heap").
 # BUILD_DIR (default build-bench): a Release build of its own, never build/.
 # BENCH_DEDUPE_CONFIG='key: value, ...': added to the dedupe stage's config of every
 # case that has one (an experiment's knob, e.g. 'rocksdb.write.buffer.size: 1073741824').
@@ -237,7 +241,7 @@ if [[ -n "${EXACTLY_KAFKA_BOOTSTRAP:-}" ]]; then
   log "using the broker at $B (pid: $broker_pid; 0 = not measured)"
 else
   broker_dir="$work/kafka"
-  B="$(KAFKA_HEAP="${KAFKA_HEAP:-1g}" "$broker_sh" start --dir "$broker_dir" "${broker_props[@]}" | tail -n1)"
+  B="$(KAFKA_HEAP="${KAFKA_HEAP:-6g}" "$broker_sh" start --dir "$broker_dir" "${broker_props[@]}" | tail -n1)"
   broker_pid="$(cat "$broker_dir/node-1/pid")"
   log "broker $B (pid $broker_pid, dir $broker_dir)"
 fi
