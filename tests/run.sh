@@ -16,7 +16,17 @@ tests/tools/kafka-broker.sh fetch
 
 echo "== kafka broker (KRaft, 127.0.0.1), starting beside the build"
 kdir=$(mktemp -d /tmp/exactly-kafka-suite.XXXXXX)
-cleanup() { "$root/tests/tools/kafka-broker.sh" stop --dir "$kdir" --clean >/dev/null 2>&1 || true; rm -f "$kdir.start.log"; }
+broker_start=
+cleanup() {
+    # A build that fails while the broker is still starting: end the start first, so
+    # that stop finds every node it launched.
+    if [ -n "$broker_start" ]; then
+        kill "$broker_start" 2>/dev/null || true
+        wait "$broker_start" 2>/dev/null || true
+    fi
+    "$root/tests/tools/kafka-broker.sh" stop --dir "$kdir" --clean >/dev/null 2>&1 || true
+    rm -f "$kdir.start.log"
+}
 trap cleanup EXIT
 # Its start (a JVM, ~20-30 s on 2 cores) overlaps the build instead of following it;
 # the build takes the cores, hence the long timeout.
@@ -29,7 +39,8 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEXACTLY_FUZZ=ON
 cmake --build build -j "$(nproc)"
 
 echo "== kafka broker"
-if ! wait "$broker_start"; then cat "$kdir.start.log" >&2; exit 1; fi
+if ! wait "$broker_start"; then broker_start=; cat "$kdir.start.log" >&2; exit 1; fi
+broker_start=
 export EXACTLY_KAFKA_BOOTSTRAP=$(tail -n1 "$kdir.start.log")
 export EXACTLY_KAFKA_DIR=$kdir
 echo "broker at $EXACTLY_KAFKA_BOOTSTRAP"
