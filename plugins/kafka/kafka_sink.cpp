@@ -1,6 +1,7 @@
 #include "kafka_sink.hpp"
 
 #include "cluster_endpoint.hpp"
+#include "error_text.hpp"
 #include "kafka_settings.hpp"
 #include "txn_instance_id.hpp"
 #include "visible_text.hpp"
@@ -296,7 +297,7 @@ sdk::Status KafkaSink::fatal_status(const std::string& what) {
                 : " (if this repeats, another live host uses a copy of this state.dir: each "
                   "host needs its own; on the host with the copy, stop exactly and delete the "
                   "id file, here " + identity_file_ + ", so that it takes a new id)");
-  return sdk::Status::fatal("kafka sink: " + what + (reason.empty() ? "" : " (" + reason + ")") + hint);
+  return sdk::Status::fatal(fit_error("kafka sink: " + with_reason(what, reason), hint, EX_ERROR_MESSAGE_MAX));
 }
 
 sdk::Status KafkaSink::open(std::optional<sdk::Checkpoint>& stored) {

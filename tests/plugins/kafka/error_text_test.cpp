@@ -1,0 +1,60 @@
+#include <gtest/gtest.h>
+
+#include <exactly/plugin_abi.h>
+
+#include <string>
+
+#include "error_text.hpp"
+
+using exactly::kafka::fit_error;
+using exactly::kafka::with_reason;
+
+namespace {
+
+const std::string kHint =
+    ". Another producer with transactional.id exactly-cloned-33b18d1725ff0744 has taken over "
+    "(if this repeats, another live host uses a copy of this state.dir: each host needs its "
+    "own; on the host with the copy, stop exactly and delete the id file, here "
+    "/var/lib/exactly/kafka-sink/cloned.instance-id, so that it takes a new id)";
+
+// What a fenced send_offsets_to_transaction said in a CI run: its partitions listed, and
+// librdkafka's fatal reason the same text again; the hint after them was cut off.
+std::string fenced_text() {
+  std::string one = "_FENCED: Failed to commit offsets to transaction on broker 127.0.0.1:19092/1: ";
+  for (int p = 0; p < 3; ++p)
+    one += "csd-in-30829-0-36799[" + std::to_string(p) +
+           "](Broker: Producer attempted an operation with an old epoch), ";
+  one += "... (after 5ms)";
+  return one;
+}
+
+}  // namespace
+
+TEST(KafkaErrorText, ALongFencedErrorKeepsItsWholeHintWithinTheAbiLimit) {
+  const std::string what = "commit: send_offsets_to_transaction: " + fenced_text() + " (fatal)";
+  const std::string msg =
+      fit_error("kafka sink: " + what + " (" + fenced_text() + ")", kHint, EX_ERROR_MESSAGE_MAX);
+  EXPECT_LE(msg.size() + 1, static_cast<size_t>(EX_ERROR_MESSAGE_MAX));
+  ASSERT_GE(msg.size(), kHint.size());
+  EXPECT_EQ(msg.substr(msg.size() - kHint.size()), kHint);
+  EXPECT_EQ(msg.rfind("kafka sink: commit: send_offsets_to_transaction: _FENCED", 0), 0u) << msg;
+  EXPECT_NE(msg.find("..." + kHint), std::string::npos) << msg;
+}
+
+TEST(KafkaErrorText, AMessageThatFitsIsLeftAsItIs) {
+  EXPECT_EQ(fit_error("kafka sink: commit: timed out", kHint, EX_ERROR_MESSAGE_MAX),
+            "kafka sink: commit: timed out" + kHint);
+  EXPECT_EQ(fit_error("abc", "def", 7), "abcdef");
+  EXPECT_EQ(fit_error("abcdefghij", "XY", 8), "ab...XY");
+}
+
+TEST(KafkaErrorText, ATailLongerThanTheRoomIsCutAtItsEnd) {
+  EXPECT_EQ(fit_error("head", "0123456789", 6), "01234");
+  EXPECT_EQ(fit_error("head", "tail", 0), "");
+}
+
+TEST(KafkaErrorText, AReasonAlreadyInTheErrorIsNotRepeated) {
+  EXPECT_EQ(with_reason("commit: " + fenced_text(), fenced_text()), "commit: " + fenced_text());
+  EXPECT_EQ(with_reason("commit: timed out", "broker down"), "commit: timed out (broker down)");
+  EXPECT_EQ(with_reason("commit: timed out", ""), "commit: timed out");
+}
