@@ -19,11 +19,33 @@ inline void copy_cstr(char* dst, size_t cap, const std::string& s) {
   std::memcpy(dst, s.data(), n);
   dst[n] = '\0';
 }
+
+// Whether byte i of s starts a UTF-8 character (is not a continuation byte), so that a
+// cut there leaves no half character behind.
+inline bool starts_char(const std::string& s, size_t i) {
+  return i >= s.size() || (static_cast<unsigned char>(s[i]) & 0xC0) != 0x80;
+}
+
+// A message longer than the ABI's array keeps its start (what failed) and its end (often
+// what to do about it: a hint appended after a long library text), joined by " ... ",
+// instead of losing the end. The end gets up to a third of the room.
+inline void copy_message(char* dst, size_t cap, const std::string& s) {
+  if (s.size() < cap) return copy_cstr(dst, cap, s);
+  static constexpr char kCut[] = " ... ";
+  const size_t room = cap - 1 - (sizeof(kCut) - 1);
+  size_t tail = s.size() - room / 3;
+  while (!starts_char(s, tail)) ++tail;
+  size_t head = room - (s.size() - tail);
+  while (head > 0 && !starts_char(s, head)) --head;
+  std::string m = s.substr(0, head) + kCut + s.substr(tail);
+  copy_cstr(dst, cap, m);
+}
+
 inline int32_t fill(ex_error* err, const Status& s) {
   if (err != nullptr && !s.is_ok()) {
     err->code = s.code();
     copy_cstr(err->key, sizeof(err->key), s.key());
-    copy_cstr(err->message, sizeof(err->message), s.message());
+    copy_message(err->message, sizeof(err->message), s.message());
   }
   return s.code();
 }
