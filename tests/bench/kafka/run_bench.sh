@@ -15,6 +15,12 @@
 #       [--producer-warmup-s 5] [--producer native|java] [--reader native|java]
 #       [--contender-warmup-s 150] [--cases c,d] [--fractions 0.5]
 #       [--commit-interval-ms 100] ...
+#   --writeback-from BYTES (either mode, as root): the kernel starts writing dirty pages
+#       back once BYTES are dirty (vm.dirty_background_bytes) for this run, restored at
+#       exit. Debian's default is 10% of memory (~2.4 GB here), written back at the 30 s
+#       expiry in one burst that stalls the broker for 0.3-0.8 s; 67108864 (64 MiB)
+#       spreads it (docs/benchmarks.md, "The kernel's writeback burst"). Every run logs the
+#       machine's writeback settings.
 #
 # --latency half: first measures the maximum in the same run, case c catching up on
 # --records records with the same --commit-interval-ms (the input loaded as in the
@@ -130,7 +136,7 @@ interval_ms=1000 max_records=1000000 streams_threads=1 streams_caching=false pre
 source_rdkafka=""
 sink_rdkafka=""
 work="" keep=0 seed=7 latency_rate=0 latency_s=60 warmup_s=10 producer_warmup_s=5 producer=native reader=native
-contender_warmup_s=150 fractions=0.5
+contender_warmup_s=150 fractions=0.5 writeback_from=""
 broker_props=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -159,6 +165,7 @@ while [[ $# -gt 0 ]]; do
     --contender-warmup-s) contender_warmup_s="$2"; shift 2 ;;
     --fractions) fractions="$2"; shift 2 ;;
     --broker-prop) broker_props+=(--prop "$2"); shift 2 ;;
+    --writeback-from) writeback_from="$2"; shift 2 ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "run_bench.sh: unknown option $1" >&2; exit 2 ;;
   esac
@@ -182,6 +189,12 @@ done
 
 log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
+writeback_settings() {
+  local v=/proc/sys/vm
+  echo "writeback from $(cat $v/dirty_background_bytes) bytes / $(cat $v/dirty_background_ratio)% dirty, expiry $(( $(cat $v/dirty_expire_centisecs) * 10 )) ms"
+}
+[[ -z "$writeback_from" || "$writeback_from" =~ ^[0-9]+$ ]] ||
+  { echo "run_bench.sh: --writeback-from takes a byte count, not '$writeback_from'" >&2; exit 2; }
 
 # ---------------------------------------------------------------- build
 log "building in $build"
@@ -223,8 +236,19 @@ connect_cp="$connect_target/libs/*"
 [[ -n "$work" ]] || work="$(mktemp -d /tmp/exactly-kafka-bench.XXXXXX)"
 mkdir -p "$work"
 broker_dir="" broker_pid=0
+# Puts back the writeback threshold --writeback-from replaced (bytes if it was set in
+# bytes, else the ratio: setting one clears the other).
+restore_writeback() {
+  [[ -n "${wb_saved:-}" ]] || return 0
+  local bytes ratio
+  read -r bytes ratio <<<"$wb_saved"
+  if [[ $bytes != 0 ]]; then echo "$bytes" >/proc/sys/vm/dirty_background_bytes || true
+  else echo "$ratio" >/proc/sys/vm/dirty_background_ratio || true; fi
+  wb_saved=""
+}
 cleanup() {
   local rc=$?
+  restore_writeback
   if [[ -n "$broker_dir" ]]; then
     if [[ $keep -eq 1 ]]; then "$broker_sh" stop --dir "$broker_dir" >/dev/null 2>&1 || true
     else "$broker_sh" stop --dir "$broker_dir" --clean >/dev/null 2>&1 || true; fi
@@ -233,6 +257,12 @@ cleanup() {
   exit $rc
 }
 trap cleanup EXIT
+wb_saved=""
+if [[ -n "$writeback_from" ]]; then
+  wb_saved="$(cat /proc/sys/vm/dirty_background_bytes) $(cat /proc/sys/vm/dirty_background_ratio)"
+  echo "$writeback_from" 2>/dev/null >/proc/sys/vm/dirty_background_bytes ||
+    { wb_saved=""; die "--writeback-from needs root (writing /proc/sys/vm/dirty_background_bytes failed)"; }
+fi
 if [[ -n "${EXACTLY_KAFKA_BOOTSTRAP:-}" ]]; then
   B="$EXACTLY_KAFKA_BOOTSTRAP"
   # A local broker's CPU is measured too when its listening pid can be seen.
@@ -750,7 +780,7 @@ run_latency_case() {  # case rep seconds (rep "w": the broker's warm-up run, not
 }
 
 if [[ "$latency_rate" != 0 ]]; then
-  log "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+  log "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(writeback_settings)"
   max_note="" rates=("$latency_rate") labels=("")
   if [[ "$latency_rate" == half ]]; then
     log "the maximum: case c catching up on $records records with ${interval_ms} ms commits"
@@ -813,7 +843,7 @@ if [[ "$latency_rate" != 0 ]]; then
   exit 0
 fi
 
-log "machine: $(nproc) cores, $(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), load $(cut -d' ' -f1-3 /proc/loadavg)"
+log "machine: $(nproc) cores, $(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), load $(cut -d' ' -f1-3 /proc/loadavg), $(writeback_settings)"
 for rep in $(seq 1 "$repeats"); do
   for c in "${case_list[@]}"; do run_case "$c" "$rep"; done
 done
