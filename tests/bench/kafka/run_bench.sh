@@ -116,7 +116,8 @@
 # (a curl per sample: a diagnosis, not for the figures). The reader also prints, for each
 # second over 250 ms, the worst latency of each partition, and every latency case prints
 # the machine's steal (CPU the hypervisor gave to other guests) per second of input,
-# beside the late seconds, and the broker's GC pauses over 50 ms per second (when its
+# beside the late seconds, the seconds the kernel had 100 MB or more under writeback,
+# and the broker's GC pauses over 50 ms per second (when its
 # directory is known: its own broker, or EXACTLY_KAFKA_DIR). Who had the cores in a late second: run
 # tests/bench/kafka/thread_sampler.py record FILE SECONDS beside it (per-thread CPU of
 # every process of the case, every 100 ms) and its report with the reader's second 0.
@@ -351,6 +352,37 @@ steal_report() {  # samples-file reader-stderr: steal per second of input, besid
         line = line sprintf(" %d:%.0f/%.0f", s, p[s], p[s + 1])
       }
       if (nl) out = out sprintf("; seconds over 250 ms with 25%% or more in that second or the next: %d of %d, steal %% by second (that/next):%s", both, nl, line)
+      print out
+    }' "$1"
+}
+
+writeback_sampler() {  # file: every 250 ms "ms-since-the-epoch dirty-kB writeback-kB" of the machine
+  # The kernel's writeback: with Debian's defaults the first ~1.5 GB of a case's writes go
+  # to the disk in one burst 30 s in, and the seconds around it were late in every case
+  # (docs/benchmarks.md, "The kernel's writeback burst").
+  while kill -0 $$ 2>/dev/null; do
+    awk -v ms="$(date +%s%3N)" '/^Dirty:/ { d = $2 } /^Writeback:/ { w = $2 } END { print ms, d, w }' /proc/meminfo
+    sleep 0.25
+  done >"$1"
+}
+
+writeback_report() {  # samples-file reader-stderr: pages under writeback per second, beside the late seconds
+  local first
+  first=$(grep -m1 -o 'second 0 = [0-9]*' "$2" 2>/dev/null | grep -o '[0-9]*$' || true)
+  [[ -n $first && -s $1 ]] || return 0
+  awk -v first="$first" -v late="$(grep -m1 'seconds over 250 ms' "$2" | sed 's/^[^:]*:[^:]*://')" '
+    $1 >= first { s = int(($1 - first) / 1000); if ($3 > wb[s]) wb[s] = $3; if ($2 > dirty[s]) dirty[s] = $2; if (s > n) n = s }
+    END {
+      split(late, l, " "); for (k in l) { split(l[k], f, ":"); if (f[1] != "") islate[f[1] + 0] = 1 }
+      peak = 0; bursts = ""
+      for (s = 0; s <= n; s++) {
+        if (dirty[s] > peak) peak = dirty[s]
+        if (wb[s] >= 102400) bursts = bursts sprintf(" %d:%.0f", s, wb[s] / 1024)
+      }
+      out = sprintf("kernel writeback: dirty pages peaked at %.0f MB; seconds with 100 MB or more under writeback (second:MB):%s", peak / 1024, bursts == "" ? " none" : bursts)
+      nl = 0; both = 0
+      for (s = 0; s <= n; s++) if (s in islate) { nl++; if (wb[s] >= 102400 || (s > 0 && wb[s - 1] >= 102400)) both++ }
+      if (nl) out = out sprintf("; seconds over 250 ms with one in that second or the one before: %d of %d", both, nl)
       print out
     }' "$1"
 }
@@ -704,6 +736,8 @@ run_latency_case() {  # case rep seconds (rep "w": the broker's warm-up run, not
   fi
   steal_sampler "$d/steal.txt" &
   local steal_pid=$!
+  writeback_sampler "$d/writeback.txt" &
+  local writeback_pid=$!
   local produce=("$tool" produce --partitions "$partitions" --keyed)
   [[ $producer == native ]] && produce=("$build/bench_paced_produce")
   { time "${produce[@]}" --bootstrap "$B" --topic "$in" --count "$count" \
@@ -721,6 +755,7 @@ run_latency_case() {  # case rep seconds (rep "w": the broker's warm-up run, not
   wait "$reader_pid" || rrc=$?
   [[ -n $sampler_pid ]] && { kill "$sampler_pid" 2>/dev/null; wait "$sampler_pid" 2>/dev/null || true; }
   kill "$steal_pid" 2>/dev/null; wait "$steal_pid" 2>/dev/null || true
+  kill "$writeback_pid" 2>/dev/null; wait "$writeback_pid" 2>/dev/null || true
   # exactly's own view of the run (b, c, e): how its batches and commits were spread, to
   # tell a slow commit from a slow batch when the tail is long.
   if [[ $c != d && $c != a ]]; then
@@ -763,6 +798,8 @@ run_latency_case() {  # case rep seconds (rep "w": the broker's warm-up run, not
   timeline=$(steal_report "$d/steal.txt" "$d/latency.err")
   [[ -n $timeline ]] && log "  $timeline"
   timeline=$(gc_report "$d/latency.err")
+  [[ -n $timeline ]] && log "  $timeline"
+  timeline=$(writeback_report "$d/writeback.txt" "$d/latency.err")
   [[ -n $timeline ]] && log "  $timeline"
   # The input side of it: how long the producer waited for its acks, per second.
   timeline=$(grep -m1 'worst send-to-ack' "$d/produce.err" 2>/dev/null | sed 's/^[a-z_-]* produce: //' || true)
