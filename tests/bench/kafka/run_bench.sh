@@ -319,24 +319,33 @@ jit_cpu_of() {  # utime+stime of a JVM's JIT compiler threads (C1, C2) in second
     END { printf "%.2f", s / t }' "${files[@]}" 2>/dev/null || echo 0
 }
 
-steal_sampler() {  # file: every 250 ms "ms-since-the-epoch steal-jiffies all-jiffies" of the machine
-  # Steal is CPU time the hypervisor gave to another guest while this VM wanted it: on
-  # a shared 2-vCPU machine a late second can be one where the cores were not ours.
-  while kill -0 $$ 2>/dev/null; do  # $$: the script, so a case that dies leaves none behind
-    awk -v ms="$(date +%s%3N)" '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print ms, $9, t; exit }' /proc/stat
-    sleep 0.25
-  done >"$1"
+sample_every_250ms() {  # file command...: the command's output line every 250 ms, for a case
+  while kill -0 $$ 2>/dev/null; do "${@:2}"; sleep 0.25; done >"$1"  # $$: the script, so a case that dies leaves none behind
 }
+# Steal is CPU time the hypervisor gave to another guest while this VM wanted it: on
+# a shared 2-vCPU machine a late second can be one where the cores were not ours.
+steal_sample() {  # "ms-since-the-epoch steal-jiffies all-jiffies" of the machine
+  awk -v ms="$(date +%s%3N)" '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print ms, $9, t; exit }' /proc/stat
+}
+# The kernel's writeback: with Debian's defaults the first ~1.5 GB of a case's writes go
+# to the disk in one burst 30 s in, and the seconds around it were late in every case
+# (docs/benchmarks.md, "The kernel's writeback burst").
+writeback_sample() {  # "ms-since-the-epoch dirty-kB writeback-kB" of the machine
+  awk -v ms="$(date +%s%3N)" '/^Dirty:/ { d = $2 } /^Writeback:/ { w = $2 } END { print ms, d, w }' /proc/meminfo
+}
+# The reader's timeline, for the reports beside it: its second 0 (the first record's
+# timestamp, ms since the epoch) and its late seconds ("s:ms/ms/.. s:.."), from its stderr.
+reader_second0() { grep -m1 -o 'second 0 = [0-9]*' "$1" 2>/dev/null | grep -o '[0-9]*$' || true; }
+reader_late() { grep -m1 'seconds over 250 ms' "$1" | sed 's/^[^:]*:[^:]*://' || true; }
 
 steal_report() {  # samples-file reader-stderr: steal per second of input, beside the late seconds
-  # Second i of the reader's timeline starts at its "second 0" (the first record's
-  # timestamp) + i s; a sample's delta counts for the second its sample ends in. A
-  # record of second i that was late waited through second i and the next, so a late
-  # second is shown with the steal of both.
+  # Second i of the reader's timeline starts at its "second 0" + i s; a sample's delta
+  # counts for the second its sample ends in. A record of second i that was late waited
+  # through second i and the next, so a late second is shown with the steal of both.
   local first
-  first=$(grep -m1 -o 'second 0 = [0-9]*' "$2" 2>/dev/null | grep -o '[0-9]*$' || true)
+  first=$(reader_second0 "$2")
   [[ -n $first && -s $1 ]] || return 0
-  awk -v first="$first" -v late="$(grep -m1 'seconds over 250 ms' "$2" | sed 's/^[^:]*:[^:]*://')" '
+  awk -v first="$first" -v late="$(reader_late "$2")" '
     NR > 1 && $1 >= first { s = int(($1 - first) / 1000); st[s] += $2 - ps; all[s] += $3 - pt; if (s > n) n = s }
     { ps = $2; pt = $3 }
     END {
@@ -356,21 +365,11 @@ steal_report() {  # samples-file reader-stderr: steal per second of input, besid
     }' "$1"
 }
 
-writeback_sampler() {  # file: every 250 ms "ms-since-the-epoch dirty-kB writeback-kB" of the machine
-  # The kernel's writeback: with Debian's defaults the first ~1.5 GB of a case's writes go
-  # to the disk in one burst 30 s in, and the seconds around it were late in every case
-  # (docs/benchmarks.md, "The kernel's writeback burst").
-  while kill -0 $$ 2>/dev/null; do
-    awk -v ms="$(date +%s%3N)" '/^Dirty:/ { d = $2 } /^Writeback:/ { w = $2 } END { print ms, d, w }' /proc/meminfo
-    sleep 0.25
-  done >"$1"
-}
-
 writeback_report() {  # samples-file reader-stderr: pages under writeback per second, beside the late seconds
   local first
-  first=$(grep -m1 -o 'second 0 = [0-9]*' "$2" 2>/dev/null | grep -o '[0-9]*$' || true)
+  first=$(reader_second0 "$2")
   [[ -n $first && -s $1 ]] || return 0
-  awk -v first="$first" -v late="$(grep -m1 'seconds over 250 ms' "$2" | sed 's/^[^:]*:[^:]*://')" '
+  awk -v first="$first" -v late="$(reader_late "$2")" '
     $1 >= first { s = int(($1 - first) / 1000); if ($3 > wb[s]) wb[s] = $3; if ($2 > dirty[s]) dirty[s] = $2; if (s > n) n = s }
     END {
       split(late, l, " "); for (k in l) { split(l[k], f, ":"); if (f[1] != "") islate[f[1] + 0] = 1 }
@@ -393,7 +392,7 @@ gc_report() {  # reader-stderr: the broker's GC pauses over 50 ms per second of 
   # found one beside half of them. Needs the broker's directory: its own, or
   # EXACTLY_KAFKA_DIR for one started by tests/tools/kafka-broker.sh (gc.log since 9fa36bf).
   local dir="${broker_dir:-${EXACTLY_KAFKA_DIR:-}}" first out="" t ms
-  first=$(grep -m1 -o 'second 0 = [0-9]*' "$1" 2>/dev/null | grep -o '[0-9]*$' || true)
+  first=$(reader_second0 "$1")
   [[ -n $dir && -n $first ]] || return 0
   ls "$dir"/node-*/logs/gc.log >/dev/null 2>&1 || return 0
   # [2026-12-02T02:48:22.344+0000][11.792s] GC(7) Pause Young (Normal) (...) 88M->44M(1024M) 47.927ms
@@ -734,9 +733,9 @@ run_latency_case() {  # case rep seconds (rep "w": the broker's warm-up run, not
       done >"$d/metrics-timeline.txt" ) &
     sampler_pid=$!
   fi
-  steal_sampler "$d/steal.txt" &
+  sample_every_250ms "$d/steal.txt" steal_sample &
   local steal_pid=$!
-  writeback_sampler "$d/writeback.txt" &
+  sample_every_250ms "$d/writeback.txt" writeback_sample &
   local writeback_pid=$!
   local produce=("$tool" produce --partitions "$partitions" --keyed)
   [[ $producer == native ]] && produce=("$build/bench_paced_produce")
