@@ -18,9 +18,9 @@
 #   --writeback-from BYTES (either mode, as root): the kernel starts writing dirty pages
 #       back once BYTES are dirty (vm.dirty_background_bytes) for this run, restored at
 #       exit. Debian's default is 10% of memory (~2.4 GB here), written back at the 30 s
-#       expiry in one burst that stalls the broker for 0.3-0.8 s; 67108864 (64 MiB)
-#       spreads it (docs/benchmarks.md, "The kernel's writeback burst"). Every run logs the
-#       machine's writeback settings.
+#       expiry in one burst, and the records of those seconds came 0.3-0.8 s late (the
+#       raw copy's too); 67108864 (64 MiB) spreads it (docs/benchmarks.md, "The kernel's
+#       writeback burst"). Every run logs the machine's writeback settings.
 #
 # --latency half: first measures the maximum in the same run, case c catching up on
 # --records records with the same --commit-interval-ms (the input loaded as in the
