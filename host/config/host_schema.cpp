@@ -30,7 +30,9 @@ const std::vector<Field>& pipeline_fields() {
           "commit left of it, and at least as long as commits typically take); a round also "
           "ends once its oldest record has waited this long since its timestamp (late input "
           "after a stall upstream), but gathers at least a quarter of it and twice the "
-          "typical commit"),
+          "typical commit; not while the pipeline reads a backlog (the newest record polled "
+          "older than twice this and at least 2 s: a catch-up keeps the cadence, with fewer "
+          "commits)"),
       fld("commit.max.records", EX_CFG_INT, "100000", "records that close a round early"),
       fld("commit.after.takeover", EX_CFG_DURATION, "2s",
           "for this long after the source is given partitions (other than at start) or resumes "

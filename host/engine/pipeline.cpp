@@ -243,6 +243,7 @@ Pipeline::RunResult Pipeline::run_instance() {
             spec_.transforms.size(), spec_.sink.plugin, config::to_string(spec_.delivery));
 
   auto interval = std::chrono::milliseconds(spec_.commit_interval_ms);
+  const int64_t backlog_ms = backlog_age(interval).count();
   int retriable_polls = 0;
   std::vector<ex_record> held_kept;  // a batch without records of held partitions
   for (;;) {
@@ -256,10 +257,12 @@ Pipeline::RunResult Pipeline::run_instance() {
     while (!stop_ && in.round_records < static_cast<uint64_t>(spec_.commit_max_records)) {
       const auto now = Clock::now();
       Clock::time_point due{};
-      const bool aged = in.round_oldest_ms != std::numeric_limits<int64_t>::max();
+      const int64_t wall = wall_ms();
+      // (batch_newest_ms is set with round_oldest_ms.)
+      const bool aged = in.round_oldest_ms != std::numeric_limits<int64_t>::max() &&
+                        wall - in.batch_newest_ms < backlog_ms;
       if (aged)  // the oldest record's timestamp + interval, moved onto the steady clock
-        due = now + std::chrono::milliseconds(in.round_oldest_ms + spec_.commit_interval_ms -
-                                              wall_ms());
+        due = now + std::chrono::milliseconds(in.round_oldest_ms + spec_.commit_interval_ms - wall);
       const auto end = round_end(in.round_start, round_len, min_round, aged ? &due : nullptr);
       if (now >= end) break;
       auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(end - now);

@@ -102,6 +102,9 @@ struct Pipeline::Instance {
   // The round's oldest record timestamp (epoch ms; INT64_MAX: none known): its age when
   // the round commits is the round's worst end-to-end latency so far.
   int64_t round_oldest_ms = std::numeric_limits<int64_t>::max();
+  // The newest record timestamp of the last batch with any (epoch ms; INT64_MIN: none yet):
+  // how far behind its input the pipeline reads (backlog_age(), round_cadence.hpp).
+  int64_t batch_newest_ms = std::numeric_limits<int64_t>::min();
   uint64_t round_out = 0, round_rejected = 0;  // folded into the stats when it commits
   // Records a sink's completion window failed after an earlier round counted them out
   // (pipeline_window.cpp): taken off records_out when this round commits.

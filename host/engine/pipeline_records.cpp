@@ -145,9 +145,13 @@ Outcome Pipeline::process_batch(Instance& in, const ex_batch* batch) {
   int64_t* pos = nullptr;
   int32_t pos_of = 0;
   int64_t oldest_ms = std::numeric_limits<int64_t>::max();
+  int64_t newest_ms = std::numeric_limits<int64_t>::min();
   for (size_t i = 0; i < batch->count; ++i) {
     const ex_record& r = at(batch, i);
-    if (r.timestamp_ms >= 0) oldest_ms = std::min(oldest_ms, r.timestamp_ms);
+    if (r.timestamp_ms >= 0) {
+      oldest_ms = std::min(oldest_ms, r.timestamp_ms);
+      newest_ms = std::max(newest_ms, r.timestamp_ms);
+    }
     if (pos == nullptr || r.partition != pos_of) {
       pos_of = r.partition;
       // The contract (assigned() before a partition's first record) broken by the source
@@ -172,6 +176,7 @@ Outcome Pipeline::process_batch(Instance& in, const ex_batch* batch) {
   if (oldest_ms != std::numeric_limits<int64_t>::max()) {
     metrics::global().observe("record_age_at_poll_seconds", labels(), age_seconds(oldest_ms));
     in.round_oldest_ms = std::min(in.round_oldest_ms, oldest_ms);
+    in.batch_newest_ms = newest_ms;
   }
 
   // The tasks: each its share of the batch (partition id % tasks, batch order kept).

@@ -47,6 +47,21 @@ TimePoint round_end(TimePoint start, Duration round_len, Duration min_round,
   return std::max(start + std::min(min_round, round_len), *oldest_due);
 }
 
+// Input whose newest record is already this old when polled is a backlog being read (a
+// restart, a rebalance's takeover, a replay, a pipeline slower than its input), not input
+// that a stall upstream delayed for a moment (a broker's GC pause or writeback burst: 0.1-1
+// s in docs/benchmarks.md). Its records are all late; ending rounds early for them (above)
+// would not make them less late, and each commit it adds stops the pipeline for as long
+// as the commit takes, so every record behind would come out later: a 2M-record catch-up
+// at a 1 s interval committed 11-13 times instead of 4-5 and ran 2-20% slower
+// (docs/benchmarks.md, "Rounds through a backlog"). Through a backlog a round keeps the
+// cadence; rounds end early again once a batch's newest record is younger than this.
+// Twice the interval, because only records older than the interval end rounds early.
+template <class Duration>
+Duration backlog_age(Duration interval) {
+  return std::max(2 * interval, Duration(std::chrono::seconds(2)));
+}
+
 // The shortest round round_end() allows: a quarter of the interval, and twice the typical
 // commit (the pipeline processes at least two thirds of its time), up to the interval.
 template <class Duration>

@@ -209,14 +209,21 @@ int64_t median_commit_gap(const std::string& tag, int64_t age_ms) {
 }
 
 TEST(CommitProtocol, ARoundOfLateInputEndsOnceItsOldestRecordHasWaitedTheInterval) {
-  // Records an hour old when polled (input late after a stall upstream, or a replay):
-  // the round ends at its shortest, a quarter of the 2 s interval, not at 2 s.
-  const int64_t late = median_commit_gap("commit-late", 3600 * 1000);
+  // Records 3 s old when polled (input late after a stall upstream: past the 2 s interval,
+  // not yet a backlog's 4 s): the round ends at its shortest, a quarter of the interval.
+  const int64_t late = median_commit_gap("commit-late", 3000);
   EXPECT_GE(late, 400) << "shorter than a quarter interval";
   EXPECT_LT(late, 1200) << "late input waited for the whole interval";
   // Fresh records keep the cadence: they reach the interval's age about when it ends.
   const int64_t fresh = median_commit_gap("commit-fresh", 0);
   EXPECT_GE(fresh, 1600) << "fresh input cut the rounds short";
+}
+
+TEST(CommitProtocol, ABacklogKeepsTheCadenceInsteadOfEndingRoundsEarly) {
+  // Records an hour old when polled (a restart's catch-up, a replay): every record is
+  // late, and short rounds would only add commits; the rounds keep the 2 s cadence.
+  const int64_t backlog = median_commit_gap("commit-backlog", 3600 * 1000);
+  EXPECT_GE(backlog, 1600) << "a backlog's rounds were cut short";
 }
 
 TEST(ErrorPolicy, StopNamesTheRecordOriginAndCommitsNothingOfTheRound) {

@@ -75,3 +75,13 @@ TEST(RoundCadence, TheShortestRoundIsAQuarterIntervalOrTwoTypicalCommits) {
   EXPECT_EQ(round_min_length(ms(100), ms(80)), ms(100));
   EXPECT_EQ(round_min_length(ms(1000), ms(20)), ms(250));
 }
+
+using exactly::engine::backlog_age;
+
+TEST(RoundCadence, InputIsABacklogFromTwoSecondsOrTwoIntervalsOfAge) {
+  // Above a stall's 0.1-1 s, and above the interval, the age from which rounds end early.
+  EXPECT_EQ(backlog_age(ms(100)), ms(2000));
+  EXPECT_EQ(backlog_age(ms(1000)), ms(2000));
+  EXPECT_EQ(backlog_age(ms(2000)), ms(4000));
+  EXPECT_EQ(backlog_age(ms(5000)), ms(10000));
+}
