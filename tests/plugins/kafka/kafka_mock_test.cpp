@@ -503,6 +503,70 @@ TEST(KafkaSourceMock, AStalledPartitionIsReportedAndRestartedWithoutLossOrRepeat
   EXPECT_TRUE(warned) << "no warning naming the stalled partition";
 }
 
+// The stall check while the leader of the partition that gets nothing is down: the
+// check's watermark request for it fails, so nothing is restarted or warned about while
+// the broker is away (a source that took a failed answer for "records waiting" would
+// restart the partition every timeout, and one that waited for the answer would hold
+// the other partition's records), and once the leader is back every record of both
+// partitions arrives once, in offset order.
+TEST(KafkaSourceMock, AStallCheckWhileTheLeaderIsDownRestartsNothingAndLosesNothing) {
+  MockCluster mc(2);
+  mc.topic("in", 2);
+  ASSERT_EQ(rd_kafka_mock_partition_set_leader(mc.get(), "in", 0, 1), RD_KAFKA_RESP_ERR_NO_ERROR);
+  ASSERT_EQ(rd_kafka_mock_partition_set_leader(mc.get(), "in", 1, 2), RD_KAFKA_RESP_ERR_NO_ERROR);
+  // The group stays on broker 1: only a partition's leader goes away.
+  ASSERT_EQ(rd_kafka_mock_coordinator_set(mc.get(), "group", "stall-down", 1), RD_KAFKA_RESP_ERR_NO_ERROR);
+  kt::produce(mc.servers(), "in", 0, 10, "a", 0);
+  kt::produce(mc.servers(), "in", 0, 10, "b", 1);
+  // Broker 2 answers fetches with an error until it goes down (and for a while after it
+  // is back): in-1's records wait there, never delivered, and it has no watermarks cached.
+  for (int i = 0; i < 14; ++i)
+    rd_kafka_mock_broker_push_request_error_rtts(mc.get(), 2, kFetch, 1,
+                                                 RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION, 0);
+  FakeHost h;
+  SourceHarness src(lib(), "kafka",
+                    {{"bootstrap.servers", mc.servers()}, {"group.id", "stall-down"}, {"topics", "in"},
+                     {"fetch.stall.timeout", "2000"}},
+                    &h);
+  ASSERT_TRUE(src.ok()) << src.create_status().message();
+  ASSERT_TRUE(src.open().is_ok());
+  std::map<int32_t, std::vector<int64_t>> offsets;  // partition number -> offsets handed out
+  auto number_of = [&](int32_t id) {
+    for (const auto& p : h.assigned)
+      if (p.id == id) return p.number;
+    return -1;
+  };
+  auto poll_until = [&](size_t want0, size_t want1, int64_t until_ms) {
+    while ((offsets[0].size() < want0 || offsets[1].size() < want1) && kt::now_ms() < until_ms) {
+      Status st;
+      for (const auto& r : src.poll(100, nullptr, &st)) offsets[number_of(r.partition)].push_back(r.offset);
+      ASSERT_TRUE(st.is_ok()) << st.message();
+    }
+  };
+  poll_until(10, 0, kt::now_ms() + 20000);
+  ASSERT_EQ(offsets[0].size(), 10u) << "the healthy partition did not deliver";
+  ASSERT_TRUE(offsets[1].empty()) << "the injected fetch errors let in-1 through";
+
+  ASSERT_EQ(rd_kafka_mock_broker_set_down(mc.get(), 2), RD_KAFKA_RESP_ERR_NO_ERROR);
+  // Down for three stall timeouts, while in-0 gets 10 more records.
+  kt::produce(mc.servers(), "in", 10, 20, "a", 0);
+  poll_until(20, 11, kt::now_ms() + 6000);  // (in-1 cannot reach 11: polls for the whole 6 s)
+  EXPECT_EQ(offsets[0].size(), 20u) << "the healthy partition stopped while the other's leader was down";
+  EXPECT_TRUE(offsets[1].empty());
+  EXPECT_EQ(h.metric("kafka_source_fetch_restarts_total{partition=in-1}"), 0.0)
+      << "a partition whose leader does not answer was restarted as if its records were waiting";
+  for (const auto& [level, text] : h.logs)
+    EXPECT_EQ(text.find("no record of in-1 arrived"), std::string::npos) << text;
+
+  ASSERT_EQ(rd_kafka_mock_broker_set_up(mc.get(), 2), RD_KAFKA_RESP_ERR_NO_ERROR);
+  poll_until(20, 10, kt::now_ms() + 40000);
+  std::vector<int64_t> want;
+  for (int64_t o = 0; o < 20; ++o) want.push_back(o);
+  EXPECT_EQ(offsets[0], want);
+  want.resize(10);
+  EXPECT_EQ(offsets[1], want) << "every record of the partition whose leader was down, once, in order";
+}
+
 // ------------------------------------------------------------------ sink, at least once
 
 TEST(KafkaSinkMock, AtLeastOnceDeliversKeysValuesHeadersTimestampsAndRejectsOversize) {
