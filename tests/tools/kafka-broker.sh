@@ -29,6 +29,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/kafka-common.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/kafka-sasl-ssl.sh"
 
 PORT_LOCK=/tmp/exactly-kafka-ports.lock
+# The dirs of the clusters started here, one a line: a cluster's ports stay its own while
+# its dir exists, running or not (see port_reserved).
+PORT_REGISTRY=/tmp/exactly-kafka-clusters
 LAST_DIR_FILE="$KT_CACHE_ROOT/kafka-last-dir"
 
 die() { echo "kafka-broker: error: $*" >&2; exit 1; }
@@ -37,6 +40,34 @@ usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' 
 
 # ------------------------------------------------------------------ helpers
 port_busy() { [[ -n "$(ss -Htln "( sport = :$1 )" 2>/dev/null)" ]]; }
+
+# True if port $1 is one of a cluster's saved ports whose dir still exists. A node stopped
+# on purpose (the broker-failure tests stop one for a minute) starts again on its saved
+# ports; a cluster started meanwhile by a test running beside it found them free and took
+# them, and the stopped cluster's clients then talked to the wrong cluster (a CI run of
+# BrokerOutage, 2026-12-04). Fresh starts without --port skip these ports.
+port_reserved() {
+    local p="$1" d base nodes
+    [[ -f "$PORT_REGISTRY" ]] || return 1
+    while IFS= read -r d; do
+        [[ -n "$d" && -f "$d/cluster.env" ]] || continue
+        base="$(sed -n 's/^BROKER_BASE=//p' "$d/cluster.env")"
+        nodes="$(sed -n 's/^NODES=//p' "$d/cluster.env")"
+        [[ "$base" =~ ^[0-9]+$ && "$nodes" =~ ^[0-9]+$ ]] || continue
+        (( p >= base && p < base + 2 * nodes )) && return 0
+    done <"$PORT_REGISTRY"
+    return 1
+}
+
+register_cluster() {   # under the port lock: adds $DIR, drops dirs that are gone
+    local d keep=()
+    if [[ -f "$PORT_REGISTRY" ]]; then
+        while IFS= read -r d; do
+            [[ -n "$d" && "$d" != "$DIR" && -f "$d/cluster.env" ]] && keep+=("$d")
+        done <"$PORT_REGISTRY"
+    fi
+    printf '%s\n' "${keep[@]}" "$DIR" | sed '/^$/d' >"$PORT_REGISTRY.tmp" && mv "$PORT_REGISTRY.tmp" "$PORT_REGISTRY"
+}
 
 pid_alive_for() {   # pid dir: true if pid runs a kafka.Kafka of this dir
     local pid="$1" d="$2"
@@ -285,7 +316,9 @@ cmd_start() {
             for ((tries = 0; ; tries++)); do
                 (( tries < 200 )) || die "no free loopback port range found"
                 busy=0
-                for ((p = base; p < base + need; p++)); do port_busy "$p" && { busy=1; break; }; done
+                for ((p = base; p < base + need; p++)); do
+                    { port_busy "$p" || port_reserved "$p"; } && { busy=1; break; }
+                done
                 (( busy )) || break
                 base=$(( base + 10 ))
             done
@@ -300,6 +333,7 @@ CTRL_BASE=$CTRL_BASE
 CLUSTER_ID=$CLUSTER_ID
 SECURITY=$SECURITY
 EOF
+        register_cluster
         [[ "$SECURITY" == sasl_ssl ]] && ks_prepare
         for ((n = 1; n <= NODES; n++)); do write_node_config "$n"; done
         # Format in parallel (each is a short JVM).
