@@ -258,7 +258,7 @@ Pipeline::RunResult Pipeline::run_instance() {
       const auto now = Clock::now();
       Clock::time_point due{};
       const int64_t wall = wall_ms();
-      // (batch_newest_ms is set with round_oldest_ms.)
+      // A known round_oldest_ms means batch_newest_ms is set too (no INT64_MIN below).
       const bool aged = in.round_oldest_ms != std::numeric_limits<int64_t>::max() &&
                         wall - in.batch_newest_ms < backlog_ms;
       if (aged)  // the oldest record's timestamp + interval, moved onto the steady clock

@@ -53,7 +53,7 @@ TimePoint round_end(TimePoint start, Duration round_len, Duration min_round,
 // s in docs/benchmarks.md). Its records are all late; ending rounds early for them (above)
 // would not make them less late, and each commit it adds stops the pipeline for as long
 // as the commit takes, so every record behind would come out later: a 2M-record catch-up
-// at a 1 s interval committed 11-13 times instead of 4-5 and ran 2-20% slower
+// at a 1 s interval committed 11-13 times instead of 4-5 and ran 2-18% slower
 // (docs/benchmarks.md, "Rounds through a backlog"). Through a backlog a round keeps the
 // cadence; rounds end early again once a batch's newest record is younger than this.
 // Twice the interval, because only records older than the interval end rounds early.
