@@ -257,10 +257,10 @@ Pipeline::RunResult Pipeline::run_instance() {
     while (!stop_ && in.round_records < static_cast<uint64_t>(spec_.commit_max_records)) {
       const auto now = Clock::now();
       Clock::time_point due{};
-      const int64_t wall = wall_ms();
       // A known round_oldest_ms means batch_newest_ms is set too (no INT64_MIN below).
-      const bool aged = in.round_oldest_ms != std::numeric_limits<int64_t>::max() &&
-                        wall - in.batch_newest_ms < backlog_ms;
+      const bool timed = in.round_oldest_ms != std::numeric_limits<int64_t>::max();
+      const int64_t wall = timed ? wall_ms() : 0;
+      const bool aged = timed && wall - in.batch_newest_ms < backlog_ms;
       if (aged)  // the oldest record's timestamp + interval, moved onto the steady clock
         due = now + std::chrono::milliseconds(in.round_oldest_ms + spec_.commit_interval_ms - wall);
       const auto end = round_end(in.round_start, round_len, min_round, aged ? &due : nullptr);
