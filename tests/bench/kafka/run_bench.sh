@@ -319,19 +319,20 @@ jit_cpu_of() {  # utime+stime of a JVM's JIT compiler threads (C1, C2) in second
     END { printf "%.2f", s / t }' "${files[@]}" 2>/dev/null || echo 0
 }
 
-sample_every_250ms() {  # file command...: the command's output line every 250 ms, for a case
-  while kill -0 $$ 2>/dev/null; do "${@:2}"; sleep 0.25; done >"$1"  # $$: the script, so a case that dies leaves none behind
-}
-# Steal is CPU time the hypervisor gave to another guest while this VM wanted it: on
-# a shared 2-vCPU machine a late second can be one where the cores were not ours.
-steal_sample() {  # "ms-since-the-epoch steal-jiffies all-jiffies" of the machine
-  awk -v ms="$(date +%s%3N)" '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print ms, $9, t; exit }' /proc/stat
-}
-# The kernel's writeback: with Debian's defaults the first ~1.5 GB of a case's writes go
-# to the disk in one burst 30 s in, and the seconds around it were late in every case
-# (docs/benchmarks.md, "The kernel's writeback burst").
-writeback_sample() {  # "ms-since-the-epoch dirty-kB writeback-kB" of the machine
-  awk -v ms="$(date +%s%3N)" '/^Dirty:/ { d = $2 } /^Writeback:/ { w = $2 } END { print ms, d, w }' /proc/meminfo
+# Every 250 ms, one line "ms-since-the-epoch steal-jiffies all-jiffies dirty-kB
+# writeback-kB" of the machine, for a case. Steal is CPU time the hypervisor gave to
+# another guest while this VM wanted it: on a shared 2-vCPU machine a late second can be
+# one where the cores were not ours. Dirty and writeback: with Debian's defaults the first
+# ~1.5 GB of a case's writes go to the disk in one burst 30 s in, and the seconds around
+# it were late in every case (docs/benchmarks.md, "The kernel's writeback burst").
+machine_sampler() {  # file
+  while kill -0 $$ 2>/dev/null; do  # $$: the script, so a case that dies leaves none behind
+    awk -v ms="$(date +%s%3N)" '
+      FNR == NR && /^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; st = $9 }
+      FNR != NR && /^Dirty:/ { d = $2 } FNR != NR && /^Writeback:/ { w = $2 }
+      END { print ms, st, t, d, w }' /proc/stat /proc/meminfo
+    sleep 0.25
+  done >"$1"
 }
 # The reader's timeline, for the reports beside it: its second 0 (the first record's
 # timestamp, ms since the epoch) and its late seconds ("s:ms/ms/.. s:.."), from its stderr.
@@ -370,7 +371,7 @@ writeback_report() {  # samples-file reader-stderr: pages under writeback per se
   first=$(reader_second0 "$2")
   [[ -n $first && -s $1 ]] || return 0
   awk -v first="$first" -v late="$(reader_late "$2")" '
-    $1 >= first { s = int(($1 - first) / 1000); if ($3 > wb[s]) wb[s] = $3; if ($2 > dirty[s]) dirty[s] = $2; if (s > n) n = s }
+    $1 >= first { s = int(($1 - first) / 1000); if ($5 > wb[s]) wb[s] = $5; if ($4 > dirty[s]) dirty[s] = $4; if (s > n) n = s }
     END {
       split(late, l, " "); for (k in l) { split(l[k], f, ":"); if (f[1] != "") islate[f[1] + 0] = 1 }
       peak = 0; bursts = ""
@@ -733,10 +734,8 @@ run_latency_case() {  # case rep seconds (rep "w": the broker's warm-up run, not
       done >"$d/metrics-timeline.txt" ) &
     sampler_pid=$!
   fi
-  sample_every_250ms "$d/steal.txt" steal_sample &
-  local steal_pid=$!
-  sample_every_250ms "$d/writeback.txt" writeback_sample &
-  local writeback_pid=$!
+  machine_sampler "$d/machine.txt" &
+  local machine_pid=$!
   local produce=("$tool" produce --partitions "$partitions" --keyed)
   [[ $producer == native ]] && produce=("$build/bench_paced_produce")
   { time "${produce[@]}" --bootstrap "$B" --topic "$in" --count "$count" \
@@ -753,8 +752,7 @@ run_latency_case() {  # case rep seconds (rep "w": the broker's warm-up run, not
   local rrc=0
   wait "$reader_pid" || rrc=$?
   [[ -n $sampler_pid ]] && { kill "$sampler_pid" 2>/dev/null; wait "$sampler_pid" 2>/dev/null || true; }
-  kill "$steal_pid" 2>/dev/null; wait "$steal_pid" 2>/dev/null || true
-  kill "$writeback_pid" 2>/dev/null; wait "$writeback_pid" 2>/dev/null || true
+  kill "$machine_pid" 2>/dev/null; wait "$machine_pid" 2>/dev/null || true
   # exactly's own view of the run (b, c, e): how its batches and commits were spread, to
   # tell a slow commit from a slow batch when the tail is long.
   if [[ $c != d && $c != a ]]; then
@@ -794,11 +792,11 @@ run_latency_case() {  # case rep seconds (rep "w": the broker's warm-up run, not
   [[ -n $timeline ]] && log "  $timeline"
   timeline=$(grep -m1 'seconds over 250 ms' "$d/latency.err" 2>/dev/null | sed 's/^[a-z_-]*: //' || true)
   [[ -n $timeline ]] && log "  $timeline"
-  timeline=$(steal_report "$d/steal.txt" "$d/latency.err")
+  timeline=$(steal_report "$d/machine.txt" "$d/latency.err")
   [[ -n $timeline ]] && log "  $timeline"
   timeline=$(gc_report "$d/latency.err")
   [[ -n $timeline ]] && log "  $timeline"
-  timeline=$(writeback_report "$d/writeback.txt" "$d/latency.err")
+  timeline=$(writeback_report "$d/machine.txt" "$d/latency.err")
   [[ -n $timeline ]] && log "  $timeline"
   # The input side of it: how long the producer waited for its acks, per second.
   timeline=$(grep -m1 'worst send-to-ack' "$d/produce.err" 2>/dev/null | sed 's/^[a-z_-]* produce: //' || true)
