@@ -448,34 +448,53 @@ inline sdk::Status check_before_create(const Library& lib, ex_component_kind kin
   return validate(lib, kind, name, config);
 }
 
+// What the three harnesses share: the component's vtable, a host (the caller's or one
+// of its own), and the instance made by create() once the config passed the checks the
+// host makes first; destroyed with the harness.
+template <typename Vtable, typename Self, ex_component_kind Kind>
+class ComponentHarness {
+ public:
+  ComponentHarness(const ComponentHarness&) = delete;
+  ComponentHarness& operator=(const ComponentHarness&) = delete;
+  ~ComponentHarness() {
+    if (self_) vt_->destroy(self_);
+  }
+  const sdk::Status& create_status() const { return create_status_; }
+  bool ok() const { return self_ != nullptr; }
+  FakeHost& host() { return *host_; }
+
+ protected:
+  ComponentHarness(const Library& lib, const std::string& name, const Pairs& config, FakeHost* host)
+      : vt_(static_cast<const Vtable*>(lib.component(Kind, name).vtable)),
+        host_(host ? host : &own_host_) {
+    // Refused before create() as the host refuses it: create() never sees such a config.
+    create_status_ = check_before_create(lib, Kind, name, config);
+    if (!create_status_.is_ok()) return;
+    OwnedConfig cfg(lib.component(Kind, name), config);
+    ex_error e = new_error();
+    int32_t rc = vt_->create(host_->api(), cfg.get(), &self_, &e);
+    create_status_ = status_of(rc, e);
+    if (rc != EX_OK) self_ = nullptr;
+  }
+
+  const Vtable* vt_;
+  FakeHost own_host_;
+  FakeHost* host_;
+  Self self_ = nullptr;
+  sdk::Status create_status_;
+};
+
 struct TransformOutput {
   std::vector<OwnedRecord> records;
   std::vector<size_t> kept;                             // input indices kept as-is
   std::vector<std::pair<size_t, std::string>> rejected; // input index, reason
 };
 
-class TransformHarness {
+class TransformHarness : public ComponentHarness<ex_transform_vtable, ex_transform_self, EX_KIND_TRANSFORM> {
  public:
   TransformHarness(const Library& lib, const std::string& name, const Pairs& config,
-                   FakeHost* host = nullptr)
-      : vt_(static_cast<const ex_transform_vtable*>(
-            lib.component(EX_KIND_TRANSFORM, name).vtable)),
-        host_(host ? host : &own_host_) {
-    // Refused before create() as the host refuses it: create() never sees such a config.
-    create_status_ = check_before_create(lib, EX_KIND_TRANSFORM, name, config);
-    if (!create_status_.is_ok()) return;
-    OwnedConfig cfg(lib.component(EX_KIND_TRANSFORM, name), config);
-    ex_error e = new_error();
-    int32_t rc = vt_->create(host_->api(), cfg.get(), &self_, &e);
-    create_status_ = status_of(rc, e);
-    if (rc != EX_OK) self_ = nullptr;
-  }
-  ~TransformHarness() {
-    if (self_) vt_->destroy(self_);
-  }
-  const sdk::Status& create_status() const { return create_status_; }
-  bool ok() const { return self_ != nullptr; }
-  FakeHost& host() { return *host_; }
+                  FakeHost* host = nullptr)
+      : ComponentHarness(lib, name, config, host) {}
 
   sdk::Status assign(const std::vector<sdk::Partition>& parts) { return parts_call(parts, vt_->assign); }
   sdk::Status revoke(const std::vector<sdk::Partition>& parts) { return parts_call(parts, vt_->revoke); }
@@ -570,34 +589,13 @@ class TransformHarness {
     return status_of(fn(self_, &e), e);
   }
 
-  const ex_transform_vtable* vt_;
-  FakeHost own_host_;
-  FakeHost* host_;
-  ex_transform_self self_ = nullptr;
-  sdk::Status create_status_;
 };
 
-class SourceHarness {
+class SourceHarness : public ComponentHarness<ex_source_vtable, ex_source_self, EX_KIND_SOURCE> {
  public:
   SourceHarness(const Library& lib, const std::string& name, const Pairs& config,
-                FakeHost* host = nullptr)
-      : vt_(static_cast<const ex_source_vtable*>(lib.component(EX_KIND_SOURCE, name).vtable)),
-        host_(host ? host : &own_host_) {
-    // Refused before create() as the host refuses it: create() never sees such a config.
-    create_status_ = check_before_create(lib, EX_KIND_SOURCE, name, config);
-    if (!create_status_.is_ok()) return;
-    OwnedConfig cfg(lib.component(EX_KIND_SOURCE, name), config);
-    ex_error e = new_error();
-    int32_t rc = vt_->create(host_->api(), cfg.get(), &self_, &e);
-    create_status_ = status_of(rc, e);
-    if (rc != EX_OK) self_ = nullptr;
-  }
-  ~SourceHarness() {
-    if (self_) vt_->destroy(self_);
-  }
-  const sdk::Status& create_status() const { return create_status_; }
-  bool ok() const { return self_ != nullptr; }
-  FakeHost& host() { return *host_; }
+               FakeHost* host = nullptr)
+      : ComponentHarness(lib, name, config, host) {}
 
   sdk::Status open(const std::optional<sdk::Checkpoint>& resume = std::nullopt) {
     ex_error e = new_error();
@@ -647,34 +645,13 @@ class SourceHarness {
     ex_error e = new_error();
     return status_of(fn(self_, &cp, &e), e);
   }
-  const ex_source_vtable* vt_;
-  FakeHost own_host_;
-  FakeHost* host_;
-  ex_source_self self_ = nullptr;
-  sdk::Status create_status_;
 };
 
-class SinkHarness {
+class SinkHarness : public ComponentHarness<ex_sink_vtable, ex_sink_self, EX_KIND_SINK> {
  public:
   SinkHarness(const Library& lib, const std::string& name, const Pairs& config,
-              FakeHost* host = nullptr)
-      : vt_(static_cast<const ex_sink_vtable*>(lib.component(EX_KIND_SINK, name).vtable)),
-        host_(host ? host : &own_host_) {
-    // Refused before create() as the host refuses it: create() never sees such a config.
-    create_status_ = check_before_create(lib, EX_KIND_SINK, name, config);
-    if (!create_status_.is_ok()) return;
-    OwnedConfig cfg(lib.component(EX_KIND_SINK, name), config);
-    ex_error e = new_error();
-    int32_t rc = vt_->create(host_->api(), cfg.get(), &self_, &e);
-    create_status_ = status_of(rc, e);
-    if (rc != EX_OK) self_ = nullptr;
-  }
-  ~SinkHarness() {
-    if (self_) vt_->destroy(self_);
-  }
-  const sdk::Status& create_status() const { return create_status_; }
-  bool ok() const { return self_ != nullptr; }
-  FakeHost& host() { return *host_; }
+             FakeHost* host = nullptr)
+      : ComponentHarness(lib, name, config, host) {}
 
   sdk::Status open(std::optional<sdk::Checkpoint>* stored = nullptr) {
     ex_checkpoint cp{};
@@ -845,11 +822,6 @@ class SinkHarness {
   }
 
  private:
-  const ex_sink_vtable* vt_;
-  FakeHost own_host_;
-  FakeHost* host_;
-  ex_sink_self self_ = nullptr;
-  sdk::Status create_status_;
 };
 
 }  // namespace exactly::testing
