@@ -3,6 +3,8 @@
 #include <exactly/sdk.hpp>
 #include <simdjson.h>
 
+#include "json_id_scan.hpp"
+
 #include <cstring>
 
 namespace exactly::dedupe {
@@ -52,10 +54,13 @@ void encode_store_key(std::string_view id, std::string& out) {
 struct IdExtractor::Json {
   simdjson::ondemand::parser parser;
   std::vector<char> buf;  // value copy with simdjson's padding behind it
+  std::optional<std::string> field;  // the pointer's one top-level member, for the fast path
 };
 
 IdExtractor::IdExtractor(IdSpec spec) : spec_(std::move(spec)) {
-  if (spec_.source == IdSource::json) json_ = std::make_unique<Json>();
+  if (spec_.source != IdSource::json) return;
+  json_ = std::make_unique<Json>();
+  if (spec_.json_fast_path) json_->field = single_field_of(spec_.pointer);
 }
 IdExtractor::~IdExtractor() = default;
 
@@ -101,6 +106,9 @@ bool IdExtractor::from_json(std::string_view value, std::string& out, std::strin
   if (value.empty()) {
     reason = "id.json: the value is empty, not JSON";
     return false;
+  }
+  if (json_->field) {
+    if (auto id = scan_string_field(value, *json_->field)) return accept(*id, true, out, reason);
   }
   auto& buf = json_->buf;
   if (buf.size() < value.size() + SIMDJSON_PADDING) buf.resize(value.size() + SIMDJSON_PADDING);

@@ -16,7 +16,7 @@ src=$(cd "$(dirname "$0")" && pwd)
 total=24
 [ "${EXACTLY_HEAVY:-0}" = "1" ] && total=1500
 total=${EXACTLY_FUZZ_SECONDS:-$total}
-targets=(config_load kafka_config dedupe_config file_config filter_config generator_config http_config state_codecs)
+targets=(config_load kafka_config dedupe_config file_config filter_config generator_config http_config state_codecs json_id)
 per=$(( total / ${#targets[@]} ))
 [ "$per" -ge 1 ] || per=1
 scratch=$(mktemp -d /tmp/exactly-fuzz.XXXXXX)

@@ -1,0 +1,155 @@
+#include "json_id_scan.hpp"
+
+#include <simdjson.h>
+
+namespace exactly::dedupe {
+
+namespace {
+
+constexpr int kMaxDepth = 64;  // deeper documents go to simdjson (its own limit is 1024)
+
+bool is_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+// Walks the shape of a document the way simdjson's first stage sees it (strings closed,
+// a backslash escaping the next byte, brackets balanced) and gives up on everything it
+// does not need to decide.
+struct Scanner {
+  const unsigned char* p;
+  const unsigned char* end;
+
+  void spaces() {
+    while (p < end && is_space(*p)) ++p;
+  }
+  // At a '"': past the closing one. `plain`: no backslash inside. False for an unclosed
+  // string or a control character in it (where simdjson may answer otherwise).
+  bool string(bool& plain) {
+    plain = true;
+    for (++p; p < end;) {
+      const unsigned char c = *p++;
+      if (c == '"') return true;
+      if (c < 0x20) return false;
+      if (c == '\\') {
+        plain = false;
+        if (p == end || *p < 0x20) return false;
+        ++p;
+      }
+    }
+    return false;
+  }
+  // Any one value, skipped. Scalars are not read: simdjson does not read the values it
+  // skips either, so their spelling cannot change its answer.
+  bool value(int depth) {
+    if (p == end) return false;
+    if (*p == '"') {
+      bool plain;
+      return string(plain);
+    }
+    if (*p == '{' || *p == '[') return container(depth + 1);
+    const unsigned char* start = p;
+    while (p < end && !is_space(*p) && *p != ',' && *p != '}' && *p != ']' && *p != ':' &&
+           *p != '"' && *p != '{' && *p != '[') {
+      if (*p < 0x20) return false;
+      ++p;
+    }
+    return p != start;
+  }
+  bool container(int depth) {
+    if (depth > kMaxDepth) return false;
+    const bool object = *p == '{';
+    const unsigned char close = object ? '}' : ']';
+    ++p;
+    spaces();
+    if (p < end && *p == close) {
+      ++p;
+      return true;
+    }
+    for (;;) {
+      if (object) {
+        bool plain;
+        if (p == end || *p != '"' || !string(plain)) return false;
+        spaces();
+        if (p == end || *p != ':') return false;
+        ++p;
+        spaces();
+      }
+      if (!value(depth)) return false;
+      spaces();
+      if (p == end) return false;
+      if (*p == close) {
+        ++p;
+        return true;
+      }
+      if (*p != ',') return false;
+      ++p;
+      spaces();
+    }
+  }
+};
+
+}  // namespace
+
+std::optional<std::string> single_field_of(std::string_view pointer) {
+  if (pointer.empty() || pointer[0] != '/') return std::nullopt;
+  std::string field;
+  for (size_t i = 1; i < pointer.size(); ++i) {
+    const char c = pointer[i];
+    if (c == '/') return std::nullopt;
+    if (c != '~') {
+      field.push_back(c);
+      continue;
+    }
+    if (i + 1 == pointer.size()) return std::nullopt;
+    const char e = pointer[++i];
+    if (e == '0') field.push_back('~');
+    else if (e == '1') field.push_back('/');
+    else return std::nullopt;
+  }
+  return field;
+}
+
+std::optional<std::string_view> scan_string_field(std::string_view doc, std::string_view field) {
+  const auto* base = reinterpret_cast<const unsigned char*>(doc.data());
+  Scanner s{base, base + doc.size()};
+  s.spaces();
+  if (s.p == s.end || *s.p != '{') return std::nullopt;
+  ++s.p;
+  s.spaces();
+  std::optional<std::string_view> found;
+  if (s.p < s.end && *s.p == '}') return std::nullopt;  // {}: simdjson says what is missing
+  for (;;) {
+    if (s.p == s.end || *s.p != '"') return std::nullopt;
+    const unsigned char* key = s.p + 1;
+    bool plain;
+    // simdjson matches keys by their raw text: one with an escape is left to it.
+    if (!s.string(plain) || !plain) return std::nullopt;
+    const std::string_view name(reinterpret_cast<const char*>(key), static_cast<size_t>(s.p - 1 - key));
+    s.spaces();
+    if (s.p == s.end || *s.p != ':') return std::nullopt;
+    ++s.p;
+    s.spaces();
+    if (!found && name == field) {
+      // The first member of that name decides, as simdjson's lookup: not a plain string,
+      // not ours to answer.
+      if (s.p == s.end || *s.p != '"') return std::nullopt;
+      const unsigned char* v = s.p + 1;
+      if (!s.string(plain) || !plain) return std::nullopt;
+      found = std::string_view(reinterpret_cast<const char*>(v), static_cast<size_t>(s.p - 1 - v));
+    } else if (!s.value(1)) {
+      return std::nullopt;
+    }
+    s.spaces();
+    if (s.p == s.end) return std::nullopt;
+    if (*s.p == '}') break;
+    if (*s.p != ',') return std::nullopt;
+    ++s.p;
+    s.spaces();
+  }
+  ++s.p;
+  s.spaces();
+  if (s.p != s.end || !found) return std::nullopt;
+  // simdjson refuses a document with invalid UTF-8 anywhere in it.
+  if (!simdjson::validate_utf8(doc.data(), doc.size())) return std::nullopt;
+  return found;
+}
+
+}  // namespace exactly::dedupe
