@@ -95,6 +95,9 @@ TEST(JsonIdScan, TheExtractorSaysWithItWhatItSaysWithoutIt) {
       R"({"nested":{"id":"no"},"list":[{"id":"no"}],"id":"yes"})",
       R"({"id":42})",
       R"({"a":"\\","id":"after-backslash"})",
+      // escapes, quotes and multi-byte characters more than 16 bytes into long strings
+      R"({"note":"a long text with an \"escaped\" quote in it","id":"abcdefghijklmnopqrstuvwx\"yz"})",
+      "{\"name\":\"J\xc3\xbcrgen M\xc3\xbcller-L\xc3\xbc" "denscheid\",\"id\":\"0123456789abcdef\xe2\x82\xac\"}",
   };
   const std::string specials = std::string("\"\\{}[],: a0\x01\xff\xc3", 14);
   std::vector<std::string> docs;
