@@ -81,7 +81,11 @@ struct Scanner {
     }
     return p != start;
   }
-  bool container(int depth) {
+  // At a '{' or '['. With `found` (the top-level object), also the value of the first
+  // member named `field`, which must be a plain string, and plain keys throughout:
+  // simdjson matches keys by their raw text, so one with an escape is left to it.
+  bool container(int depth, std::string_view field = {},
+                 std::optional<std::string_view>* found = nullptr) {
     if (depth > kMaxDepth) return false;
     const bool object = *p == '{';
     const unsigned char close = object ? '}' : ']';
@@ -92,15 +96,29 @@ struct Scanner {
       return true;
     }
     for (;;) {
+      bool wanted = false;
       if (object) {
+        const unsigned char* key = p + 1;
         bool plain;
         if (p == end || *p != '"' || !string(plain)) return false;
+        if (found != nullptr) {
+          if (!plain) return false;
+          wanted = !*found && std::string_view(reinterpret_cast<const char*>(key),
+                                               static_cast<size_t>(p - 1 - key)) == field;
+        }
         spaces();
         if (p == end || *p != ':') return false;
         ++p;
         spaces();
       }
-      if (!value(depth)) return false;
+      if (wanted) {  // the first member of that name decides, as simdjson's lookup
+        const unsigned char* v = p + 1;
+        bool plain;
+        if (p == end || *p != '"' || !string(plain) || !plain) return false;
+        *found = std::string_view(reinterpret_cast<const char*>(v), static_cast<size_t>(p - 1 - v));
+      } else if (!value(depth)) {
+        return false;
+      }
       spaces();
       if (p == end) return false;
       if (*p == close) {
@@ -140,40 +158,10 @@ std::optional<std::string_view> scan_string_field(std::string_view doc, std::str
   Scanner s{base, base + doc.size()};
   s.spaces();
   if (s.p == s.end || *s.p != '{') return std::nullopt;
-  ++s.p;
-  s.spaces();
   std::optional<std::string_view> found;
-  if (s.p < s.end && *s.p == '}') return std::nullopt;  // {}: simdjson says what is missing
-  for (;;) {
-    if (s.p == s.end || *s.p != '"') return std::nullopt;
-    const unsigned char* key = s.p + 1;
-    bool plain;
-    // simdjson matches keys by their raw text: one with an escape is left to it.
-    if (!s.string(plain) || !plain) return std::nullopt;
-    const std::string_view name(reinterpret_cast<const char*>(key), static_cast<size_t>(s.p - 1 - key));
-    s.spaces();
-    if (s.p == s.end || *s.p != ':') return std::nullopt;
-    ++s.p;
-    s.spaces();
-    if (!found && name == field) {
-      // The first member of that name decides, as simdjson's lookup: not a plain string,
-      // not ours to answer.
-      if (s.p == s.end || *s.p != '"') return std::nullopt;
-      const unsigned char* v = s.p + 1;
-      if (!s.string(plain) || !plain) return std::nullopt;
-      found = std::string_view(reinterpret_cast<const char*>(v), static_cast<size_t>(s.p - 1 - v));
-    } else if (!s.value(1)) {
-      return std::nullopt;
-    }
-    s.spaces();
-    if (s.p == s.end) return std::nullopt;
-    if (*s.p == '}') break;
-    if (*s.p != ',') return std::nullopt;
-    ++s.p;
-    s.spaces();
-  }
-  ++s.p;
+  if (!s.container(1, field, &found)) return std::nullopt;
   s.spaces();
+  // Text after the object, or no such member ({} included): simdjson says what it is.
   if (s.p != s.end || !found) return std::nullopt;
   // simdjson refuses a document with invalid UTF-8 anywhere in it (and the scanner saw
   // every byte: outside strings it took none from 0x80 on).
