@@ -30,16 +30,11 @@ rocksdb::Status fold_claims(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
   // and no more).
   constexpr size_t kAhead = 24;
   const char* arena = table.arena_data();
-  auto fetch = [&](size_t j) {
-    // A 40-byte claim spans two cache lines half of the time: fetch both ends.
-    const char* claim = reinterpret_cast<const char*>(&claims[order[j].index]);
-    __builtin_prefetch(claim);
-    __builtin_prefetch(claim + sizeof(RoundClaims::Claim) - 1);
-    __builtin_prefetch(arena + order[j].aux);
-  };
-  for (size_t j = 0; j < kAhead && j < order.size(); ++j) fetch(j);
+  for (size_t j = 0; j < kAhead && j < order.size(); ++j)
+    prefetch_claim_and_key(&claims[order[j].index], arena + order[j].aux);
   for (size_t j = 0; st.ok() && j < order.size(); ++j) {
-    if (j + kAhead < order.size()) fetch(j + kAhead);
+    if (j + kAhead < order.size())
+      prefetch_claim_and_key(&claims[order[j + kAhead].index], arena + order[j + kAhead].aux);
     if (pace && (j & 8191) == 0) pace(static_cast<double>(j) / static_cast<double>(order.size()));
     const auto& c = claims[order[j].index];
     size_t n = encode_claim(buf, c.seq, c.offset, c.fingerprint, fp_bytes);

@@ -414,14 +414,11 @@ bool write_claims_file(const std::string& path, const RoundClaims& table,
   if (!w.open(error)) return false;
   constexpr size_t kAhead = 16;
   const char* arena = table.arena_data();
-  auto fetch = [&](size_t j) {
-    __builtin_prefetch(&claims[order[j].index]);
-    __builtin_prefetch(reinterpret_cast<const char*>(&claims[order[j].index]) + sizeof(RoundClaims::Claim) - 1);
-    __builtin_prefetch(arena + order[j].key_low);
-  };
-  for (size_t j = 0; j < kAhead && j < n; ++j) fetch(j);
+  for (size_t j = 0; j < kAhead && j < n; ++j)
+    prefetch_claim_and_key(&claims[order[j].index], arena + order[j].key_low);
   for (size_t j = 0; j < n; ++j) {
-    if (j + kAhead < n) fetch(j + kAhead);
+    if (j + kAhead < n)
+      prefetch_claim_and_key(&claims[order[j + kAhead].index], arena + order[j + kAhead].key_low);
     if (pace && (j & 8191) == 0) pace(static_cast<double>(j) / static_cast<double>(n));
     const auto& c = claims[order[j].index];
     if (!w.add(c.hash, table.key_of(c), c.seq, c.offset, c.fingerprint, error)) return false;

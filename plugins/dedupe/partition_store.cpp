@@ -378,15 +378,17 @@ void PartitionStore::take_spare() {
   reap_spare();
 }
 
-// Adds a fold's live keys to a presence filter: `prefetch(h)` then `add(h)` for each,
-// the filter being larger than the caches, so a few blocks are loaded ahead. One loop for
-// both places that add them (the fold thread, or finish_fold while a filter is built).
-template <typename Prefetch, typename Add>
+// Adds a fold's live keys to a presence filter: `add(h)` for each, the filter being
+// larger than the caches, so the blocks (`block_of(h)`) of a few keys ahead are loaded
+// first. One loop for both places that add them (the fold thread, or finish_fold while a
+// filter is built). The prefetch is here, on the address the functor returns: a functor
+// that prefetched itself was taken by GCC 12 for a pure function and its calls dropped.
+template <typename BlockOf, typename Add>
 void add_folded_keys(const MappedArray<RoundClaims::Claim>& claims, const std::vector<uint32_t>& live,
-                     Prefetch&& prefetch, Add&& add) {
+                     BlockOf&& block_of, Add&& add) {
   constexpr size_t kAhead = 8;
   for (size_t j = 0; j < live.size(); ++j) {
-    if (j + kAhead < live.size()) prefetch(claims[live[j + kAhead]].hash);
+    if (j + kAhead < live.size()) __builtin_prefetch(block_of(claims[live[j + kAhead]].hash));
     add(claims[live[j]].hash);
   }
 }
@@ -490,7 +492,8 @@ void PartitionStore::start_fold() {
                                  fold_fp_bytes_, fold_order_, paced_by);
     }
     if (fold_adds_filter_)
-      add_folded_keys(claims, fold_live_, [&](uint64_t h) { presence_->prefetch_background(h); },
+      add_folded_keys(claims, fold_live_,
+                      [&](uint64_t h) { return presence_->background_block(h); },
                       [&](uint64_t h) { presence_->add_background(h); });
     add_thread_cpu(fold_cpu_);
     fold_priority_->leave();
@@ -521,7 +524,7 @@ sdk::Status PartitionStore::finish_fold(bool wait, bool sync) {
   fold_file_.reset();
   const auto& claims = folding_.claims();
   if (presence_ && !fold_adds_filter_)
-    add_folded_keys(claims, fold_live_, [&](uint64_t h) { presence_->prefetch_add(h); },
+    add_folded_keys(claims, fold_live_, [&](uint64_t h) { return presence_->add_block(h); },
                     [&](uint64_t h) { presence_->add(h); });
   if (building_)
     for (uint32_t i : fold_live_) folded_while_building_.push_back(claims[i].hash);

@@ -103,7 +103,7 @@ class PartitionStore {
   }
   // Starts loading what a record's checks (unindexed and folding tables, presence
   // filter) will read; see DedupeTransform::process.
-  void prefetch(uint64_t hash) const {
+  [[gnu::always_inline]] void prefetch(uint64_t hash) const {
     if (!unindexed_.empty()) unindexed_.prefetch(hash);
     if (folding_active_ && !folding_.empty()) folding_.prefetch(hash);
     if (presence_) presence_->prefetch(hash);

@@ -71,9 +71,15 @@ class PresenceFilter {
     set_bits((pending_new_ ? pending_ : layers_.back()).block(hash), hash);
     ++pending_count_;
   }
-  void prefetch_background(uint64_t hash) const {
-    __builtin_prefetch(pending_new_ ? (pending_.capacity ? pending_.block(hash) : nullptr)
-                                    : layers_.back().block(hash));
+  // The block add_background(hash) writes (null before the new layer exists).
+  const void* background_block(uint64_t hash) const {
+    return pending_new_ ? (pending_.capacity ? pending_.block(hash) : nullptr)
+                        : layers_.back().block(hash);
+  }
+  // always_inline, like every prefetch helper here: GCC 12 takes a function whose only
+  // effect is a prefetch for a pure one and drops calls to it as dead.
+  [[gnu::always_inline]] void prefetch_background(uint64_t hash) const {
+    __builtin_prefetch(background_block(hash));
   }
   void end_adds() {
     if (pending_new_ && pending_.capacity != 0) layers_.push_back(std::move(pending_));
@@ -85,13 +91,13 @@ class PresenceFilter {
   }
 
   // Starts loading the blocks may_contain(hash) reads (one cache line per layer).
-  void prefetch(uint64_t hash) const {
+  [[gnu::always_inline]] void prefetch(uint64_t hash) const {
     for (const Layer& l : layers_)
       if (l.count != 0) __builtin_prefetch(l.block(hash));
   }
 
-  // Starts loading the block add(hash) writes.
-  void prefetch_add(uint64_t hash) const { __builtin_prefetch(layers_.back().block(hash)); }
+  // The block add(hash) writes.
+  const void* add_block(uint64_t hash) const { return layers_.back().block(hash); }
 
   uint64_t count() const { return count_; }  // keys added (not distinct, not live)
   size_t layers() const { return layers_.size(); }
