@@ -71,15 +71,11 @@ class PresenceFilter {
     set_bits((pending_new_ ? pending_ : layers_.back()).block(hash), hash);
     ++pending_count_;
   }
-  // The block add_background(hash) writes (null before the new layer exists).
+  // The block add_background(hash) writes (null before the new layer exists), for the
+  // caller to prefetch (add_folded_keys).
   const void* background_block(uint64_t hash) const {
     return pending_new_ ? (pending_.capacity ? pending_.block(hash) : nullptr)
                         : layers_.back().block(hash);
-  }
-  // always_inline, like every prefetch helper here: GCC 12 takes a function whose only
-  // effect is a prefetch for a pure one and drops calls to it as dead.
-  [[gnu::always_inline]] void prefetch_background(uint64_t hash) const {
-    __builtin_prefetch(background_block(hash));
   }
   void end_adds() {
     if (pending_new_ && pending_.capacity != 0) layers_.push_back(std::move(pending_));
@@ -91,6 +87,7 @@ class PresenceFilter {
   }
 
   // Starts loading the blocks may_contain(hash) reads (one cache line per layer).
+  // always_inline, or GCC drops its calls (round_claims.hpp, prefetch_claim_and_key).
   [[gnu::always_inline]] void prefetch(uint64_t hash) const {
     for (const Layer& l : layers_)
       if (l.count != 0) __builtin_prefetch(l.block(hash));

@@ -2,9 +2,9 @@
 # The dedupe plugin's lookups and folds rely on prefetches (the tables are far larger
 # than the caches), and a compiler can drop them without a word: GCC 12 took helpers
 # whose only effect was __builtin_prefetch for pure functions and deleted every call, so
-# for weeks the record loop prefetched nothing while the docs said it did (found in a
-# profile; the stage thread was 17-27% faster once they were back). This reads the built
-# plugin and fails when a function that must prefetch has no prefetch instruction.
+# until 2026-12-05 the record loop prefetched nothing while the docs said it did (found
+# in a profile; the stage thread was 23-30% faster once they were back). This reads the
+# built plugin and fails when a function that must prefetch has no prefetch instruction.
 #   prefetch_kept_test.sh PATH/TO/exactly_dedupe.so
 set -euo pipefail
 so=$1

@@ -476,6 +476,11 @@ class ComponentHarness {
     create_status_ = status_of(rc, e);
     if (rc != EX_OK) self_ = nullptr;
   }
+  // A call that takes only the instance and an error (prepare_commit, commit, abort).
+  sdk::Status simple(int32_t (*fn)(Self, ex_error*)) {
+    ex_error e = new_error();
+    return status_of(fn(self_, &e), e);
+  }
 
   const Vtable* vt_;
   FakeHost own_host_;
@@ -584,11 +589,6 @@ class TransformHarness : public ComponentHarness<ex_transform_vtable, ex_transfo
     ex_error e = new_error();
     return status_of(fn(self_, abi.data(), abi.size(), &e), e);
   }
-  sdk::Status simple(int32_t (*fn)(ex_transform_self, ex_error*)) {
-    ex_error e = new_error();
-    return status_of(fn(self_, &e), e);
-  }
-
 };
 
 class SourceHarness : public ComponentHarness<ex_source_vtable, ex_source_self, EX_KIND_SOURCE> {
@@ -762,10 +762,7 @@ class SinkHarness : public ComponentHarness<ex_sink_vtable, ex_sink_self, EX_KIN
     if (rc != EX_OK && !st) throw std::runtime_error("write failed: " + std::string(e.message));
     return rejected;
   }
-  sdk::Status prepare_commit() {
-    ex_error e = new_error();
-    return status_of(vt_->prepare_commit(self_, &e), e);
-  }
+  sdk::Status prepare_commit() { return simple(vt_->prepare_commit); }
   sdk::Status commit(const std::optional<sdk::Checkpoint>& positions, bool* stored = nullptr) {
     ex_error e = new_error();
     uint32_t flags = 0;
@@ -779,10 +776,7 @@ class SinkHarness : public ComponentHarness<ex_sink_vtable, ex_sink_self, EX_KIN
     if (stored) *stored = (flags & EX_SINK_STORED_POSITIONS) != 0;
     return status_of(rc, e);
   }
-  sdk::Status abort() {
-    ex_error e = new_error();
-    return status_of(vt_->abort(self_, &e), e);
-  }
+  sdk::Status abort() { return simple(vt_->abort); }
   // The state changelog calls (ABI 1.1) of a sink that keeps them, as a stage's host
   // forwards them; unsupported when the sink has none.
   sdk::Status state_open(const std::string& store, const sdk::Partition& part, sdk::StateInfo& info) {
@@ -820,8 +814,6 @@ class SinkHarness : public ComponentHarness<ex_sink_vtable, ex_sink_self, EX_KIN
     if (vt_->reconfigure == nullptr) return sdk::Status::unsupported();
     return status_of(vt_->reconfigure(self_, cfg.get(), &e), e);
   }
-
- private:
 };
 
 }  // namespace exactly::testing
