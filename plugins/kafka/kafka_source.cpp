@@ -3,6 +3,7 @@
 #include "departed_members.hpp"
 #include "kafka_settings.hpp"
 #include "cluster_endpoint.hpp"
+#include "message_headers.hpp"
 #include "txn_instance_id.hpp"
 #include "visible_text.hpp"
 
@@ -528,8 +529,7 @@ sdk::Status KafkaSource::poll(int timeout_ms, std::vector<ex_record>& out, bool&
   size_t nh = 0;
   msg_headers_.resize(msgs_.size());
   for (size_t i = 0; i < msgs_.size(); ++i) {
-    rd_kafka_headers_t* h = nullptr;
-    if (rd_kafka_message_headers(msgs_[i], &h) != RD_KAFKA_RESP_ERR_NO_ERROR) h = nullptr;
+    rd_kafka_headers_t* h = headers_of(msgs_[i]);
     msg_headers_[i] = h;
     if (h != nullptr) nh += rd_kafka_header_cnt(h);
   }

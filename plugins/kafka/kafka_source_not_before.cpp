@@ -11,6 +11,7 @@
 // paused. A hold, a rewind to another offset or a revocation ends the wait: the
 // partition then restarts elsewhere and meets the record (and its time) again.
 #include "kafka_source.hpp"
+#include "message_headers.hpp"
 
 #include <chrono>
 
@@ -21,8 +22,8 @@ namespace {
 // The header's value as epoch milliseconds; false when absent. `bad` when present but not
 // a plain decimal number.
 bool not_before_of(const rd_kafka_message_t* m, const std::string& name, int64_t& out, bool& bad) {
-  rd_kafka_headers_t* h = nullptr;
-  if (rd_kafka_message_headers(m, &h) != RD_KAFKA_RESP_ERR_NO_ERROR) return false;
+  rd_kafka_headers_t* h = headers_of(m);
+  if (h == nullptr) return false;
   const void* v = nullptr;
   size_t size = 0;
   // The last one counts: a record re-enqueued again carries the newest time last.

@@ -191,6 +191,22 @@ TEST_F(KafkaBroker, ExactlyOnceCopyAbortedRoundIsInvisibleAndReplays) {
   EXPECT_EQ(sum(kt::committed(servers(), group, in, 4)), 10500);
 }
 
+TEST_F(KafkaBroker, RecordsArriveWithTheirHeadersOrNoneAsWritten) {
+  const std::string in = kt::unique("hdr-in");
+  kt::create_topic(servers(), in, 1);
+  auto plain = kt::header_mix(700, "p");
+  auto packed = kt::header_mix(700, "z");
+  kt::produce_records(servers(), in, plain);
+  kt::produce_records(servers(), in, packed, {{"compression.codec", "lz4"}});
+  std::vector<kt::Out> all = plain;
+  all.insert(all.end(), packed.begin(), packed.end());
+
+  SourceHarness src(lib(), "kafka", source_cfg(kt::unique("hdr-g"), in));
+  ASSERT_TRUE(src.ok()) << src.create_status().message();
+  ASSERT_TRUE(src.open().is_ok());
+  kt::expect_as_written(all, kt::poll_n(src, all.size()));
+}
+
 TEST_F(KafkaBroker, RestartedSourceResumesAtOffsetsCommittedInTheTransaction) {
   const std::string in = kt::unique("in"), out = kt::unique("out"), group = kt::unique("g");
   kt::create_topic(servers(), in, 2);

@@ -349,6 +349,22 @@ TEST(KafkaSourceMock, AssignPollCheckpointCommitRewind) {
   EXPECT_TRUE(src.poll(300).empty());
 }
 
+TEST(KafkaSourceMock, RecordsArriveWithTheirHeadersOrNoneAsWritten) {
+  MockCluster mc;
+  mc.topic("in", 1);
+  auto plain = kt::header_mix(70, "p");
+  auto packed = kt::header_mix(70, "z");
+  kt::produce_records(mc.servers(), "in", plain);
+  kt::produce_records(mc.servers(), "in", packed, {{"compression.codec", "lz4"}});
+  std::vector<kt::Out> all = plain;
+  all.insert(all.end(), packed.begin(), packed.end());
+
+  SourceHarness src(lib(), "kafka", source_cfg(mc.servers(), "gh", "in"));
+  ASSERT_TRUE(src.ok()) << src.create_status().message();
+  ASSERT_TRUE(src.open().is_ok());
+  kt::expect_as_written(all, kt::poll_n(src, all.size()));
+}
+
 TEST(KafkaSourceMock, RestartResumesFromCommittedOffsetsAndResumeCheckpointWins) {
   MockCluster mc;
   mc.topic("in", 1);
