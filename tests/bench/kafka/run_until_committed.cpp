@@ -3,7 +3,7 @@
 // the whole input, then stops it with SIGTERM and prints one JSON line.
 //
 //   bench_run_until_committed --bootstrap B --group G --topic IN --target N
-//       [--broker-pid P] [--interval-ms 100] [--timeout-s 900] [--stop-timeout-s 60]
+//       [--broker-pid P] [--interval-ms 20] [--timeout-s 900] [--stop-timeout-s 60]
 //       [--log FILE] [--on-done 'shell command'] -- COMMAND ARGS...
 //   bench_run_until_committed --end-offsets --bootstrap B --topic OUT --target N ... -- COMMAND
 //
@@ -14,7 +14,10 @@
 // transaction still open does not count. CPU and peak RSS are read from /proc at the
 // moment the target is reached, so shutdown does not count. It runs in its own process
 // so the measured one carries no measuring code; its own cost is one OffsetFetch per
-// interval.
+// interval. The interval is 20 ms (it was 100 until 2026-12-05): the finish line is seen
+// up to one interval late, and the raw copy, which times itself, has no such delay; 100
+// ms were 3% of a 2M-record run of c (~3.1 s) on average (docs/benchmarks.md, "Records
+// without headers").
 //
 // --end-offsets is for a contender with no consumer group to watch (Kafka Connect running
 // MirrorMaker 2's MirrorSourceConnector keeps its source offsets in Connect's offset
@@ -53,7 +56,7 @@ struct Options {
   std::string bootstrap, group, topic, log, on_done;
   int64_t target = -1;
   int broker_pid = 0;
-  int interval_ms = 100;
+  int interval_ms = 20;
   int timeout_s = 900;
   int stop_timeout_s = 60;
   bool end_offsets = false;
@@ -63,7 +66,7 @@ struct Options {
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "bench_run_until_committed: %s\nusage: bench_run_until_committed --bootstrap B "
-               "--group G --topic IN --target N [--broker-pid P] [--interval-ms 100] "
+               "--group G --topic IN --target N [--broker-pid P] [--interval-ms 20] "
                "[--timeout-s 900] [--stop-timeout-s 60] [--log FILE] [--on-done CMD] -- CMD...\n"
                "       bench_run_until_committed --end-offsets --bootstrap B --topic OUT --target N "
                "[same options] -- CMD...\n",
