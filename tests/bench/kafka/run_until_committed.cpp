@@ -16,8 +16,8 @@
 // so the measured one carries no measuring code; its own cost is one OffsetFetch per
 // interval. The interval is 20 ms (it was 100 until 2026-12-05): the finish line is seen
 // up to one interval late, and the raw copy, which times itself, has no such delay; 100
-// ms were 3% of a 2M-record run of c (~3.1 s) on average (docs/benchmarks.md, "Records
-// without headers").
+// ms were up to 3% of a 2M-record run of c (~3.1 s), half that on average
+// (docs/benchmarks.md, "Records without headers").
 //
 // --end-offsets is for a contender with no consumer group to watch (Kafka Connect running
 // MirrorMaker 2's MirrorSourceConnector keeps its source offsets in Connect's offset
