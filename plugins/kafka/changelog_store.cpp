@@ -365,6 +365,10 @@ sdk::Status ChangelogStore::open(const std::string& topic, const sdk::Partition&
   int64_t lo = 0, hi = 0;
   rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR__TIMED_OUT;
   const int64_t deadline = now_ms() + timeout_ms_;
+  // A topic created a moment ago (by this host or another) has no leader in a reader's
+  // metadata yet: asked again after 10 ms, then less often. A flat 100 ms was a tenth of
+  // a new pipeline's first second (docs/benchmarks.md, "The prefetch queue's idle second").
+  int backoff_ms = 10;
   while (now_ms() < deadline) {
     err = query_watermarks(rk, topic, part.number, lo, hi, 5000);
     if (err == RD_KAFKA_RESP_ERR_NO_ERROR) break;
@@ -375,7 +379,8 @@ sdk::Status ChangelogStore::open(const std::string& topic, const sdk::Partition&
     // and one given back by read() can still hold records fetched after its end; 2.0.2
     // aborts the process when rd_kafka_poll meets one (rd_kafka_q_serve: res !=
     // RD_KAFKA_OP_RES_PASS). That happened when a broker was down during a restore.
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
+    backoff_ms = std::min(backoff_ms * 2, 100);
   }
   if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
     return sdk::Status::retriable("kafka sink: cannot read the range of changelog " + topic + " [" +

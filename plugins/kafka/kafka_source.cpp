@@ -140,6 +140,8 @@ KafkaSource::KafkaSource(sdk::Host host, const sdk::Config& cfg) : ClientContext
   rd_kafka_poll_set_consumer(rk_);
   // One queue per priority level, so a level's records are not stuck behind another's.
   for (size_t l = 0; l < priority_.size(); ++l) level_q_.push_back(rd_kafka_queue_new(rk_));
+  consumer_q_ = rd_kafka_queue_get_consumer(rk_);
+  waker_ = std::make_unique<FetchWaker>(rk_);
 }
 
 sdk::Status KafkaSource::validate(const sdk::Config& cfg) { return validate_source(cfg); }
@@ -148,11 +150,27 @@ KafkaSource::~KafkaSource() {
   close_consumer();
   if (admin_q_ != nullptr) rd_kafka_queue_destroy(admin_q_);
   for (auto* q : level_q_) rd_kafka_queue_destroy(q);
+  if (consumer_q_ != nullptr) rd_kafka_queue_destroy(consumer_q_);
   rd_kafka_destroy_flags(rk_, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+}
+
+void KafkaSource::observe_queue(uint64_t handed_bytes, size_t handed) {
+  if (!waker_) return;
+  // librdkafka bounds each queue that partitions forward to: the consumer queue, or a
+  // priority level's.
+  size_t queued = rd_kafka_queue_length(consumer_q_);
+  for (auto* q : level_q_) queued = std::max(queued, rd_kafka_queue_length(q));
+  waker_->observe(queued, handed_bytes, handed, now_ms());
+  const uint64_t w = waker_->wakeups();
+  if (w != reported_wakeups_) {
+    host_.counter("kafka_source_fetch_wakeups_total", static_cast<double>(w - reported_wakeups_));
+    reported_wakeups_ = w;
+  }
 }
 
 void KafkaSource::close_consumer() {
   closing_ = true;
+  if (waker_) waker_->stop();  // its requests must not outlive the consumer
   release_batch();
   drop_all_buffered();
   if (!opened_) return;
@@ -537,9 +555,11 @@ sdk::Status KafkaSource::poll(int timeout_ms, std::vector<ex_record>& out, bool&
   headers_.reserve(nh);
   out.reserve(out.size() + msgs_.size());
   const int64_t polled_ms = msgs_.empty() ? 0 : now_ms();
+  uint64_t value_bytes = 0;
   for (size_t i = 0; i < msgs_.size(); ++i) {
     rd_kafka_message_t* m = msgs_[i];
     PartState* p = state_of(m);
+    value_bytes += m->len;
     ex_record r{};
     r.key = m->key ? ex_bytes{static_cast<const uint8_t*>(m->key), m->key_len} : sdk::null_bytes();
     r.value = m->payload ? ex_bytes{static_cast<const uint8_t*>(m->payload), m->len}
@@ -572,6 +592,7 @@ sdk::Status KafkaSource::poll(int timeout_ms, std::vector<ex_record>& out, bool&
     out.push_back(r);
   }
   if (!msgs_.empty()) host_.counter("kafka_source_records_total", static_cast<double>(msgs_.size()));
+  observe_queue(value_bytes, msgs_.size());
   if (prioritized()) priority_handed(plan);
   // A bounded run: the topic has been quiet long enough to call it drained.
   report_lag();

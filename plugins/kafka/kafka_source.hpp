@@ -5,6 +5,7 @@
 
 #include "checkpoint_codec.hpp"
 #include "cluster_endpoint.hpp"
+#include "fetch_waker.hpp"
 #include "kafka_settings.hpp"
 #include "priority_planner.hpp"
 #include "rdkafka_common.hpp"
@@ -15,6 +16,7 @@
 
 #include <deque>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -180,6 +182,12 @@ class KafkaSource final : public sdk::Source, public ClientContext {
   bool reset_latest_ = false;
 
   rd_kafka_t* rk_ = nullptr;
+  // The consumer queue (records of partitions without a priority level wait here) and its
+  // fetchers' wake-ups (fetch_waker.hpp); stopped in close_consumer.
+  rd_kafka_queue_t* consumer_q_ = nullptr;
+  std::unique_ptr<FetchWaker> waker_;
+  uint64_t reported_wakeups_ = 0;
+  void observe_queue(uint64_t handed_bytes, size_t handed);
   bool opened_ = false;
   bool closing_ = false;
   bool paused_ = false;

@@ -21,6 +21,7 @@
 // per partition per fetch instead of 1 MiB (1.10x, as for exactly's source). The consumer
 // reads read_committed like exactly's source and the Streams app, which costs nothing
 // on a non-transactional input.
+#include "fetch_waker.hpp"
 #include "proc_stats.hpp"
 
 #include <librdkafka/rdkafka.h>
@@ -33,6 +34,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unistd.h>
@@ -52,6 +54,9 @@ struct Options {
   // the way exactly's kafka source reads (to tell the two costs apart).
   bool single = false;
   bool keep_timestamps = false;
+  // The kafka source's fetch wake-ups (plugins/kafka/fetch_waker.hpp): librdkafka 2.0.2
+  // stops fetching at a full prefetch queue until its broker thread next wakes up.
+  bool wake_fetch = false;
   std::vector<std::pair<std::string, std::string>> consumer_props, producer_props;
 };
 
@@ -60,7 +65,7 @@ struct Options {
                "bench_raw_copy: %s\nusage: bench_raw_copy --bootstrap B --input IN --output OUT "
                "--count N [--group G] [--batch 10000] [--linger-ms 5] [--timeout-s 900] "
                "[--poll batch|single] [--consumer-prop k=v]... [--producer-prop k=v]... "
-               "[--keep-timestamps 1]\n",
+               "[--keep-timestamps 1] [--wake-fetch 1]\n",
                why);
   std::exit(2);
 }
@@ -83,6 +88,11 @@ Options parse(int argc, char** argv) {
       if (std::string_view(v) != "0" && std::string_view(v) != "1")
         usage("--keep-timestamps must be 0 or 1");
       o.keep_timestamps = std::string_view(v) == "1";
+    }
+    else if (a == "--wake-fetch") {
+      if (std::string_view(v) != "0" && std::string_view(v) != "1")
+        usage("--wake-fetch must be 0 or 1");
+      o.wake_fetch = std::string_view(v) == "1";
     }
     else if (a == "--consumer-prop" || a == "--producer-prop") {
       std::string kv = v;
@@ -185,6 +195,8 @@ int main(int argc, char** argv) {
   rd_kafka_topic_partition_list_destroy(topics);
 
   rd_kafka_queue_t* q = rd_kafka_queue_get_consumer(consumer);
+  std::unique_ptr<exactly::kafka::FetchWaker> waker;
+  if (o.wake_fetch) waker = std::make_unique<exactly::kafka::FetchWaker>(consumer);
   std::vector<rd_kafka_message_t*> msgs(static_cast<size_t>(o.batch));
   int64_t copied = 0;
   double first_record_s = -1;
@@ -211,6 +223,13 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "bench_raw_copy: consume: %s\n", rd_kafka_err2str(rd_kafka_last_error()));
       rc = 2;
       break;
+    }
+    if (waker) {
+      uint64_t bytes = 0;
+      for (ssize_t i = 0; i < n; ++i) bytes += msgs[static_cast<size_t>(i)]->len;
+      waker->observe(rd_kafka_queue_length(q), bytes, static_cast<size_t>(n),
+                     std::chrono::duration_cast<std::chrono::milliseconds>(
+                         Clock::now().time_since_epoch()).count());
     }
     for (ssize_t i = 0; i < n; ++i) {
       rd_kafka_message_t* m = msgs[static_cast<size_t>(i)];
@@ -271,6 +290,7 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
 
   rd_kafka_queue_destroy(q);
+  if (waker) waker->stop();
   rd_kafka_consumer_close(consumer);
   rd_kafka_destroy(consumer);
   rd_kafka_topic_destroy(out);

@@ -2,7 +2,7 @@
 # Kafka benchmarks, in one invocation against one real broker (KRaft, Kafka 3.9.1).
 #
 #   tests/bench/kafka/run_bench.sh [--records 2000000] [--repeats 3]
-#       [--cases a,b,c,c0,d,e,m,ct,et] [--size 150] [--dup-ratio 0.006] [--partitions 4]
+#       [--cases a,aw,b,c,c0,d,e,m,ct,et] [--size 150] [--dup-ratio 0.006] [--partitions 4]
 #       [--commit-interval-ms 1000] [--commit-max-records 1000000]
 #       [--prefetch 1000000] [--source-rdkafka 'key: value, ...'] [--streams-threads 1]
 #       [--sink-rdkafka 'key: value, ...'] (added to every exactly case's kafka sink)
@@ -56,6 +56,9 @@
 # partition), then each contender reads ALL of it from the beginning into its own
 # output topic:
 #   a  raw copy: plain librdkafka consume -> produce, idempotent, no transactions (the limit)
+#   aw a with the fetch wake-ups of exactly's kafka source (plugins/kafka/fetch_waker.hpp):
+#      librdkafka 2.0.2 stops fetching at a full prefetch queue until its broker thread
+#      next wakes up, up to 1 s later; c/aw compares c with a copy spared that too
 #   b  exactly, at_least_once, kafka -> dedupe -> kafka
 #   c  exactly, exactly_once,  kafka -> dedupe -> kafka
 #      b and c run the dedupe stage with its defaults, so with the changelog ON
@@ -525,16 +528,18 @@ run_case() {  # case rep
   # MM2 names its output <source alias>.<input> (DefaultReplicationPolicy); the alias is
   # bench-out-CASE-REP-TAG, so the output is still a topic of this run alone.
   [[ ${c:0:1} == m ]] && out="bench-out-$c-$rep-$tag.$in"
-  local base="${c:0:1}" tuned=0 nocl=0 one=0 cl="bench-changelog-$c-$rep-$tag"
+  local base="${c:0:1}" tuned=0 nocl=0 one=0 wake=0 cl="bench-changelog-$c-$rep-$tag"
   case "${c:1}" in
     "") ;;
     t) tuned=1 ;;
+    w) wake=1 ;;
     1) one=1 ;;
     0) nocl=1 ;;
     0t) nocl=1 tuned=1 ;;
     *) die "unknown case $c" ;;
   esac
   [[ $nocl == 0 || $base == b || $base == c ]] || die "case $c: only b and c have a dedupe changelog to turn off"
+  [[ $wake == 0 || $base == a ]] || die "case $c: w (fetch wake-ups) is for the raw copy; exactly's source has them"
   mkdir -p "$d"
   "$tool" create-topic --bootstrap "$B" --topic "$out" --partitions "$partitions" >/dev/null
   sleep 2  # let the broker settle after the previous verify / topic deletion
@@ -556,7 +561,7 @@ run_case() {  # case rep
         done
       fi
       json=$("$build/bench_raw_copy" --bootstrap "$B" --input "$in" --output "$out" \
-               --count "$records" --group "$group" \
+               --count "$records" --group "$group" --wake-fetch "$wake" \
                --consumer-prop queued.min.messages="$prefetch" "${props[@]}" 2>"$d/log.txt") || rc=$?
       local bc=-1
       [[ $broker_pid -gt 0 ]] && bc=$(awk -v a="$bc0" -v b="$(cpu_of "$broker_pid")" 'BEGIN { printf "%.2f", b - a }')
@@ -902,6 +907,7 @@ summary="$work/summary.md"
     if [[ $c == mt ]]; then what="$what, clients tuned as d's"
     elif [[ ${c:1} == *t ]]; then what="$what, source prefetch $prefetch${source_rdkafka:+, $source_rdkafka}"; fi
     [[ ${c:1} == 1 ]] && what="$what, threads: 1"
+    [[ ${c:1} == w ]] && what="$what, fetch wake-ups as exactly's source"
     awk -F'\t' -v c="$c" -v what="$what" '
       function median(arr, n,   i, j, t) {
         for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (arr[j] < arr[i]) { t = arr[i]; arr[i] = arr[j]; arr[j] = t }
@@ -921,6 +927,8 @@ summary="$work/summary.md"
       for (k in cnt) { n = cnt[k]; for (i = 1; i <= n; i++) tmp[i] = val[k, i]; med[k] = median(tmp, n) }
       if (("c" in med) && ("d" in med)) printf "c/d = %.2f (target >= 3)\n", med["c"] / med["d"]
       if (("c" in med) && ("a" in med)) printf "c/a = %.2f (target >= 0.6)\n", med["c"] / med["a"]
+      if (("c" in med) && ("aw" in med)) printf "c/aw = %.2f (the raw copy with the fetch wake-ups of the exactly source)\n", med["c"] / med["aw"]
+      if (("aw" in med) && ("a" in med)) printf "aw/a = %.2f\n", med["aw"] / med["a"]
       if (("e" in med) && ("a" in med)) printf "e/a = %.2f\n", med["e"] / med["a"]
       if (("e" in med) && ("m" in med)) printf "e/m = %.2f (target >= 3)\n", med["e"] / med["m"]
       if (("m" in med) && ("a" in med)) printf "m/a = %.2f\n", med["m"] / med["a"]

@@ -271,6 +271,58 @@ inline std::vector<OwnedRecord> poll_n(exactly::testing::SourceHarness& src, siz
   return out;
 }
 
+// A backlog in small batches (50 records each) for fetches that bring one or two of
+// them: `n` records of partition 0, value "b<i>".
+inline std::vector<Out> small_batch_backlog(int n) {
+  std::vector<Out> out;
+  for (int i = 0; i < n; ++i) {
+    Out r;
+    r.partition = 0;
+    r.key = "k" + std::to_string(i);
+    r.value = "b" + std::to_string(i);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+inline const std::vector<std::pair<std::string, std::string>> kSmallBatches = {
+    {"batch.num.messages", "50"}};
+
+// Source settings whose prefetch queue holds ~200 records and whose fetches bring 50-100:
+// reading a backlog slower than it is fetched fills and drains that queue again and again.
+inline std::vector<std::pair<std::string, std::string>> small_prefetch() {
+  return {{"batch.size", "100"},
+          {"rdkafka.queued.min.messages", "200"},
+          {"rdkafka.max.partition.fetch.bytes", "4096"},
+          {"rdkafka.fetch.min.bytes", "1"}};
+}
+
+// Reads `n` records with polls of at most 200 ms, `pause_ms` apart (a consumer slower
+// than its fetcher, so the prefetch queue fills); `empty` counts the polls that came back
+// with nothing before the last record arrived. A source whose fetcher stopped at a full
+// queue and was not woken when it drained shows about one such poll per 200 ms stopped.
+inline std::vector<OwnedRecord> poll_counting_empty(exactly::testing::SourceHarness& src, size_t n,
+                                                    size_t& empty, int pause_ms,
+                                                    int64_t deadline_ms = 120000) {
+  std::vector<OwnedRecord> out;
+  empty = 0;
+  const int64_t end = now_ms() + deadline_ms;
+  while (out.size() < n && now_ms() < end) {
+    exactly::sdk::Status st;
+    auto got = src.poll(200, nullptr, &st);
+    if (!st.is_ok()) throw std::runtime_error("poll failed: " + st.message());
+    if (got.empty() && !out.empty()) ++empty;  // joining the group is not a stop
+    for (auto& r : got) out.push_back(std::move(r));
+    std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
+  }
+  return out;
+}
+
+// The values of `got` are "b0".."b<n-1>" in order.
+inline void expect_backlog_in_order(const std::vector<OwnedRecord>& got, int n) {
+  ASSERT_EQ(got.size(), static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) ASSERT_EQ(got[i].value, "b" + std::to_string(i)) << i;
+}
+
 // A command's stdout; `rc` gets its exit code (-1 when it did not run or was signalled).
 inline std::string shell(const std::string& cmd, int* rc) {
   std::string out;
