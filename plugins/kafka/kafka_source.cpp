@@ -31,8 +31,9 @@ const ex_config_field kSourceFields[16] = {
                "defaults: auto.offset.reset=earliest, socket.nagle.disable=true, "
                "partition.assignment.strategy=range, queued.min.messages=1000000 (librdkafka "
                "2.0.2 stalls a partition for ~1 s each time its prefetch queue reaches that "
-               "count; memory stays bounded by queued.max.messages.kbytes, 64 MiB per "
-               "assigned partition)"),
+               "count; memory stays bounded by queued.max.messages.kbytes, 64 MiB for the "
+               "queue the partitions share, plus one fetch of max.partition.fetch.bytes per "
+               "partition)"),
     sdk::field("batch.size", EX_CFG_INT, "Most records returned by one poll", "10000"),
     sdk::field("poll.timeout", EX_CFG_DURATION, "Longest wait in one poll for the first record",
                "100"),
