@@ -12,11 +12,10 @@
 //
 // The source tells this after each poll how long the queue is; once the queue has been
 // near its bound (as a poll found it: so librdkafka may have stopped fetching) and is
-// below it again, a
-// thread of its own asks the partitions' leaders for their end offsets (ListOffsets,
-// one request per leader): the request wakes each leader's broker thread, which then
-// finds the queue under its bound and fetches. At most one wake-up per kMinGapMs, and
-// none while the source keeps up (the queue never comes near its bound).
+// below it again, a thread of its own asks the partitions' leaders for their end offsets
+// (ListOffsets, one request per leader): the request wakes each leader's broker thread,
+// which then finds the queue under its bound and fetches. At most one wake-up per
+// kMinGapMs, and none while the source keeps up (the queue never comes near its bound).
 #pragma once
 
 #include <librdkafka/rdkafka.h>
@@ -45,9 +44,6 @@ class FetchWaker {
   void stop();
 
   uint64_t wakeups() const { return wakeups_.load(std::memory_order_relaxed); }
-  // The bounds in force, for tests and logs.
-  int64_t max_bytes() const { return max_bytes_; }
-  int64_t max_messages() const { return max_messages_; }
 
   static constexpr int64_t kMinGapMs = 10;
 
