@@ -18,9 +18,9 @@
 #   --warm-run CASE (throughput mode): CASE runs once before the measured runs, on the
 #       same input, and is left out of the table. In every invocation of 2026-12-05 the
 #       first run of c was its slowest (10-20% below the next two, with more broker and
-#       exactly CPU): its process is the first to take much fresh memory from this VM,
-#       and the broker's first lz4-compressed transactional traffic; a warm run takes
-#       that for every case alike (docs/benchmarks.md, "The prefetch queue's idle second").
+#       exactly CPU; as we read it, its process is the first to take much fresh memory
+#       from this VM, and its traffic the broker's first lz4-compressed transactional
+#       one); a warm run takes that for every case alike (docs/benchmarks.md, "The prefetch queue's idle second").
 #   --writeback-from BYTES (either mode, as root): the kernel starts writing dirty pages
 #       back once BYTES are dirty (vm.dirty_background_bytes) for this run, restored at
 #       exit. Debian's default is 10% of memory (~2.4 GB here), written back at the 30 s
