@@ -4,7 +4,6 @@
 
 #include <cstdlib>
 #include <memory>
-#include <string>
 
 namespace exactly::kafka {
 

@@ -154,14 +154,14 @@ void apply_consumer_defaults(ConfBuilder& b, const std::map<std::string, std::st
   b.set("socket.nagle.disable", "true", "rdkafka.socket.nagle.disable");
   b.set("partition.assignment.strategy", "range", "rdkafka.partition.assignment.strategy");
   b.set("enable.partition.eof", "false", "rdkafka.enable.partition.eof");
-  // librdkafka 2.0.2 takes a partition whose local queue reached queued.min.messages off
-  // the fetch list until its broker thread next wakes up (about a second later), so the
-  // default 100000 caps a partition at ~100k records/s (docs/benchmarks.md, "The kafka
-  // source's consumer stalls once a second"). Count high enough that the byte bound,
-  // queued.max.messages.kbytes (64 MiB for the consumer queue the partitions share: each
+  // librdkafka 2.0.2 takes a partition whose queue reached queued.min.messages (or
+  // queued.max.messages.kbytes) off the fetch list until its broker thread next wakes up,
+  // up to a second later; the source's fetch wake-ups (fetch_waker.hpp) restart it. The
+  // default 100000 stopped it ten times as often as this count, which lets the byte
+  // bound bind first: 64 MiB for the consumer queue the partitions share (each
   // partition's fetch queue forwards to it, and 2.0.2 compares the forwarded queue's
-  // size), is the one that binds. The fetch stopped at that bound is restarted by the
-  // source's fetch wake-ups (fetch_waker.hpp).
+  // size). Before the wake-ups, 100000 capped a source at ~100k records/s per partition
+  // (docs/benchmarks.md, "The kafka source's consumer stalls once a second").
   b.set("queued.min.messages", "1000000", "rdkafka.queued.min.messages");
   // librdkafka keeps one fetch in flight per broker, and a fetch brings at most this much
   // of each partition: with its 1 MiB default a source that is behind reads about 1 MiB

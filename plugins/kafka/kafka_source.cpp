@@ -29,11 +29,11 @@ const ex_config_field kSourceFields[16] = {
     sdk::field("rdkafka", EX_CFG_MAP,
                "Any librdkafka consumer property, passed through (e.g. fetch.min.bytes). exactly's "
                "defaults: auto.offset.reset=earliest, socket.nagle.disable=true, "
-               "partition.assignment.strategy=range, queued.min.messages=1000000 (librdkafka "
-               "2.0.2 stalls a partition for ~1 s each time its prefetch queue reaches that "
-               "count; memory stays bounded by queued.max.messages.kbytes, 64 MiB for the "
-               "queue the partitions share, plus one fetch of max.partition.fetch.bytes per "
-               "partition)"),
+               "partition.assignment.strategy=range, queued.min.messages=1000000 (so that "
+               "the byte bound binds: librdkafka 2.0.2 stops fetching each time its prefetch "
+               "queue reaches either, until the source wakes it; memory stays bounded by "
+               "queued.max.messages.kbytes, 64 MiB for the queue the partitions share, plus "
+               "one fetch of max.partition.fetch.bytes per partition)"),
     sdk::field("batch.size", EX_CFG_INT, "Most records returned by one poll", "10000"),
     sdk::field("poll.timeout", EX_CFG_DURATION, "Longest wait in one poll for the first record",
                "100"),

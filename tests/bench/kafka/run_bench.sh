@@ -182,6 +182,8 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 IFS=',' read -r -a case_list <<<"$cases"
+[[ -z $warm_run || $latency_rate == 0 ]] ||
+  { echo "run_bench.sh: --warm-run is for the throughput mode (--latency has --contender-warmup-s)" >&2; exit 2; }
 [[ $producer == native || $producer == java ]] ||
   { echo "run_bench.sh: --producer is native or java, not $producer" >&2; exit 2; }
 [[ $reader == native || $reader == java ]] ||

@@ -257,20 +257,6 @@ inline void expect_as_written(const std::vector<Out>& written, const std::vector
   }
 }
 
-// Polls the source harness until `n` records arrived (or the deadline passes).
-inline std::vector<OwnedRecord> poll_n(exactly::testing::SourceHarness& src, size_t n,
-                                       int64_t deadline_ms = 60000) {
-  std::vector<OwnedRecord> out;
-  const int64_t end = now_ms() + deadline_ms;
-  while (out.size() < n && now_ms() < end) {
-    exactly::sdk::Status st;
-    auto got = src.poll(200, nullptr, &st);
-    if (!st.is_ok()) throw std::runtime_error("poll failed: " + st.message());
-    for (auto& r : got) out.push_back(std::move(r));
-  }
-  return out;
-}
-
 // Reads `n` records with polls of at most 200 ms, `pause_ms` apart (a consumer slower
 // than its fetcher, so the prefetch queue fills); `empty` counts the polls that came back
 // with nothing before the last record arrived. A source whose fetcher stopped at a full
@@ -287,9 +273,16 @@ inline std::vector<OwnedRecord> poll_counting_empty(exactly::testing::SourceHarn
     if (!st.is_ok()) throw std::runtime_error("poll failed: " + st.message());
     if (got.empty() && !out.empty()) ++empty;  // joining the group is not a stop
     for (auto& r : got) out.push_back(std::move(r));
-    std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
+    if (pause_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
   }
   return out;
+}
+
+// Polls until `n` records arrived or `deadline_ms` passed.
+inline std::vector<OwnedRecord> poll_n(exactly::testing::SourceHarness& src, size_t n,
+                                       int64_t deadline_ms = 60000) {
+  size_t empty = 0;
+  return poll_counting_empty(src, n, empty, 0, deadline_ms);
 }
 
 // librdkafka 2.0.2 stops fetching a partition once the prefetch queue is full and looks
