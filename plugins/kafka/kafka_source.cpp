@@ -134,6 +134,7 @@ KafkaSource::KafkaSource(sdk::Host host, const sdk::Config& cfg) : ClientContext
   b.set("enable.auto.offset.store", "false", "rdkafka.enable.auto.offset.store");
   std::string reset = b.get("auto.offset.reset");
   reset_latest_ = reset == "latest" || reset == "largest" || reset == "end";
+  reset_error_ = reset == "error";
   b.route_callbacks(static_cast<ClientContext*>(this));
   rd_kafka_conf_set_rebalance_cb(b.raw(), &KafkaSource::rebalance_cb);
   rk_ = b.create(RD_KAFKA_CONSUMER);
@@ -275,6 +276,42 @@ int64_t KafkaSource::reset_offset() const {
   return reset_latest_ ? RD_KAFKA_OFFSET_END : RD_KAFKA_OFFSET_BEGINNING;
 }
 
+// librdkafka 2.0.2 reads INVALID as "stored": it asks for the committed offset again
+// (on_assign has just read it, stable) and, finding none, resets with an error code, which
+// starts the offset query on a 100 ms timer (rd_kafka_offset_reset: `err ? 100 : 0`).
+// BEGINNING is no better: its query starts at once, often before the partition has joined
+// its broker thread, and then waits 500 ms ("no current leader"). A numeric offset starts
+// the fetch as soon as the partition joins: one ListOffsets for the log starts (timestamp
+// -2, one request per leader) made a fresh group's first record come ~100 ms sooner. At
+// the latest end (and with auto.offset.reset: error) librdkafka keeps deciding; so it does
+// when the lookup fails.
+void KafkaSource::resolve_earliest(rd_kafka_topic_partition_list_t* list) {
+  if (reset_latest_ || reset_error_) return;
+  TplPtr ask(rd_kafka_topic_partition_list_new(list->cnt));
+  for (int i = 0; i < list->cnt; ++i)
+    if (list->elems[i].offset == RD_KAFKA_OFFSET_INVALID)
+      rd_kafka_topic_partition_list_add(ask.get(), list->elems[i].topic, list->elems[i].partition)->offset =
+          RD_KAFKA_OFFSET_BEGINNING;
+  if (ask->cnt == 0) return;
+  if (rd_kafka_offsets_for_times(rk_, ask.get(), 2000) != RD_KAFKA_RESP_ERR_NO_ERROR) return;
+  std::string starts;
+  int named = 0;
+  for (int i = 0; i < ask->cnt; ++i) {
+    const auto& a = ask->elems[i];
+    if (a.err != RD_KAFKA_RESP_ERR_NO_ERROR || a.offset < 0) continue;
+    rd_kafka_topic_partition_t* tp = rd_kafka_topic_partition_list_find(list, a.topic, a.partition);
+    if (tp == nullptr) continue;
+    tp->offset = a.offset;
+    if (++named <= 8)
+      starts += (starts.empty() ? "" : ", ") + std::string(a.topic) + "-" + std::to_string(a.partition) +
+                " at " + std::to_string(a.offset);
+  }
+  if (named > 8) starts += " and " + std::to_string(named - 8) + " more";
+  if (named > 0)
+    host_.info("kafka source: nothing committed for " + starts +
+               ": starting at the log start (auto.offset.reset: earliest)");
+}
+
 void KafkaSource::rebalance_cb(rd_kafka_t* rk, rd_kafka_resp_err_t err,
                                rd_kafka_topic_partition_list_t* parts, void* opaque) {
   auto* self = static_cast<KafkaSource*>(static_cast<ClientContext*>(opaque));
@@ -348,7 +385,7 @@ void KafkaSource::on_assign(rd_kafka_topic_partition_list_t* parts) {
     if (r != resume_.end()) start = std::max<int64_t>(start, r->second);
     if (prioritized()) p.level = level_of(p.topic);
     tp.err = RD_KAFKA_RESP_ERR_NO_ERROR;
-    tp.offset = start;  // INVALID: librdkafka falls back to auto.offset.reset
+    tp.offset = start;  // INVALID: nothing committed (resolve_earliest, below)
     p.assigned = true;
     p.start = start;
     p.next = start;
@@ -375,6 +412,7 @@ void KafkaSource::on_assign(rd_kafka_topic_partition_list_t* parts) {
   // resume before the assign is older than the start. A partition never assigned before
   // has nothing to resume (no-op).
   rd_kafka_resume_partitions(rk_, list.get());
+  resolve_earliest(list.get());
   err = rd_kafka_assign(rk_, list.get());
   if (err != RD_KAFKA_RESP_ERR_NO_ERROR && pending_)
     pending_ = sdk::Status::fatal(std::string("kafka source: assign failed: ") +

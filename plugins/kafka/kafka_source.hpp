@@ -94,6 +94,9 @@ class KafkaSource final : public sdk::Source, public ClientContext {
   void drop_pending_of_unassigned();
   // Where a partition restarts when nothing consumed has been committed yet.
   int64_t reset_offset() const;
+  // Sets the offset of each entry of `list` still at INVALID (nothing committed) to its
+  // partition's log start, looked up here, when auto.offset.reset is earliest.
+  void resolve_earliest(rd_kafka_topic_partition_list_t* list);
   sdk::Status handle_message_error(rd_kafka_message_t* m);
   sdk::Status seek_all(const std::vector<std::pair<PartState*, int64_t>>& targets);
   void close_consumer();
@@ -180,6 +183,7 @@ class KafkaSource final : public sdk::Source, public ClientContext {
   int64_t last_record_ms_ = 0;  // 0 until the first poll
   int64_t open_timeout_ms_;
   bool reset_latest_ = false;
+  bool reset_error_ = false;  // auto.offset.reset: error
 
   rd_kafka_t* rk_ = nullptr;
   // The consumer queue (records of partitions without a priority level wait here) and its

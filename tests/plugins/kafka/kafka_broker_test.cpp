@@ -214,6 +214,38 @@ TEST_F(KafkaBroker, ABacklogThroughASmallPrefetchQueueKeepsBeingFetched) {
   kt::expect_backlog_keeps_being_fetched(lib(), servers(), in, 6000);
 }
 
+// A group with nothing committed starts each partition at its log start, looked up by
+// the source itself before the assign (kafka_source.cpp, resolve_earliest): here 40 on
+// partition 0, whose first records were deleted, and 0 on partition 1. Both are named.
+TEST_F(KafkaBroker, AFreshGroupStartsAtTheLogStartTheSourceLookedUp) {
+  const std::string in = kt::unique("start-in");
+  kt::create_topic(servers(), in, 2);
+  kt::produce(servers(), in, 0, 100, "a", 0);
+  kt::produce(servers(), in, 100, 150, "b", 1);
+  kt::delete_records_before(servers(), in, 0, 40);
+
+  FakeHost host;
+  SourceHarness src(lib(), "kafka", source_cfg(kt::unique("start-g"), in), &host);
+  ASSERT_TRUE(src.ok()) << src.create_status().message();
+  ASSERT_TRUE(src.open().is_ok());
+  auto got = kt::poll_n(src, 110);
+  ASSERT_EQ(got.size(), 110u);
+  std::map<std::string, int64_t> first;
+  for (auto& r : got) {
+    const std::string part = r.value.substr(0, 1);
+    if (!first.count(part)) first[part] = r.offset;
+  }
+  EXPECT_EQ(first["a"], 40);
+  EXPECT_EQ(first["b"], 0);
+  for (auto& p : host.assigned) EXPECT_EQ(p.start_offset, -1) << p.name << ": nothing was committed";
+  std::string said;
+  for (auto& [level, line] : host.logs)
+    if (line.find("nothing committed for") != std::string::npos) said = line;
+  EXPECT_NE(said.find(in + "-0 at 40"), std::string::npos) << said;
+  EXPECT_NE(said.find(in + "-1 at 0"), std::string::npos) << said;
+  EXPECT_TRUE(src.poll(300).empty());
+}
+
 TEST_F(KafkaBroker, RestartedSourceResumesAtOffsetsCommittedInTheTransaction) {
   const std::string in = kt::unique("in"), out = kt::unique("out"), group = kt::unique("g");
   kt::create_topic(servers(), in, 2);

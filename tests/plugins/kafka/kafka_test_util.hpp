@@ -372,6 +372,33 @@ inline void create_topic(const std::string& bootstrap, const std::string& name, 
   rd_kafka_destroy(rk);
 }
 
+// Deletes the records of `topic`'s `partition` before `before` (the log start moves there).
+inline void delete_records_before(const std::string& bootstrap, const std::string& topic,
+                                  int32_t partition, int64_t before) {
+  char err[512];
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf(bootstrap), err, sizeof(err));
+  ASSERT_NE(rk, nullptr) << err;
+  rd_kafka_topic_partition_list_t* l = rd_kafka_topic_partition_list_new(1);
+  rd_kafka_topic_partition_list_add(l, topic.c_str(), partition)->offset = before;
+  rd_kafka_DeleteRecords_t* dr = rd_kafka_DeleteRecords_new(l);
+  rd_kafka_topic_partition_list_destroy(l);
+  rd_kafka_queue_t* q = rd_kafka_queue_new(rk);
+  rd_kafka_DeleteRecords(rk, &dr, 1, nullptr, q);
+  rd_kafka_event_t* ev = rd_kafka_queue_poll(q, 30000);
+  EXPECT_NE(ev, nullptr) << "no answer to DeleteRecords in 30 s";
+  if (ev != nullptr) {
+    EXPECT_EQ(rd_kafka_event_error(ev), RD_KAFKA_RESP_ERR_NO_ERROR) << rd_kafka_event_error_string(ev);
+    const rd_kafka_topic_partition_list_t* res =
+        rd_kafka_DeleteRecords_result_offsets(rd_kafka_event_DeleteRecords_result(ev));
+    EXPECT_TRUE(res != nullptr && res->cnt == 1 && res->elems[0].err == RD_KAFKA_RESP_ERR_NO_ERROR &&
+                res->elems[0].offset == before);
+    rd_kafka_event_destroy(ev);
+  }
+  rd_kafka_DeleteRecords_destroy(dr);
+  rd_kafka_queue_destroy(q);
+  rd_kafka_destroy(rk);
+}
+
 // Deletes a topic and waits (up to 30 s) until the cluster's metadata no longer has it.
 inline void delete_topic(const std::string& bootstrap, const std::string& name) {
   char err[512];
