@@ -33,7 +33,8 @@ const ex_config_field kSourceFields[16] = {
                "the byte bound binds: librdkafka 2.0.2 stops fetching each time its prefetch "
                "queue reaches either, until the source wakes it; memory stays bounded by "
                "queued.max.messages.kbytes, 64 MiB for the queue the partitions share, plus "
-               "one fetch of max.partition.fetch.bytes per partition)"),
+               "one fetch of max.partition.fetch.bytes per partition and of fetch.max.bytes per "
+               "broker)"),
     sdk::field("batch.size", EX_CFG_INT, "Most records returned by one poll", "10000"),
     sdk::field("poll.timeout", EX_CFG_DURATION, "Longest wait in one poll for the first record",
                "100"),
@@ -785,6 +786,7 @@ sdk::Status KafkaSource::seek_all(const std::vector<std::pair<PartState*, int64_
       if (tp == &p) off = o;
     rd_kafka_topic_partition_list_add(all.get(), p.topic.c_str(), p.number)->offset = off;
   }
+  resolve_earliest(all.get());  // one never read nor committed: as at its first assign
   rd_kafka_resp_err_t err = rd_kafka_assign(rk_, all.get());
   if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
     return sdk::Status::retriable(std::string("kafka source: cannot reposition partitions: ") +
