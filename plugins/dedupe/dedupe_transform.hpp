@@ -99,9 +99,13 @@ class DedupeTransform final : public sdk::Transform {
   sdk::Status decide_changelog();
   static sdk::Status no_changelog_sink();
   sdk::Status open_changelog(const sdk::Partition& p, sdk::StateInfo& info);
-  // `warm`: a standby copy of the partition to continue from instead of opening its store.
+  // `ready`: the partition's store, already open (its standby copy, or opened side by
+  // side with the others of its assignment), to continue from instead of opening it.
   sdk::Status open_partition(const sdk::Partition& p, std::unique_ptr<Part>& out,
-                             std::unique_ptr<PartitionStore> warm);
+                             std::unique_ptr<PartitionStore> ready);
+  // Opens the stores of `todo` that `ready` lacks on several threads at once.
+  sdk::Status open_stores_side_by_side(const std::vector<const sdk::Partition*>& todo,
+                                       std::vector<std::unique_ptr<PartitionStore>>& ready);
   std::string store_dir(const sdk::Partition& p) const;
   sdk::Status catch_up(Warm& w, Clock::time_point deadline);
   // The standby copy of `p`, if there is one (it stops being a standby).
@@ -131,6 +135,9 @@ class DedupeTransform final : public sdk::Transform {
   void stop_restore(Part& part);
   // More changelog positions than this to read: restore in the background.
   static constexpr int64_t kBackgroundRestorePositions = 64;
+  // Threads that open an assignment's stores at once (open_stores_side_by_side): opens
+  // wait on the disk more than they compute, so more than the cores.
+  static constexpr size_t kSideBySideOpens = 8;
   static int64_t covered_by(const StoreMeta& m);
   bool is_behind(const StoreMeta& m, int64_t start_offset) const;
   // A store (or changelog) behind the committed position: refuse or warn per policy.

@@ -574,3 +574,37 @@ TEST_P(NoChangelogKillTest, AKilledStoreKeepsEveryRoundInItsWal) {
   EXPECT_TRUE(b.process(range(0, 24000, off2)).kept.empty());
   EXPECT_THAT(b.process({event("id-new", off2)}).kept, ElementsAre(0u));
 }
+
+// The same with an assignment of several partitions, whose stores are opened side by side
+// before the first restore finds that the sink keeps no changelog: every one of them takes
+// its WAL back, not only the first.
+TEST_P(NoChangelogKillTest, EveryStoreOfAnAssignmentKeepsItsRoundsInItsWal) {
+  if (std::string(GetParam()) == "auto") host_.refuse_state_opens();
+  Pairs small = {{"rocksdb.write.buffer.size", "1048576"}, {"rocksdb.fold.background", "false"},
+                 {"changelog", GetParam()}, {"state.dir", (dir_ / "host-a").string()}};
+  std::vector<Partition> three;
+  for (int32_t i = 0; i < 3; ++i) three.push_back(part(i, "events-" + std::to_string(i)));
+  auto& a = start(small, three);
+  std::vector<int64_t> off(3, 0);
+  for (int r = 0; r < 2; ++r) {
+    std::vector<Partition> read;
+    for (int32_t i = 0; i < 3; ++i) {
+      a.process(range(r * 3000, (r + 1) * 3000, off[i], i));
+      read.push_back(part(i, "events-" + std::to_string(i), off[i]));
+    }
+    ASSERT_TRUE(stage_->positions(read).is_ok());
+    commit_round();
+  }
+  fs::create_directories(dir_ / "image");
+  for (int32_t i = 0; i < 3; ++i) {
+    const std::string name = "events-" + std::to_string(i);
+    fs::copy(dir_ / "host-a" / name, dir_ / "image" / name, fs::copy_options::recursive);
+    three[i].start_offset = off[i];
+  }
+  small.back().second = (dir_ / "image").string();
+  auto& b = start(small, three);
+  for (int32_t i = 0; i < 3; ++i) {
+    int64_t o = off[i];
+    EXPECT_TRUE(b.process(range(0, 6000, o, i)).kept.empty()) << "partition " << i;
+  }
+}

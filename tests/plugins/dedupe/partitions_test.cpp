@@ -1,5 +1,7 @@
 // Stores per partition: assign/revoke, isolation, and stores behind the committed
 // position.
+#include <fstream>
+
 #include "dedupe_fixture.hpp"
 
 namespace dedupe_test {
@@ -153,6 +155,49 @@ TEST_F(DedupeTest, ToleranceAllowsAGapUpToIt) {
   };
   EXPECT_TRUE(fresh(3).is_ok());
   EXPECT_EQ(fresh(4).code(), EX_ERR_FATAL);
+}
+
+// The stores of an assignment are opened side by side (open_stores_side_by_side): each
+// still gets its own claims, and the stage says how many it opened so.
+TEST_F(DedupeTest, AnAssignmentsStoresOpenSideBySideEachWithItsOwnClaims) {
+  std::vector<Partition> six;
+  for (int32_t i = 0; i < 6; ++i) six.push_back(part(i, "events-" + std::to_string(i)));
+  auto& t = start({}, six);
+  std::vector<OwnedRecord> first;
+  for (int32_t i = 0; i < 6; ++i) first.push_back(event("id-" + std::to_string(i), 0, i));
+  EXPECT_EQ(t.process(first).kept.size(), 6u);
+  commit_round();
+  ASSERT_TRUE(t.revoke(six).is_ok());
+  host_.logs.clear();
+  for (auto& p : six) p.start_offset = 1;
+  ASSERT_TRUE(t.assign(six).is_ok());
+  bool said = false;
+  for (auto& [level, msg] : host_.logs) said |= msg.find("opened 6 stores side by side") != std::string::npos;
+  EXPECT_TRUE(said);
+  // Each store kept its own id only: every partition's id-N is a duplicate in partition N
+  // and new in the next one.
+  std::vector<OwnedRecord> again;
+  for (int32_t i = 0; i < 6; ++i) {
+    again.push_back(event("id-" + std::to_string(i), 1, i));
+    again.push_back(event("id-" + std::to_string((i + 1) % 6), 2, i));
+  }
+  EXPECT_THAT(t.process(again).kept, ElementsAre(1u, 3u, 5u, 7u, 9u, 11u));
+}
+
+// A store that cannot be opened among others is the one named, and the ones opened beside
+// it are closed again: the next assignment opens them all.
+TEST_F(DedupeTest, AStoreThatCannotOpenAmongOthersIsNamedAndTheOthersAreClosed) {
+  auto& t = start({}, {});
+  { std::ofstream blocker(dir_ / "events-2"); blocker << "not a directory"; }
+  std::vector<Partition> four;
+  for (int32_t i = 0; i < 4; ++i) four.push_back(part(i, "events-" + std::to_string(i)));
+  auto st = t.assign(four);
+  EXPECT_EQ(st.code(), EX_ERR_FATAL);
+  EXPECT_THAT(st.message(), HasSubstr((dir_ / "events-2").string()));
+  fs::remove(dir_ / "events-2");
+  st = t.assign(four);
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  EXPECT_EQ(t.process({event("a", 0, 0), event("a", 0, 3)}).kept.size(), 2u);
 }
 
 }  // namespace
