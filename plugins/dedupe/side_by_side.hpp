@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -21,7 +22,13 @@ void run_side_by_side(size_t n, size_t threads, const Job& job) {
   const size_t extra = std::min(threads, n) > 1 ? std::min(threads, n) - 1 : 0;
   std::vector<std::thread> pool;
   pool.reserve(extra);
-  for (size_t t = 0; t < extra; ++t) pool.emplace_back(worker);
+  for (size_t t = 0; t < extra; ++t) {
+    try {
+      pool.emplace_back(worker);
+    } catch (const std::system_error&) {
+      break;  // no more threads to be had: the ones running (and this one) take the rest
+    }
+  }
   worker();
   for (auto& t : pool) t.join();
 }
