@@ -444,10 +444,12 @@ Status DedupeTransform::assign(const std::vector<sdk::Partition>& parts) {
     ready.push_back(take_warm(p));
     warm.push_back(ready.back() != nullptr);
   }
-  Status st = open_stores_side_by_side(todo, ready);
+  std::vector<Status> opened(todo.size());
+  Status st = open_stores_side_by_side(todo, ready, opened);
   if (!st) return st;
   for (size_t i = 0; i < todo.size(); ++i) {
     const sdk::Partition& p = *todo[i];
+    if (!opened[i]) return opened[i];  // in assignment order: the first failing one is named
     std::unique_ptr<Part> part;
     st = open_partition(p, part, std::move(ready[i]));
     if (!st) return st;
@@ -464,11 +466,11 @@ Status DedupeTransform::assign(const std::vector<sdk::Partition>& parts) {
 // stores of an assignment held its first records (a new pipeline's, a rebalance's
 // takeover) for their sum, 50 ms for four partitions, linear in the partitions. Only the
 // local opens run side by side, on threads of this call; the changelog calls that follow
-// (open_partition) stay on the pipeline thread, in assignment order. A store that fails
-// to open is reported by open_partition, which opens it again on this thread (in order,
-// so the first failing partition is the one named).
+// (open_partition) stay on the pipeline thread, in assignment order. Each open's outcome
+// goes to `opened`, which assign() reports in that order.
 Status DedupeTransform::open_stores_side_by_side(const std::vector<const sdk::Partition*>& todo,
-                                                 std::vector<std::unique_ptr<PartitionStore>>& ready) {
+                                                 std::vector<std::unique_ptr<PartitionStore>>& ready,
+                                                 std::vector<Status>& opened) {
   std::vector<size_t> opens;
   for (size_t i = 0; i < todo.size(); ++i)
     if (!ready[i] && !todo[i]->name.empty()) opens.push_back(i);
@@ -477,15 +479,14 @@ Status DedupeTransform::open_stores_side_by_side(const std::vector<const sdk::Pa
   Status st = decide_changelog();
   if (!st) return st;
   const auto t0 = Clock::now();
-  std::vector<char> failed(opens.size(), 0);
   run_side_by_side(opens.size(), kSideBySideOpens, [&](size_t k) {
     const size_t i = opens[k];
     try {
-      if (!open_store(store_dir(*todo[i]), todo[i]->id, false, ready[i])) failed[k] = 1;
-    } catch (...) {
-      failed[k] = 1;
+      opened[i] = open_store(store_dir(*todo[i]), todo[i]->id, false, ready[i]);
+    } catch (const std::exception& e) {
+      opened[i] = Status::fatal("dedupe: cannot open store " + store_dir(*todo[i]) + ": " + e.what());
     }
-    if (failed[k]) ready[i].reset();  // closed: open_partition tries again and says why
+    if (!opened[i]) ready[i].reset();
   });
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
   host_.info("dedupe: opened " + std::to_string(opens.size()) + " stores side by side in " +

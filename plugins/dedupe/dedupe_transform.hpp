@@ -103,9 +103,11 @@ class DedupeTransform final : public sdk::Transform {
   // side with the others of its assignment), to continue from instead of opening it.
   sdk::Status open_partition(const sdk::Partition& p, std::unique_ptr<Part>& out,
                              std::unique_ptr<PartitionStore> ready);
-  // Opens the stores of `todo` that `ready` lacks on several threads at once.
+  // Opens the stores of `todo` that `ready` lacks on several threads at once; each one's
+  // outcome in `opened` (by todo's index).
   sdk::Status open_stores_side_by_side(const std::vector<const sdk::Partition*>& todo,
-                                       std::vector<std::unique_ptr<PartitionStore>>& ready);
+                                       std::vector<std::unique_ptr<PartitionStore>>& ready,
+                                       std::vector<sdk::Status>& opened);
   std::string store_dir(const sdk::Partition& p) const;
   sdk::Status catch_up(Warm& w, Clock::time_point deadline);
   // The standby copy of `p`, if there is one (it stops being a standby).
