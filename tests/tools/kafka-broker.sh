@@ -21,7 +21,9 @@
 # start on a DIR of a stopped cluster restarts it with its saved ports and data.
 # Each node logs to DIR/node-N/logs: server.log, and gc.log (every collection and its
 # pause: a paused broker answers nothing, which a latency benchmark sees).
-# Environment: EXACTLY_CACHE (cache root, default ~/.cache/exactly), KAFKA_HEAP.
+# Environment: EXACTLY_CACHE (cache root, default ~/.cache/exactly), KAFKA_HEAP,
+# KAFKA_GC (g1, the default: Kafka's own G1 settings; zgc: ZGC, which collects beside the
+# broker's threads, for latency diagnosis; its pauses go to gc-phases.log beside gc.log).
 set -euo pipefail
 # shellcheck source=kafka-common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/kafka-common.sh"
@@ -192,8 +194,13 @@ launch_node() {         # node number; runs with fd of the port lock closed
     local n="$1" nd="$DIR/node-$1" pid
     : >"$nd/stdout.log"
     # setsid: the broker outlives the calling shell and its process group.
-    setsid java -Xms"${HEAP_MIN}" -Xmx"${HEAP}" -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
-        -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent \
+    local gc=(-XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35)
+    case "${KAFKA_GC:-g1}" in
+        g1) ;;
+        zgc) gc=(-XX:+UseZGC -Xlog:gc+phases:file="$nd/logs/gc-phases.log":uptime,time:filecount=2,filesize=10m) ;;
+        *) die "KAFKA_GC is g1 or zgc, not '$KAFKA_GC'" ;;
+    esac
+    setsid java -Xms"${HEAP_MIN}" -Xmx"${HEAP}" "${gc[@]}" -XX:+ExplicitGCInvokesConcurrent \
         -XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true \
         -Xlog:gc:file="$nd/logs/gc.log":uptime,time:filecount=2,filesize=10m \
         -Dlog4j.configuration="file:$nd/log4j.properties" -Dkafka.logs.dir="$nd/logs" \

@@ -27,6 +27,13 @@
 #       expiry in one burst, and the records of those seconds came 0.3-0.8 s late (the
 #       raw copy's too); 67108864 (64 MiB) spreads it (docs/benchmarks.md, "The kernel's
 #       writeback burst"). Every run logs the machine's writeback settings.
+#   --broker-gc g1|zgc (default $KAFKA_GC, else g1): the collector of the broker started
+#       here. g1 is Kafka's own setting (G1, 20 ms pause target); on two busy vCPUs its
+#       young collections still stopped the broker 50-194 ms every few seconds, and
+#       every record in flight then came late. zgc (JDK 17's ZGC) collects beside the
+#       broker's threads: no pause over 50 ms in any case (docs/benchmarks.md, "The
+#       broker's collector"), to take the collector out of a diagnosis. Has no effect
+#       on a broker given by EXACTLY_KAFKA_BOOTSTRAP.
 #
 # --latency half: first measures the maximum in the same run, case c catching up on
 # --records records with the same --commit-interval-ms (the input loaded as in the
@@ -146,7 +153,7 @@ interval_ms=1000 max_records=1000000 streams_threads=1 streams_caching=false pre
 source_rdkafka=""
 sink_rdkafka=""
 work="" keep=0 seed=7 latency_rate=0 latency_s=60 warmup_s=10 producer_warmup_s=5 producer=native reader=native
-contender_warmup_s=150 fractions=0.5 writeback_from="" warm_run=""
+contender_warmup_s=150 fractions=0.5 writeback_from="" warm_run="" broker_gc="${KAFKA_GC:-g1}"
 broker_props=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -177,6 +184,7 @@ while [[ $# -gt 0 ]]; do
     --broker-prop) broker_props+=(--prop "$2"); shift 2 ;;
     --writeback-from) writeback_from="$2"; shift 2 ;;
     --warm-run) warm_run="$2"; shift 2 ;;
+    --broker-gc) broker_gc="$2"; shift 2 ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "run_bench.sh: unknown option $1" >&2; exit 2 ;;
   esac
@@ -184,6 +192,8 @@ done
 IFS=',' read -r -a case_list <<<"$cases"
 [[ -z $warm_run || $latency_rate == 0 ]] ||
   { echo "run_bench.sh: --warm-run is for the throughput mode (--latency has --contender-warmup-s)" >&2; exit 2; }
+[[ $broker_gc == g1 || $broker_gc == zgc ]] ||
+  { echo "run_bench.sh: --broker-gc is g1 or zgc, not $broker_gc" >&2; exit 2; }
 [[ $producer == native || $producer == java ]] ||
   { echo "run_bench.sh: --producer is native or java, not $producer" >&2; exit 2; }
 [[ $reader == native || $reader == java ]] ||
@@ -284,9 +294,9 @@ if [[ -n "${EXACTLY_KAFKA_BOOTSTRAP:-}" ]]; then
   log "using the broker at $B (pid: $broker_pid; 0 = not measured)"
 else
   broker_dir="$work/kafka"
-  B="$(KAFKA_HEAP="${KAFKA_HEAP:-6g}" "$broker_sh" start --dir "$broker_dir" "${broker_props[@]}" | tail -n1)"
+  B="$(KAFKA_HEAP="${KAFKA_HEAP:-6g}" KAFKA_GC="$broker_gc" "$broker_sh" start --dir "$broker_dir" "${broker_props[@]}" | tail -n1)"
   broker_pid="$(cat "$broker_dir/node-1/pid")"
-  log "broker $B (pid $broker_pid, dir $broker_dir)"
+  log "broker $B (pid $broker_pid, dir $broker_dir, collector $broker_gc)"
 fi
 
 cpu_of() {  # utime+stime of a pid in seconds
@@ -418,7 +428,7 @@ gc_report() {  # reader-stderr: the broker's GC pauses over 50 ms per second of 
   while read -r t ms; do
     t=$(date -d "$t" +%s%3N 2>/dev/null) || continue
     (( t >= first && t - first < ${latency_s:-90} * 1000 + 1000 )) && out+=" $(( (t - first) / 1000 )):${ms%.*}"
-  done < <(cat "$dir"/node-*/logs/gc.log | awk -v from="$from" -v to="$to" '/ Pause / {
+  done < <(cat "$dir"/node-*/logs/gc*.log | awk -v from="$from" -v to="$to" '/ Pause |Allocation Stall/ {
       ts = substr($1, 2, 28); sub(/\].*/, "", ts); s = substr(ts, 1, 19)
       if (s < from || s > to) next
       v = $NF; sub(/ms$/, "", v); if (v + 0 > 50) print ts, v }')
