@@ -154,7 +154,10 @@ source_rdkafka=""
 sink_rdkafka=""
 work="" keep=0 seed=7 latency_rate=0 latency_s=60 warmup_s=10 producer_warmup_s=5 producer=native reader=native
 contender_warmup_s=150 fractions=0.5 writeback_from="" warm_run="" broker_gc="${KAFKA_GC:-g1}"
-broker_props=()
+# A deleted topic's files go 1 s after the deletion instead of Kafka's 60 s, so that the
+# files of a case (~10 GB at 250k records/s) are gone before the next case starts
+# (wait_deletions); --broker-prop log.segment.delete.delay.ms=... overrides it.
+broker_props=(--prop log.segment.delete.delay.ms=1000)
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --records) records="$2"; shift 2 ;;
@@ -298,6 +301,26 @@ else
   broker_pid="$(cat "$broker_dir/node-1/pid")"
   log "broker $B (pid $broker_pid, dir $broker_dir, collector $broker_gc)"
 fi
+
+# Waits until the broker has removed the files of the topics deleted so far. Kafka
+# deletes a topic's files log.segment.delete.delay.ms after the deletion (60 s by default), and
+# unlinking a case's ~10 GB on this ext4 (mounted with discard) kept the broker's
+# scheduler thread busy for 3-4 s: 50-56 s into the next latency case, where it made the
+# late seconds of most cases of 2026-12-05 night, the floor's too (docs/benchmarks.md,
+# "The broker's collector"). Waits for every partition dir of the topics named, renamed
+# for deletion (-delete) or not yet. Only a broker started here can be watched.
+wait_deletions() {  # topic...
+  [[ -n ${broker_dir:-} ]] || return 0
+  local t0=$SECONDS t left
+  while :; do
+    left=""
+    for t in "$@"; do if compgen -G "$broker_dir/node-*/data/$t-[0-9]*" >/dev/null; then left=$t; fi; done
+    [[ -z $left ]] && break
+    (( SECONDS - t0 < 180 )) || { log "  the broker still deletes files after 180 s; going on"; return 0; }
+    sleep 1
+  done
+  (( SECONDS - t0 < 2 )) || log "  waited $(( SECONDS - t0 )) s for the broker to delete the last case's files"
+}
 
 cpu_of() {  # utime+stime of a pid in seconds
   awk -v t="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); split($0, f, " "); printf "%.2f", (f[12] + f[13]) / t }' "/proc/$1/stat"
@@ -661,6 +684,7 @@ run_case() {  # case rep
     [[ ( $base == b || $base == c ) && $nocl == 0 ]] &&
       { "$tool" delete-topic --bootstrap "$B" --topic "$cl" >/dev/null 2>&1 || true; }
     rm -rf "$d/dedupe" "$d/state"
+    wait_deletions "$out" "$group-dedupe-ids-changelog" "$cl"
   fi
 }
 
@@ -834,6 +858,7 @@ run_latency_case() {  # case rep seconds (rep "w": the broker's warm-up run, not
       "$tool" delete-topic --bootstrap "$B" --topic "$t" >/dev/null 2>&1 || true
     done
     rm -rf "$d/dedupe" "$d/state"
+    wait_deletions "$in" "$out" "$cl" "$group-dedupe-ids-changelog"
   fi
 }
 
@@ -856,7 +881,7 @@ if [[ "$latency_rate" != 0 ]]; then
     [[ $fractions == 0.5 ]] && share=half
     max_note=" ($share of the maximum measured first in this run: case c caught up on $records records at $max_rate records/s)"
     log "maximum $max_rate records/s: the latency cases run at ${rates[*]} records/s"
-    [[ $keep -eq 1 ]] || "$tool" delete-topic --bootstrap "$B" --topic "$in" >/dev/null 2>&1 || true
+    [[ $keep -eq 1 ]] || { "$tool" delete-topic --bootstrap "$B" --topic "$in" >/dev/null 2>&1 || true; wait_deletions "$in"; }
   fi
   # The broker's warm-up above is one producer's transaction; a contender's traffic (a
   # group, a transaction every round, offsets in each, a changelog, read_committed fetches
