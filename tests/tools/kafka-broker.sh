@@ -38,6 +38,9 @@ LAST_DIR_FILE="$KT_CACHE_ROOT/kafka-last-dir"
 
 die() { echo "kafka-broker: error: $*" >&2; exit 1; }
 log() { echo "kafka-broker: $*" >&2; }
+# Checked once here, before any command formats or starts a node.
+GC="${KAFKA_GC:-g1}"
+[[ $GC == g1 || $GC == zgc ]] || die "KAFKA_GC is g1 or zgc, not '$GC'"
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}" >&2; exit 2; }
 
 # ------------------------------------------------------------------ helpers
@@ -195,11 +198,7 @@ launch_node() {         # node number; runs with fd of the port lock closed
     : >"$nd/stdout.log"
     # setsid: the broker outlives the calling shell and its process group.
     local gc=(-XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35)
-    case "${KAFKA_GC:-g1}" in
-        g1) ;;
-        zgc) gc=(-XX:+UseZGC -Xlog:gc+phases:file="$nd/logs/gc-phases.log":uptime,time:filecount=2,filesize=10m) ;;
-        *) die "KAFKA_GC is g1 or zgc, not '$KAFKA_GC'" ;;
-    esac
+    [[ $GC == zgc ]] && gc=(-XX:+UseZGC -Xlog:gc+phases:file="$nd/logs/gc-phases.log":uptime,time:filecount=2,filesize=10m)
     setsid java -Xms"${HEAP_MIN}" -Xmx"${HEAP}" "${gc[@]}" -XX:+ExplicitGCInvokesConcurrent \
         -XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true \
         -Xlog:gc:file="$nd/logs/gc.log":uptime,time:filecount=2,filesize=10m \

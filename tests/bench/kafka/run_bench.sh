@@ -123,7 +123,10 @@
 # documentation gives for production (-Xms6g -Xmx6g with G1 and a 20 ms pause target).
 # At 1g, G1 shrank the young generation to ~50 MB to chase that target on two busy
 # cores and collected every ~0.45 s; at 6g every ~2.7 s, with pauses of the same length
-# (docs/benchmarks.md, "The broker's heap").
+# (docs/benchmarks.md, "The broker's heap"). It removes a deleted topic's files 1 s after
+# the deletion (log.segment.delete.delay.ms=1000, Kafka's default 60 s), and each case
+# waits until its topics' files are gone: with the default, unlinking a case's ~10 GB fell
+# into the next case's seconds 50-56 (docs/benchmarks.md, "The broker's collector").
 # BUILD_DIR (default build-bench): a Release build of its own, never build/.
 # BENCH_DEDUPE_CONFIG='key: value, ...': added to the dedupe stage's config of every
 # case that has one (an experiment's knob, e.g. 'rocksdb.write.buffer.size: 1073741824').
@@ -308,7 +311,8 @@ fi
 # scheduler thread busy for 3-4 s: 50-56 s into the next latency case, where it made the
 # late seconds of most cases of 2026-12-05 night, the floor's too (docs/benchmarks.md,
 # "The broker's collector"). Waits for every partition dir of the topics named, renamed
-# for deletion (-delete) or not yet. Only a broker started here can be watched.
+# for deletion (-delete) or not yet; the first deletion after the broker's start can take
+# up to ~30 s (its delete task's first run). Only a broker started here can be watched.
 wait_deletions() {  # topic...
   [[ -n ${broker_dir:-} ]] || return 0
   local t0=$SECONDS t left
@@ -436,7 +440,8 @@ gc_report() {  # reader-stderr: the broker's GC pauses over 50 ms per second of 
   # A pause stops the whole broker (no fetch, produce or commit is answered), so it is
   # one suspect for a late second; docs/benchmarks.md ("The changelog's compaction")
   # found one beside half of them. Needs the broker's directory: its own, or
-  # EXACTLY_KAFKA_DIR for one started by tests/tools/kafka-broker.sh (gc.log since 9fa36bf).
+  # EXACTLY_KAFKA_DIR for one started by tests/tools/kafka-broker.sh (gc.log since 9fa36bf;
+  # with ZGC, gc-phases.log for its pauses and gc.log for its allocation stalls).
   local dir="${broker_dir:-${EXACTLY_KAFKA_DIR:-}}" first out="" t ms
   first=$(reader_second0 "$1")
   [[ -n $dir && -n $first ]] || return 0
