@@ -145,6 +145,13 @@ KafkaSource::KafkaSource(sdk::Host host, const sdk::Config& cfg) : ClientContext
   for (size_t l = 0; l < priority_.size(); ++l) level_q_.push_back(rd_kafka_queue_new(rk_));
   consumer_q_ = rd_kafka_queue_get_consumer(rk_);
   waker_ = std::make_unique<FetchWaker>(rk_);
+  std::vector<std::string> unknown;
+  faults_ = Faults::from_env({"kafka.source.seek"}, unknown);
+  for (const auto& u : unknown)
+    host_.warn("kafka source: EXACTLY_FAULTS entry '" + u + "' is not a fault of the kafka source "
+               "(known: kafka.source.seek, or kafka.source.seek=N for the next N calls); ignored");
+  if (faults_.armed())
+    host_.warn("kafka source: test fault injection armed by EXACTLY_FAULTS: " + faults_.describe());
 }
 
 sdk::Status KafkaSource::validate(const sdk::Config& cfg) { return validate_source(cfg); }
@@ -766,8 +773,13 @@ sdk::Status KafkaSource::seek_all(const std::vector<std::pair<PartState*, int64_
     rd_kafka_topic_partition_list_add(list.get(), p->topic.c_str(), p->number)->offset = off;
     drop_buffered(*p);  // fetching restarts at the target: they would come again
   }
-  ErrorPtr e(rd_kafka_seek_partitions(rk_, list.get(), 10000));
-  std::string why = e ? describe(e.get()) : std::string();
+  std::string why;
+  if (faults_.fire("kafka.source.seek")) {
+    why = "fault injected by EXACTLY_FAULTS (kafka.source.seek)";
+  } else {
+    ErrorPtr e(rd_kafka_seek_partitions(rk_, list.get(), 10000));
+    if (e) why = describe(e.get());
+  }
   for (int i = 0; i < list->cnt && why.empty(); ++i)
     if (list->elems[i].err != RD_KAFKA_RESP_ERR_NO_ERROR)
       why = std::string(list->elems[i].topic) + " [" + std::to_string(list->elems[i].partition) +

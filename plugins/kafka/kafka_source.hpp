@@ -5,6 +5,7 @@
 
 #include "checkpoint_codec.hpp"
 #include "cluster_endpoint.hpp"
+#include "fault_injection.hpp"
 #include "fetch_waker.hpp"
 #include "kafka_settings.hpp"
 #include "priority_planner.hpp"
@@ -198,6 +199,7 @@ class KafkaSource final : public sdk::Source, public ClientContext {
   sdk::Status pending_;  // an error raised inside a callback, returned by the next poll
 
   std::string not_before_header_;
+  Faults faults_;  // test-only (EXACTLY_FAULTS): kafka.source.seek
   bool warned_bad_not_before_ = false;
   int64_t last_not_before_report_ms_ = 0;
   int reported_waiting_ = -1;
