@@ -14,6 +14,12 @@
       core), the run % of the threads that made late seconds before (exactly's pipeline
       thread, the broker's request handlers, log cleaner, scheduler, GC and JIT threads),
       direct reclaim and compaction stalls, and the three busiest other processes.
+  thread_sampler.py processes FILE SECOND0_MS FROM TO
+      One line per second: machine user/sys/idle, and each process's run/wait % of one
+      core (all its threads): whose CPU grew when the machine filled up.
+  thread_sampler.py threads FILE SECOND0_MS FROM TO [KIND]
+      One line per second: the busiest threads of one process (KIND: exactly, broker,
+      producer or reader; default exactly), each as run/wait % of one core.
 """
 import os
 import re
@@ -137,9 +143,60 @@ def report(path, second0, lo, hi, step):
         t += step
 
 
+def deltas(a, b, kind=None):
+    """run, wait (ns) per thread name between two samples; a name whose sum fell (one of
+    its threads ended) counts from 0 rather than negative."""
+    out = {}
+    for key, (run, wait) in b['threads'].items():
+        if kind is not None and key[0] != kind:
+            continue
+        x = a['threads'].get(key)
+        if x:
+            out[key] = (max(0, run - x[0]), max(0, wait - x[1]))
+    return out
+
+
+def seconds(samples, second0, lo, hi):
+    t = lo
+    while t < hi:
+        win = [s for s in samples if t <= (s['t'] - second0) / 1000 < t + 1]
+        if len(win) >= 2:
+            a, b = win[0], win[-1]
+            cpu = [y - x for x, y in zip(a['cpu'], b['cpu'])]
+            yield t, a, b, (b['t'] - a['t']) * 1e6, cpu, sum(cpu) or 1
+        t += 1
+
+
+def processes(path, second0, lo, hi):
+    print('second  user  sys idle | per process: run/wait % of one core')
+    for t, a, b, ns, cpu, total in seconds(load(path), second0, lo, hi):
+        per = {}
+        for (kind, _), (run, wait) in deltas(a, b).items():
+            r = per.setdefault(kind, [0, 0])
+            r[0] += run
+            r[1] += wait
+        print(f'{t:6.0f} {200.0 * (cpu[0] + cpu[1]) / total:5.0f} {200.0 * cpu[2] / total:4.0f} '
+              f'{200.0 * cpu[3] / total:4.0f} | ' +
+              '  '.join(f'{k} {100.0 * v[0] / ns:.0f}/{100.0 * v[1] / ns:.0f}' for k, v in sorted(per.items())))
+
+
+def threads(path, second0, lo, hi, kind):
+    print(f'second idle | busiest threads of {kind}: run/wait % of one core')
+    for t, a, b, ns, cpu, total in seconds(load(path), second0, lo, hi):
+        rows = sorted(((100.0 * r / ns, 100.0 * w / ns, key[1]) for key, (r, w) in deltas(a, b, kind).items()),
+                      reverse=True)
+        print(f'{t:6.0f} {200.0 * cpu[3] / total:4.0f} | ' +
+              '  '.join(f'{n[:14]} {r:.0f}/{w:.0f}' for r, w, n in rows[:7] if r + w >= 3))
+
+
 if __name__ == '__main__':
     if len(sys.argv) == 4 and sys.argv[1] == 'record':
         record(sys.argv[2], float(sys.argv[3]))
+    elif len(sys.argv) == 6 and sys.argv[1] == 'processes':
+        processes(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5]))
+    elif len(sys.argv) in (6, 7) and sys.argv[1] == 'threads':
+        threads(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5]),
+                sys.argv[6] if len(sys.argv) == 7 else 'exactly')
     elif len(sys.argv) in (6, 7) and sys.argv[1] == 'report':
         report(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5]),
                float(sys.argv[6]) if len(sys.argv) == 7 else 1.0)
