@@ -657,10 +657,8 @@ TEST_F(KafkaBroker, ARewindNeverTakesAPartitionBackBeforeItsNewStart) {
                                         << "): records the other member committed replay";
 }
 
-// The source's side of holds with a backlog: two partitions held back from their
-// assignment (both restoring) and released one after the other while the first already
-// flows (the second's resume may re-assign both when its fetcher has not started): every
-// record of both comes out once, in order.
+// The source's side of holds with a backlog (kt::expect_held_partitions_released_in_turn;
+// the same through the seek's fallback: kafka_seek_fallback_test.cpp).
 TEST_F(KafkaBroker, TwoHeldPartitionsReleasedInTurnRepeatNothing) {
   const std::string in = kt::unique("in"), group = kt::unique("g");
   kt::create_topic(servers(), in, 2);
@@ -670,36 +668,5 @@ TEST_F(KafkaBroker, TwoHeldPartitionsReleasedInTurnRepeatNothing) {
   FakeHost h;
   SourceHarness src(lib(), "kafka", source_cfg(group, in), &h);
   ASSERT_TRUE(src.open().is_ok());
-  const int64_t join_end = kt::now_ms() + 60000;
-  while (h.assigned.size() < 2 && kt::now_ms() < join_end) src.poll(100);  // held: dropped
-  ASSERT_EQ(h.assigned.size(), 2u);
-  std::map<int32_t, int32_t> number_of;
-  for (auto& p : h.assigned) number_of[p.id] = p.number;
-  ASSERT_TRUE(src.pause_partitions(h.assigned, true).is_ok());
-  std::map<int32_t, std::vector<int64_t>> seen;  // by partition number
-  std::set<int32_t> held{0, 1};
-  auto poll_once = [&] {
-    for (auto& r : src.poll(100))
-      if (!held.count(number_of[r.partition])) seen[number_of[r.partition]].push_back(r.offset);
-  };
-  for (int i = 0; i < 5; ++i) poll_once();
-  for (int number : {0, 1}) {
-    exactly::sdk::Partition p = h.assigned[0].number == number ? h.assigned[0] : h.assigned[1];
-    ASSERT_TRUE(src.pause_partitions({p}, false).is_ok());
-    held.erase(number);
-    // The first one runs through part of its backlog before the second is released.
-    const int64_t until = kt::now_ms() + 30000;
-    while (seen[0].size() < 2000 && kt::now_ms() < until) poll_once();
-  }
-  const int64_t end = kt::now_ms() + 60000;
-  while ((seen[0].size() < n || seen[1].size() < n) && kt::now_ms() < end) poll_once();
-  for (int number : {0, 1}) {
-    const auto& v = seen[number];
-    EXPECT_EQ(v.size(), static_cast<size_t>(n)) << "partition " << number;
-    for (size_t i = 0; i < v.size() && i < static_cast<size_t>(n); ++i)
-      if (v[i] != static_cast<int64_t>(i)) {
-        ADD_FAILURE() << "partition " << number << ": record " << i << " has offset " << v[i];
-        break;
-      }
-  }
+  kt::expect_held_partitions_released_in_turn(src, h, n);
 }

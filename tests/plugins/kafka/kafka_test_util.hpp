@@ -323,6 +323,57 @@ inline void expect_backlog_keeps_being_fetched(const exactly::testing::Library& 
 }
 
 // A command's stdout; `rc` gets its exit code (-1 when it did not run or was signalled).
+// The source's side of holds with a backlog: `src`'s two partitions (`n` records each
+// already in them), numbered 0 and 1, held back from their assignment (a stage restoring
+// them) and released one after the other while the first already flows (the second's
+// release may re-assign both when its fetcher has not started). Every record of both
+// must come out once, in order, and none of a partition while it is held.
+inline void expect_held_partitions_released_in_turn(exactly::testing::SourceHarness& src,
+                                                    exactly::testing::FakeHost& h, int n) {
+  const int64_t join_end = now_ms() + 60000;
+  while (h.assigned.size() < 2 && now_ms() < join_end) src.poll(100);  // held: dropped
+  ASSERT_EQ(h.assigned.size(), 2u);
+  std::map<int32_t, int32_t> number_of;
+  for (auto& p : h.assigned) number_of[p.id] = p.number;
+  ASSERT_TRUE(src.pause_partitions(h.assigned, true).is_ok());
+  std::map<int32_t, std::vector<int64_t>> seen;  // by partition number
+  std::set<int32_t> held{0, 1};
+  bool from_held = false;
+  auto poll_once = [&] {
+    for (auto& r : src.poll(100)) {
+      if (held.count(number_of[r.partition])) {
+        from_held = true;
+        continue;
+      }
+      seen[number_of[r.partition]].push_back(r.offset);
+    }
+  };
+  for (int i = 0; i < 5; ++i) poll_once();
+  for (int number : {0, 1}) {
+    exactly::sdk::Partition p = h.assigned[0].number == number ? h.assigned[0] : h.assigned[1];
+    ASSERT_TRUE(src.pause_partitions({p}, false).is_ok());
+    held.erase(number);
+    // The first runs through part of its backlog before the second is released.
+    const int64_t until = now_ms() + 30000;
+    while (number == 0 && seen[0].size() < static_cast<size_t>(n / 3) && now_ms() < until) poll_once();
+    if (number == 0) EXPECT_TRUE(seen[1].empty()) << "the held partition handed out records";
+  }
+  const int64_t end = now_ms() + 60000;
+  while ((seen[0].size() < static_cast<size_t>(n) || seen[1].size() < static_cast<size_t>(n)) &&
+         now_ms() < end)
+    poll_once();
+  EXPECT_FALSE(from_held) << "a held partition handed out records";
+  for (int number : {0, 1}) {
+    const auto& v = seen[number];
+    EXPECT_EQ(v.size(), static_cast<size_t>(n)) << "partition " << number;
+    for (size_t i = 0; i < v.size() && i < static_cast<size_t>(n); ++i)
+      if (v[i] != static_cast<int64_t>(i)) {
+        ADD_FAILURE() << "partition " << number << ": record " << i << " has offset " << v[i];
+        break;
+      }
+  }
+}
+
 inline std::string shell(const std::string& cmd, int* rc) {
   std::string out;
   FILE* p = popen(cmd.c_str(), "r");
