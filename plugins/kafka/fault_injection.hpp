@@ -6,7 +6,7 @@
 // Why: some recovery paths are reachable only by races inside librdkafka (a seek of a
 // partition whose fetcher has not started fails with __STATE in 2.0.2, a window of
 // microseconds). Without a way to force them, the code that handles them would ship
-// untested. Each client reads the variable once, when it is created, so a test can set
+// untested. Each kafka source reads the variable once, when it is created, so a test can set
 // it for one instance; an instance with faults armed says so in its log (warn), and
 // names under "kafka." that this plugin does not know are reported the same way (other
 // plugins' names are left to them).
