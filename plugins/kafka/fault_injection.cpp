@@ -29,8 +29,8 @@ Faults Faults::parse(const std::string& spec, const std::vector<std::string>& kn
     if (eq != std::string::npos) {
       const std::string n = entry.substr(eq + 1);
       char* end = nullptr;
-      long long v = n.empty() ? -1 : std::strtoll(n.c_str(), &end, 10);
-      if (n.empty() || end == nullptr || *end != '\0' || v <= 0) {
+      const long long v = std::strtoll(n.c_str(), &end, 10);
+      if (n.empty() || *end != '\0' || v <= 0) {
         unknown.push_back(entry);  // a count is a whole number of calls, at least 1
         continue;
       }

@@ -146,10 +146,10 @@ KafkaSource::KafkaSource(sdk::Host host, const sdk::Config& cfg) : ClientContext
   consumer_q_ = rd_kafka_queue_get_consumer(rk_);
   waker_ = std::make_unique<FetchWaker>(rk_);
   std::vector<std::string> unknown;
-  faults_ = Faults::from_env({"kafka.source.seek"}, unknown);
+  faults_ = Faults::from_env({kSeekFault}, unknown);
   for (const auto& u : unknown)
     host_.warn("kafka source: EXACTLY_FAULTS entry '" + u + "' is not a fault of the kafka source "
-               "(known: kafka.source.seek, or kafka.source.seek=N for the next N calls); ignored");
+               "(known: " + kSeekFault + ", or " + kSeekFault + "=N for the next N calls); ignored");
   if (faults_.armed())
     host_.warn("kafka source: test fault injection armed by EXACTLY_FAULTS: " + faults_.describe());
 }
@@ -774,8 +774,8 @@ sdk::Status KafkaSource::seek_all(const std::vector<std::pair<PartState*, int64_
     drop_buffered(*p);  // fetching restarts at the target: they would come again
   }
   std::string why;
-  if (faults_.fire("kafka.source.seek")) {
-    why = "fault injected by EXACTLY_FAULTS (kafka.source.seek)";
+  if (faults_.fire(kSeekFault)) {
+    why = std::string("fault injected by EXACTLY_FAULTS (") + kSeekFault + ")";
   } else {
     ErrorPtr e(rd_kafka_seek_partitions(rk_, list.get(), 10000));
     if (e) why = describe(e.get());

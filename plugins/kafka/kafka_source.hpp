@@ -199,7 +199,10 @@ class KafkaSource final : public sdk::Source, public ClientContext {
   sdk::Status pending_;  // an error raised inside a callback, returned by the next poll
 
   std::string not_before_header_;
-  Faults faults_;  // test-only (EXACTLY_FAULTS): kafka.source.seek
+  // Test-only (EXACTLY_FAULTS): seek_all() fails as a seek of a partition whose fetch has
+  // not started would.
+  static constexpr const char* kSeekFault = "kafka.source.seek";
+  Faults faults_;
   bool warned_bad_not_before_ = false;
   int64_t last_not_before_report_ms_ = 0;
   int reported_waiting_ = -1;

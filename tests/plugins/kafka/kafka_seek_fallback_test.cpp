@@ -37,9 +37,11 @@ class KafkaSeekFallback : public ::testing::Test {
     return {{"bootstrap.servers", servers()}, {"group.id", group}, {"topics", topic},
             {"batch.size", "500"}, {"fetch.stall.timeout", "0"}};
   }
-  // A source whose seeks all fail: the variable is read when the source is created.
-  static std::unique_ptr<SourceHarness> failing_source(const kt::Pairs& cfg, FakeHost& h) {
-    ::setenv("EXACTLY_FAULTS", "kafka.source.seek", 1);
+  // A source with the faults of `spec` armed (every seek fails by default): the variable
+  // is read when the source is created.
+  static std::unique_ptr<SourceHarness> failing_source(const kt::Pairs& cfg, FakeHost& h,
+                                                       const char* spec = "kafka.source.seek") {
+    ::setenv("EXACTLY_FAULTS", spec, 1);
     auto src = std::make_unique<SourceHarness>(lib(), "kafka", cfg, &h);
     ::unsetenv("EXACTLY_FAULTS");
     return src;
@@ -130,26 +132,26 @@ TEST_F(KafkaSeekFallback, HeldPartitionsReleasedInTurnThroughTheFallbackRepeatNo
 }
 
 // A count arms the fault for that many seeks: the first rewind takes the fallback, the
-// second seeks as usual; both replay from the committed positions.
+// second seeks as usual; both replay from the positions rewound to (never committed: a
+// fallback that restarted at the group's offsets would start at 0).
 TEST_F(KafkaSeekFallback, ACountedFaultFailsOnlyTheFirstSeeks) {
   const std::string in = kt::unique("sf-one"), group = kt::unique("sf-og");
   kt::create_topic(servers(), in, 1);
   kt::produce(servers(), in, 0, 5000, "v", 0);  // polls hand out up to 500 (batch.size)
   FakeHost h;
-  ::setenv("EXACTLY_FAULTS", "kafka.source.seek=1,kafka.source.seeek=2", 1);
-  SourceHarness src(lib(), "kafka", source_cfg(group, in), &h);
-  ::unsetenv("EXACTLY_FAULTS");
+  auto owned = failing_source(source_cfg(group, in), h, "kafka.source.seek=1,kafka.source.seeek=2");
+  SourceHarness& src = *owned;
   ASSERT_TRUE(src.ok()) << src.create_status().message();
   EXPECT_EQ(logged(h, "EXACTLY_FAULTS entry 'kafka.source.seeek=2' is not a fault of the kafka source"), 1u);
   ASSERT_TRUE(src.open().is_ok());
   auto first = kt::poll_n(src, 200);
   ASSERT_GE(first.size(), 200u);
-  Checkpoint committed = src.checkpoint();
+  Checkpoint positions = src.checkpoint();  // where each aborted round rewinds to
   const int64_t from = first.back().offset + 1;
   for (int round = 0; round < 2; ++round) {
     auto doomed = kt::poll_n(src, 100);
     ASSERT_GE(doomed.size(), 100u);
-    ASSERT_TRUE(src.rewind(committed).is_ok());
+    ASSERT_TRUE(src.rewind(positions).is_ok());
     auto again = kt::poll_n(src, 1);
     ASSERT_FALSE(again.empty());
     EXPECT_EQ(again.front().offset, from) << "round " << round;
