@@ -390,7 +390,7 @@ TEST_F(ChangelogTest, AKilledStoreWritesNoWalAndTheChangelogBringsBackWhatItsMem
   EXPECT_EQ(wal_bytes, 0u) << "the store wrote a WAL beside its changelog";
 
   fs::create_directories(dir_ / "image");
-  fs::copy(store, dir_ / "image" / "events-0", fs::copy_options::recursive);
+  copy_live_store(store, dir_ / "image" / "events-0");
 
   auto& b = start(on("image", small), {part(0, "events-0", off)});
   // The rounds the memtable held came back from the changelog.
@@ -428,7 +428,7 @@ class KilledBehindItsFilesTest : public ChangelogTest {
     const auto first = claims_files(store());
     EXPECT_EQ(first.size(), 1u);
     if (first_file != nullptr && !first.empty()) *first_file = first[0];
-    fs::copy(dir_ / "host-a", dir_ / "image", fs::copy_options::recursive);
+    copy_live_store(dir_ / "host-a", dir_ / "image");
     return start(on("host-a", small_), {part(0, "events-0", off_)});
   }
   // The image's claims files become the running store's.
@@ -541,7 +541,7 @@ TEST_F(ChangelogTest, AKillRightAfterARestoreDoesNotRestoreItAgain) {
   start(on("host-b", small), {part(0, "events-0", off)});
   const double restored = metric("dedupe_restored_claims_total");
   ASSERT_GE(restored, 24000);
-  fs::copy(dir_ / "host-b", dir_ / "image", fs::copy_options::recursive);  // the kill
+  copy_live_store(dir_ / "host-b", dir_ / "image");  // the kill
   auto& c = start(on("image", small), {part(0, "events-0", off)});
   EXPECT_EQ(metric("dedupe_restored_claims_total"), restored) << "restored again";
   int64_t off2 = off;
@@ -566,7 +566,7 @@ TEST_P(NoChangelogKillTest, AKilledStoreKeepsEveryRoundInItsWal) {
     commit_round();
   }
   fs::create_directories(dir_ / "image");
-  fs::copy(dir_ / "host-a" / "events-0", dir_ / "image" / "events-0", fs::copy_options::recursive);
+  copy_live_store(dir_ / "host-a" / "events-0", dir_ / "image" / "events-0");
   small.back().second = (dir_ / "image").string();
   auto& b = start(small, {part(0, "events-0", off)});
   EXPECT_EQ(metric("dedupe_restored_claims_total"), 0);
@@ -598,7 +598,7 @@ TEST_P(NoChangelogKillTest, EveryStoreOfAnAssignmentKeepsItsRoundsInItsWal) {
   fs::create_directories(dir_ / "image");
   for (int32_t i = 0; i < 3; ++i) {
     const std::string name = "events-" + std::to_string(i);
-    fs::copy(dir_ / "host-a" / name, dir_ / "image" / name, fs::copy_options::recursive);
+    copy_live_store(dir_ / "host-a" / name, dir_ / "image" / name);
     three[i].start_offset = off[i];
   }
   small.back().second = (dir_ / "image").string();

@@ -63,7 +63,7 @@ TEST_F(DedupeTest, FoldedChunksKeepOnlyTheirTimeAndEvictedOnesAreNotWrittenBack)
     commit_round();
   }
   fs::create_directories(dir_ / "image");
-  fs::copy(dir_ / "events-0", dir_ / "image" / "events-0", fs::copy_options::recursive);
+  copy_live_store(dir_ / "events-0", dir_ / "image" / "events-0");
   stage_.reset();  // closes the store: the rest is folded
   // A claim's seq counts claims from offset 0: the floor is `next` - 15,000, and only
   // the chunk that straddles it (if one does) may start below it.
@@ -117,7 +117,7 @@ TEST_F(DedupeTest, FoldedAndUnfoldedClaimsSurviveACrashImage) {
   // Copy the store while it is open: what a kill -9 right now would leave behind.
   // (Into another state directory: this one is locked while the stage lives.)
   fs::create_directories(dir_ / "image");
-  fs::copy(dir_ / "events-0", dir_ / "image" / "events-9", fs::copy_options::recursive);
+  copy_live_store(dir_ / "events-0", dir_ / "image" / "events-9");
 
   FakeHost other;
   Pairs image = small;
@@ -199,7 +199,7 @@ TEST_F(DedupeTest, NewIdsSkipTheStoreReadAndStoredIdsAreStillFoundAfterReopen) {
   FakeHost other;
   fs::create_directories(dir_ / "copy");
   stage_.reset();  // closes the store (folds the rest) so that a copy can open it
-  fs::copy(dir_ / "events-0", dir_ / "copy" / "events-0", fs::copy_options::recursive);
+  copy_live_store(dir_ / "events-0", dir_ / "copy" / "events-0");
   Pairs copy = small;
   copy.emplace_back("state.dir", (dir_ / "copy").string());
   TransformHarness reopened(library(), "dedupe", config(copy), &other);

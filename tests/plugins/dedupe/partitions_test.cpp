@@ -111,7 +111,7 @@ TEST_F(DedupeTest, AStoreRestoredFromAnOlderCopyFailsByDefaultAndIgnoreGoesOn) {
   t.process({event("a", 0), event("b", 1)});
   commit_round();
   stage_.reset();
-  fs::copy(dir_ / "events-0", dir_ / "old-copy", fs::copy_options::recursive);
+  copy_live_store(dir_ / "events-0", dir_ / "old-copy");
   auto& t2 = start({}, {part(0, "events-0", 2)});
   t2.process({event("c", 2), event("d", 3)});
   commit_round();
