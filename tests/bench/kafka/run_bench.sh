@@ -27,6 +27,16 @@
 #       expiry in one burst, and the records of those seconds came 0.3-0.8 s late (the
 #       raw copy's too); 67108864 (64 MiB) spreads it (docs/benchmarks.md, "The kernel's
 #       writeback burst"). Every run logs the machine's writeback settings.
+#   --vm-memory keep|as-is (either mode; keep needs root): keep switches this VM's free
+#       page reporting off for the run (page_reporting_order past the largest order,
+#       restored at exit) and writes once into the free memory (bench_touch_free_memory)
+#       before the broker starts. With the reporting on (as-is, the default), the kernel
+#       hands the memory it frees to the host, and every later write into such a page
+#       waits while the host backs it again (~1.5 s of CPU per GiB): about a minute into
+#       each latency case the broker's page cache ran out of backed pages, its copies
+#       into the page cache went from 0.5% to 15% of the machine, and the cases fell
+#       behind (docs/benchmarks.md, "The broker's writes into memory the VM gave back").
+#       Every run logs the reporting order (11: off).
 #   --broker-gc g1|zgc (default $KAFKA_GC, else g1): the collector of the broker started
 #       here. g1 is Kafka's own setting (G1, 20 ms pause target); on two busy vCPUs its
 #       young collections still stopped the broker 50-194 ms every few seconds, and
@@ -157,6 +167,7 @@ source_rdkafka=""
 sink_rdkafka=""
 work="" keep=0 seed=7 latency_rate=0 latency_s=60 warmup_s=10 producer_warmup_s=5 producer=native reader=native
 contender_warmup_s=150 fractions=0.5 writeback_from="" warm_run="" broker_gc="${KAFKA_GC:-g1}"
+vm_memory=as-is
 # A deleted topic's files go 1 s after the deletion instead of Kafka's 60 s, so that the
 # files of a case (~10 GB at 250k records/s) are gone before the next case starts
 # (wait_deletions); --broker-prop log.segment.delete.delay.ms=... overrides it.
@@ -191,6 +202,7 @@ while [[ $# -gt 0 ]]; do
     --writeback-from) writeback_from="$2"; shift 2 ;;
     --warm-run) warm_run="$2"; shift 2 ;;
     --broker-gc) broker_gc="$2"; shift 2 ;;
+    --vm-memory) vm_memory="$2"; shift 2 ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "run_bench.sh: unknown option $1" >&2; exit 2 ;;
   esac
@@ -198,6 +210,8 @@ done
 IFS=',' read -r -a case_list <<<"$cases"
 [[ -z $warm_run || $latency_rate == 0 ]] ||
   { echo "run_bench.sh: --warm-run is for the throughput mode (--latency has --contender-warmup-s)" >&2; exit 2; }
+[[ $vm_memory == keep || $vm_memory == as-is ]] ||
+  { echo "run_bench.sh: --vm-memory is keep or as-is, not $vm_memory" >&2; exit 2; }
 [[ $broker_gc == g1 || $broker_gc == zgc ]] ||
   { echo "run_bench.sh: --broker-gc is g1 or zgc, not $broker_gc" >&2; exit 2; }
 [[ $producer == native || $producer == java ]] ||
@@ -218,9 +232,11 @@ done
 
 log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
+# The VM's free page reporting (a kernel without it: "none").
+page_reporting=/sys/module/page_reporting/parameters/page_reporting_order
 writeback_settings() {
   local v=/proc/sys/vm
-  echo "writeback from $(cat $v/dirty_background_bytes) bytes / $(cat $v/dirty_background_ratio)% dirty, expiry $(( $(cat $v/dirty_expire_centisecs) * 10 )) ms"
+  echo "writeback from $(cat $v/dirty_background_bytes) bytes / $(cat $v/dirty_background_ratio)% dirty, expiry $(( $(cat $v/dirty_expire_centisecs) * 10 )) ms, free page reporting order $(cat $page_reporting 2>/dev/null || echo none)"
 }
 [[ -z "$writeback_from" || "$writeback_from" =~ ^[0-9]+$ ]] ||
   { echo "run_bench.sh: --writeback-from takes a byte count, not '$writeback_from'" >&2; exit 2; }
@@ -229,7 +245,8 @@ writeback_settings() {
 log "building in $build"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build" --target exactly exactly_plugin_kafka exactly_plugin_dedupe \
-  bench_raw_copy bench_run_until_committed bench_paced_produce bench_latency_reader >/dev/null
+  bench_raw_copy bench_run_until_committed bench_paced_produce bench_latency_reader \
+  bench_touch_free_memory >/dev/null
 streams_target="$cache/streams-dedupe"
 mkdir -p "$streams_target"
 mvn_build() {
@@ -275,9 +292,16 @@ restore_writeback() {
   else echo "$ratio" >/proc/sys/vm/dirty_background_ratio || true; fi
   wb_saved=""
 }
+# Switches the VM's free page reporting back on (--vm-memory keep).
+restore_page_reporting() {
+  [[ -n "${pr_saved:-}" ]] || return 0
+  echo "$pr_saved" >"$page_reporting" || true
+  pr_saved=""
+}
 cleanup() {
   local rc=$?
   restore_writeback
+  restore_page_reporting
   if [[ -n "$broker_dir" ]]; then
     if [[ $keep -eq 1 ]]; then "$broker_sh" stop --dir "$broker_dir" >/dev/null 2>&1 || true
     else "$broker_sh" stop --dir "$broker_dir" --clean >/dev/null 2>&1 || true; fi
@@ -291,6 +315,17 @@ if [[ -n "$writeback_from" ]]; then
   wb_saved="$(cat /proc/sys/vm/dirty_background_bytes) $(cat /proc/sys/vm/dirty_background_ratio)"
   echo "$writeback_from" 2>/dev/null >/proc/sys/vm/dirty_background_bytes ||
     { wb_saved=""; die "--writeback-from needs root (writing /proc/sys/vm/dirty_background_bytes failed)"; }
+fi
+pr_saved=""
+if [[ $vm_memory == keep ]]; then
+  [[ -r $page_reporting ]] ||
+    die "--vm-memory keep: this kernel has no free page reporting ($page_reporting): nothing to keep"
+  pr_saved="$(cat "$page_reporting")"
+  # Past the largest order (10 on x86-64): no free block is ever large enough to report.
+  echo 11 2>/dev/null >"$page_reporting" ||
+    { pr_saved=""; die "--vm-memory keep needs root (writing $page_reporting failed)"; }
+  log "VM memory: free page reporting off for this run (order $pr_saved -> 11); writing once into the free memory"
+  log "VM memory: $("$build/bench_touch_free_memory")"
 fi
 if [[ -n "${EXACTLY_KAFKA_BOOTSTRAP:-}" ]]; then
   B="$EXACTLY_KAFKA_BOOTSTRAP"

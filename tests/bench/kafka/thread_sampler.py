@@ -6,7 +6,11 @@
       (/proc/PID/task/TID/schedstat, threads of one name summed) of exactly, the broker,
       bench_paced_produce and bench_latency_reader; the machine's /proc/stat CPU line;
       reclaim and compaction counters from /proc/vmstat; and the CPU time of every
-      other process (kernel threads included). Start it beside
+      other process (kernel threads included); and the sampler's own speed probe: the
+      CPU time (its thread's, so a wait for a core does not count) of a fixed SHA-256
+      of 256 KiB and of a fixed 8 MiB copy. Work that takes more CPU time in one second
+      than in another means the vCPU itself ran slower then (the host's other guests),
+      which steal time does not show. Start it beside
       `tests/bench/kafka/run_bench.sh --latency ...`.
   thread_sampler.py report FILE SECOND0_MS FROM TO [STEP]
       One line per STEP seconds (default 1) of input from FROM to TO, where second 0 is
@@ -15,14 +19,17 @@
       thread, the broker's request handlers, log cleaner, scheduler, GC and JIT threads),
       direct reclaim and compaction stalls, and the three busiest other processes.
   thread_sampler.py processes FILE SECOND0_MS FROM TO
-      One line per second: machine user/sys/idle, and each process's run/wait % of one
-      core (all its threads): whose CPU grew when the machine filled up.
+      One line per second: machine user/sys/idle, the speed probe's CPU time (SHA-256,
+      copy; in microseconds, the median of the second's probes), and each process's
+      run/wait % of one core (all its threads): whose CPU grew when the machine filled up.
   thread_sampler.py threads FILE SECOND0_MS FROM TO [KIND]
       One line per second: the busiest threads of one process (KIND: exactly, broker,
       producer or reader; default exactly), each as run/wait % of one core.
 """
+import hashlib
 import os
 import re
+import statistics
 import sys
 import time
 
@@ -48,7 +55,22 @@ def find_procs():
     return found
 
 
+PROBE_HASHED = os.urandom(256 << 10)  # fits in a core's L2: the core's own speed
+PROBE_SRC, PROBE_DST = bytearray(8 << 20), bytearray(8 << 20)  # the memory's
+
+
+def probe():
+    t0 = time.thread_time_ns()
+    hashlib.sha256(PROBE_HASHED).digest()
+    t1 = time.thread_time_ns()
+    PROBE_DST[:] = PROBE_SRC
+    t2 = time.thread_time_ns()
+    return t1 - t0, t2 - t1
+
+
 def record(path, seconds):
+    PROBE_SRC[:] = os.urandom(len(PROBE_SRC))  # touched, so the copy faults nothing
+    PROBE_DST[:] = PROBE_SRC
     end = time.time() + seconds
     procs, looked = {}, 0.0
     with open(path, 'w') as out:
@@ -91,6 +113,7 @@ def record(path, seconds):
                 if ticks:
                     others.append(f"{pid}:{stat[stat.find('(') + 1:close].replace(' ', '_')}:{ticks}")
             out.write('O ' + ' '.join(others) + '\n')
+            out.write('P %d %d\n' % probe())
             out.flush()
             time.sleep(max(0.0, 0.1 - (time.time() - now)))
 
@@ -106,6 +129,8 @@ def load(path):
             samples[-1]['cpu'] = [int(x) for x in line.split()[1:] if x.isdigit()]
         elif line.startswith('V '):
             samples[-1]['vm'] = {k: int(v) for k, v in (kv.split('=') for kv in line.split()[1:])}
+        elif line.startswith('P '):
+            samples[-1]['probe'] = tuple(int(x) for x in line.split()[1:3])
         elif line.startswith('O '):
             for item in line.split()[1:]:
                 pid, name, ticks = item.rsplit(':', 2)
@@ -167,16 +192,26 @@ def seconds(samples, second0, lo, hi):
         t += 1
 
 
+def probe_us(samples, a, b):
+    """The median speed-probe CPU times (SHA-256, copy) in microseconds between two samples."""
+    got = [s['probe'] for s in samples if a['t'] < s['t'] <= b['t'] and 'probe' in s]
+    if not got:
+        return '    -    -'
+    return '%5.0f %4.0f' % (statistics.median(g[0] for g in got) / 1e3,
+                            statistics.median(g[1] for g in got) / 1e3)
+
+
 def processes(path, second0, lo, hi):
-    print('second  user  sys idle | per process: run/wait % of one core')
-    for t, a, b, ns, cpu, total in seconds(load(path), second0, lo, hi):
+    print('second  user  sys idle | probe sha copy us | per process: run/wait % of one core')
+    samples = load(path)
+    for t, a, b, ns, cpu, total in seconds(samples, second0, lo, hi):
         per = {}
         for (kind, _), (run, wait) in deltas(a, b).items():
             r = per.setdefault(kind, [0, 0])
             r[0] += run
             r[1] += wait
         print(f'{t:6.0f} {200.0 * (cpu[0] + cpu[1]) / total:5.0f} {200.0 * cpu[2] / total:4.0f} '
-              f'{200.0 * cpu[3] / total:4.0f} | ' +
+              f'{200.0 * cpu[3] / total:4.0f} | {probe_us(samples, a, b)} | ' +
               '  '.join(f'{k} {100.0 * v[0] / ns:.0f}/{100.0 * v[1] / ns:.0f}' for k, v in sorted(per.items())))
 
 
