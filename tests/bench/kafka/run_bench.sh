@@ -325,7 +325,8 @@ if [[ $vm_memory == keep ]]; then
   echo 11 2>/dev/null >"$page_reporting" ||
     { pr_saved=""; die "--vm-memory keep needs root (writing $page_reporting failed)"; }
   log "VM memory: free page reporting off for this run (order $pr_saved -> 11); writing once into the free memory"
-  log "VM memory: $("$build/bench_touch_free_memory")"
+  touched="$("$build/bench_touch_free_memory")" || die "--vm-memory keep: bench_touch_free_memory failed"
+  log "VM memory: $touched"
 fi
 if [[ -n "${EXACTLY_KAFKA_BOOTSTRAP:-}" ]]; then
   B="$EXACTLY_KAFKA_BOOTSTRAP"
