@@ -234,7 +234,8 @@ log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 # The VM's free page reporting (a kernel without it: "none").
 page_reporting=/sys/module/page_reporting/parameters/page_reporting_order
-writeback_settings() {
+# What of the machine's memory settings moves the figures: writeback and page reporting.
+machine_settings() {
   local v=/proc/sys/vm
   echo "writeback from $(cat $v/dirty_background_bytes) bytes / $(cat $v/dirty_background_ratio)% dirty, expiry $(( $(cat $v/dirty_expire_centisecs) * 10 )) ms, free page reporting order $(cat $page_reporting 2>/dev/null || echo none)"
 }
@@ -904,7 +905,7 @@ run_latency_case() {  # case rep seconds (rep "w": the broker's warm-up run, not
 }
 
 if [[ "$latency_rate" != 0 ]]; then
-  log "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(writeback_settings)"
+  log "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(machine_settings)"
   max_note="" rates=("$latency_rate") labels=("")
   if [[ "$latency_rate" == half ]]; then
     log "the maximum: case c catching up on $records records with ${interval_ms} ms commits"
@@ -967,7 +968,7 @@ if [[ "$latency_rate" != 0 ]]; then
   exit 0
 fi
 
-log "machine: $(nproc) cores, $(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), load $(cut -d' ' -f1-3 /proc/loadavg), $(writeback_settings)"
+log "machine: $(nproc) cores, $(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), load $(cut -d' ' -f1-3 /proc/loadavg), $(machine_settings)"
 if [[ -n $warm_run ]]; then
   log "warm run: case $warm_run once, not reported"
   run_case "$warm_run" w

@@ -182,19 +182,21 @@ def deltas(a, b, kind=None):
 
 
 def seconds(samples, second0, lo, hi):
+    """Per second: t, its first and last sample, ns between them, the CPU line's deltas,
+    their sum, and every sample of the second."""
     t = lo
     while t < hi:
         win = [s for s in samples if t <= (s['t'] - second0) / 1000 < t + 1]
         if len(win) >= 2:
             a, b = win[0], win[-1]
             cpu = [y - x for x, y in zip(a['cpu'], b['cpu'])]
-            yield t, a, b, (b['t'] - a['t']) * 1e6, cpu, sum(cpu) or 1
+            yield t, a, b, (b['t'] - a['t']) * 1e6, cpu, sum(cpu) or 1, win
         t += 1
 
 
-def probe_us(samples, a, b):
-    """The median speed-probe CPU times (SHA-256, copy) in microseconds between two samples."""
-    got = [s['probe'] for s in samples if a['t'] < s['t'] <= b['t'] and 'probe' in s]
+def probe_us(win):
+    """The median speed-probe CPU times (SHA-256, copy) of a second's samples, in microseconds."""
+    got = [s['probe'] for s in win if 'probe' in s]
     if not got:
         return '    -    -'
     return '%5.0f %4.0f' % (statistics.median(g[0] for g in got) / 1e3,
@@ -203,21 +205,20 @@ def probe_us(samples, a, b):
 
 def processes(path, second0, lo, hi):
     print('second  user  sys idle | probe sha copy us | per process: run/wait % of one core')
-    samples = load(path)
-    for t, a, b, ns, cpu, total in seconds(samples, second0, lo, hi):
+    for t, a, b, ns, cpu, total, win in seconds(load(path), second0, lo, hi):
         per = {}
         for (kind, _), (run, wait) in deltas(a, b).items():
             r = per.setdefault(kind, [0, 0])
             r[0] += run
             r[1] += wait
         print(f'{t:6.0f} {200.0 * (cpu[0] + cpu[1]) / total:5.0f} {200.0 * cpu[2] / total:4.0f} '
-              f'{200.0 * cpu[3] / total:4.0f} | {probe_us(samples, a, b)} | ' +
+              f'{200.0 * cpu[3] / total:4.0f} | {probe_us(win)} | ' +
               '  '.join(f'{k} {100.0 * v[0] / ns:.0f}/{100.0 * v[1] / ns:.0f}' for k, v in sorted(per.items())))
 
 
 def threads(path, second0, lo, hi, kind):
     print(f'second idle | busiest threads of {kind}: run/wait % of one core')
-    for t, a, b, ns, cpu, total in seconds(load(path), second0, lo, hi):
+    for t, a, b, ns, cpu, total, _ in seconds(load(path), second0, lo, hi):
         rows = sorted(((100.0 * r / ns, 100.0 * w / ns, key[1]) for key, (r, w) in deltas(a, b, kind).items()),
                       reverse=True)
         print(f'{t:6.0f} {200.0 * cpu[3] / total:4.0f} | ' +

@@ -1,15 +1,10 @@
 // bench_touch_free_memory: writes one byte into every page of most of the machine's free
 // memory, then gives it back (run_bench.sh --vm-memory keep).
 //
-// Why: this machine class is a VM whose kernel reports the memory it frees to its host
-// (free page reporting), and the host takes those pages away; the next write into such a
-// page stalls while the host backs it again (1.45-1.65 s of CPU per GiB here). A broker
-// writes every record it takes into its page cache, and about a minute into each
-// latency case it ran out of pages the host still backed: from then on those copies
-// took 15% of the machine instead of 0.5%
-// (docs/benchmarks.md, "The broker's writes into memory the VM gave back"). With the
-// reporting switched off, one pass over the free memory makes the host back all of it
-// once, before any case is measured.
+// With the VM's free page reporting switched off, one pass over the free memory makes
+// the host back all of it once, before any case is measured: why that matters is under
+// --vm-memory in run_bench.sh and in docs/benchmarks.md, "The broker's writes into memory
+// the VM gave back".
 //
 //   bench_touch_free_memory [--leave-mib 1024]
 //

@@ -355,6 +355,7 @@ inline void expect_held_partitions_released_in_turn(exactly::testing::SourceHarn
     // The first runs through part of its backlog before the second is released.
     const int64_t until = now_ms() + 30000;
     while (number == 0 && seen[0].size() < static_cast<size_t>(n / 3) && now_ms() < until) poll_once();
+    if (number == 0) EXPECT_FALSE(from_held) << "partition 1 handed out records while still held";
   }
   const int64_t end = now_ms() + 60000;
   while ((seen[0].size() < static_cast<size_t>(n) || seen[1].size() < static_cast<size_t>(n)) &&
