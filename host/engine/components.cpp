@@ -36,7 +36,7 @@ Component::Component(const config::ComponentSpec& spec, std::unique_ptr<HostBind
     : spec_(spec), library_(spec.library), binding_(std::move(binding)) {
   crash_label_ = fmt::format("pipeline '{}', stage '{}' ({})", binding_->pipeline,
                              binding_->component_id, library_ ? library_->path : std::string("?"));
-  site_ = CallSite{&binding_->pipeline, &binding_->component_id, &crash_label_};
+  site_ = CallSite{&binding_->pipeline, &binding_->component_id, &crash_label_, &cpu_};
   binding_->library_path = library_ ? library_->path : std::string("?");
   if (library_) binding_->library_late_calls = library_->late_calls;
 }

@@ -85,6 +85,8 @@ class Component {
   // A failed call after create (open, ...): "<where> <call>: <message>", or, when the
   // plugin named a config key, led by that key's file:line:col like a create error.
   std::string describe_call_error(const char* call, const Outcome& o) const;
+  // The CPU its calls took since the last drain, by call (stage_cpu.hpp).
+  void drain_cpu(std::vector<std::pair<const char*, int64_t>>& out) { cpu_.drain(out); }
 
  protected:
   config::ComponentSpec spec_;
@@ -95,6 +97,7 @@ class Component {
   // signal during one of this component's calls reports (fatal_signal.hpp).
   std::string crash_label_;
   CallSite site_;  // for plugin_call.hpp: pipeline, stage and label of every call
+  StageCpu cpu_;   // CPU of this component's calls (stage_cpu_seconds_total)
 };
 
 class Source : public Component {

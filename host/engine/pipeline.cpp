@@ -4,6 +4,7 @@
 
 #include "engine/fatal_signal.hpp"
 #include "engine/round_cadence.hpp"
+#include "engine/stage_cpu.hpp"
 #include "util/log.hpp"
 
 #include <fmt/format.h>
@@ -52,6 +53,11 @@ Pipeline::Pipeline(config::PipelineSpec spec) : spec_(std::move(spec)) {
              "Per committed round, the age of its oldest record when the commit returns: the "
              "round's worst end-to-end latency up to its output being committed (a reader "
              "still has to fetch it)");
+  m.describe("stage_cpu_seconds_total", metrics::Type::counter,
+             "CPU time of each stage's calls (the calling thread's CPU clock: waits do not "
+             "count), by call; stage host, call pipeline_thread: the pipeline thread's own work "
+             "outside plugin calls. A plugin's own threads (librdkafka's, a store's "
+             "background work) are not in it. Published once a round");
   m.describe("pipeline_up", metrics::Type::gauge, "1 while the pipeline runs");
   m.describe("task_batches_fanned_out_total", metrics::Type::counter,
              "Batches of a pipeline with several tasks whose tasks were offered to the task threads");
@@ -140,12 +146,15 @@ Pipeline::RunResult Pipeline::run_instance() {
   std::string scope = "pipeline:" + spec_.name;
   instance_thread_ = std::this_thread::get_id();
   Instance in;
+  in.cpu_mark_ns = thread_cpu_ns();
+  in.plugin_cpu_mark_ns = thread_plugin_cpu_ns();
   partitions_.clear();
   auto classify = [&](const Outcome& o) {
     return o.code == EX_ERR_CONFIG ? RunResult::failed_permanent : RunResult::failed_retry;
   };
   held_.clear();
   auto cleanup = [&](RunResult r) {
+    publish_stage_cpu(in);
     current_ = nullptr;
     end_instance_calls();
     in.teardown();
@@ -322,6 +331,7 @@ Pipeline::RunResult Pipeline::run_instance() {
       in.last_commit = Clock::now() - commit_start;
       in.typical_commit = next_typical_commit(in.typical_commit, in.last_commit);
     }
+    publish_stage_cpu(in);
     if (!err.ok()) {
       abort_round(in, err.message);
       // Asked to stop, a plugin may give up a long call with any error (ABI 1.5,

@@ -87,6 +87,8 @@ class Pipeline {
                      const std::string& reason);
   Outcome process_batch(Instance& in, const ex_batch* batch);
   void publish_task_stats(const TaskPool::Stats& before, const TaskPool::Stats& after);
+  // stage_cpu_seconds_total since the last call (pipeline_cpu.cpp). Pipeline thread only.
+  void publish_stage_cpu(Instance& in);
   // `final`: the source's input ended; nothing may stay open in a sink's window.
   Outcome commit_round(Instance& in, bool final = false);
   // ABI 1.4: a sink's completion window lowers the positions a round commits.

@@ -124,6 +124,10 @@ struct Pipeline::Instance {
   Clock::time_point commit_fast_until{};
   bool assigned_before = false;
 
+  // The pipeline thread's CPU clock and its plugin calls' share at the last
+  // publish_stage_cpu (-1: not yet).
+  int64_t cpu_mark_ns = -1, plugin_cpu_mark_ns = 0;
+
   Arena arena;
   std::vector<ex_record> dlq_pending;
   std::optional<std::string> policy_stop;

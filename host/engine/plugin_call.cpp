@@ -61,7 +61,7 @@ int64_t steady_ms() {
       .count();
 }
 
-InPluginCall::InPluginCall(const CallSite& site, const char* fn) noexcept {
+InPluginCall::InPluginCall(const CallSite& site, const char* fn) noexcept : cpu_(site.cpu, fn) {
   Slot& s = my_slot();
   std::lock_guard<std::mutex> g(s.mu);
   prev_site_ = s.site;

@@ -2,6 +2,8 @@
 // (the crashing thread's own call) and by the stage watchdog (calls that run too long).
 #pragma once
 
+#include "engine/stage_cpu.hpp"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -14,9 +16,11 @@ struct CallSite {
   const std::string* pipeline;
   const std::string* stage;
   const std::string* crash_label;  // "pipeline 'p', stage 's' (library)"
+  StageCpu* cpu = nullptr;         // where the calls' CPU is counted (none: not counted)
 };
 
-// Marks the calling thread as inside `fn` of `site` for its lifetime (nests).
+// Marks the calling thread as inside `fn` of `site` for its lifetime (nests), and counts
+// the thread's CPU of the call to site.cpu.
 class InPluginCall {
  public:
   InPluginCall(const CallSite& site, const char* fn) noexcept;
@@ -28,6 +32,7 @@ class InPluginCall {
   const CallSite* prev_site_;
   const char* prev_fn_;
   int64_t prev_since_;
+  CallCpu cpu_;
 };
 
 // What the next plugin call of this thread works on ("topic-0@1234 and 99 more"), for

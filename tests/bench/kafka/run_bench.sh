@@ -1050,6 +1050,24 @@ for c in "${case_list[@]}"; do
 '"$TASK_COUNTS_AWK"'
     END { if (bc && cc) printf "case %s: %d batches, mean %.2f ms (%.1f s in all); %d commits, mean %.1f ms (%.1f s in all)%s\n", c, bc, 1000 * bs / bc, bs, cc, 1000 * cs / cc, cs, tasks() }' "$m"
 done
+# CPU-seconds per million records of each stage's calls, from each case's last run
+# (exactly's stage_cpu_seconds_total; librdkafka's own threads are in the threads lines).
+for c in "${case_list[@]}"; do
+  m="$work/$c-$repeats/metrics.txt"
+  [[ -s "$m" ]] || continue
+  awk -v c="$c" -v n="$records" '
+    /^exactly_stage_cpu_seconds_total\{/ {
+      match($0, /stage="[^"]*"/); st = substr($0, RSTART + 7, RLENGTH - 8)
+      match($0, /call="[^"]*"/); cl = substr($0, RSTART + 6, RLENGTH - 7)
+      v[st " " cl] += $NF; total += $NF
+    }
+    END {
+      if (!total) exit
+      line = sprintf("cpu by stage %s (CPU-s per 1M records):", c)
+      for (k in v) if (v[k] * 1e6 / n >= 0.005) line = line sprintf(" %s %.3f;", k, v[k] * 1e6 / n)
+      printf "%s all %.3f\n", line, total * 1e6 / n
+    }' "$m"
+done
 # Which threads burned the CPU (and waited for a core), from each case's last run.
 for c in "${case_list[@]}"; do
   r="$work/$c-$repeats/result.json"
