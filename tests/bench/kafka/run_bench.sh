@@ -738,6 +738,25 @@ TASK_COUNTS_AWK='
     function tasks() { return (tf + tc) ? sprintf("; tasks: %d batches fanned out, %d on the pipeline thread, last speedup %.2f", tf, tc, ts) : "" }
 '
 
+# "cpu by stage CASE (CPU-s per 1M records): <stage> <call> <value>; ... all <sum>" from
+# exactly's stage_cpu_seconds_total in a metrics scrape, per record it read
+# (records_in_total); nothing when the scrape has none.
+stage_cpu() {
+  awk -v c="$1" '
+    /^exactly_records_in_total[{ ]/ { n += $NF }
+    /^exactly_stage_cpu_seconds_total\{/ {
+      match($0, /stage="[^"]*"/); st = substr($0, RSTART + 7, RLENGTH - 8)
+      match($0, /call="[^"]*"/); cl = substr($0, RSTART + 6, RLENGTH - 7)
+      v[st " " cl] += $NF; total += $NF
+    }
+    END {
+      if (!total || !n) exit
+      line = sprintf("cpu by stage %s (CPU-s per 1M records):", c)
+      for (k in v) if (v[k] * 1e6 / n >= 0.005) line = line sprintf(" %s %.3f;", k, v[k] * 1e6 / n)
+      printf "%s all %.3f\n", line, total * 1e6 / n
+    }' "$2"
+}
+
 # Batches and commits of a latency run from exactly's histograms: counts, means, and how
 # many took longer than 100 ms, 250 ms and 1 s.
 latency_histograms() {
@@ -848,6 +867,7 @@ run_latency_case() {  # case rep seconds (rep "w": the broker's warm-up run, not
   if [[ $c != d && $c != a ]]; then
     curl -s "http://127.0.0.1:$metrics_port/metrics" >"$d/metrics.txt" 2>/dev/null || true
     [[ -s "$d/metrics.txt" ]] && log "  $(latency_histograms "$d/metrics.txt")"
+    [[ -s "$d/metrics.txt" ]] && log "  $(stage_cpu "$c" "$d/metrics.txt")"
   fi
   local contender_cpu broker_cpu=- broker_jit=- case_s sum_cpu
   # The raw copy ends by itself once its last records are acked: up to 30 s for it, so
@@ -1051,22 +1071,10 @@ for c in "${case_list[@]}"; do
     END { if (bc && cc) printf "case %s: %d batches, mean %.2f ms (%.1f s in all); %d commits, mean %.1f ms (%.1f s in all)%s\n", c, bc, 1000 * bs / bc, bs, cc, 1000 * cs / cc, cs, tasks() }' "$m"
 done
 # CPU-seconds per million records of each stage's calls, from each case's last run
-# (exactly's stage_cpu_seconds_total; librdkafka's own threads are in the threads lines).
+# (librdkafka's own threads are in the threads lines).
 for c in "${case_list[@]}"; do
   m="$work/$c-$repeats/metrics.txt"
-  [[ -s "$m" ]] || continue
-  awk -v c="$c" -v n="$records" '
-    /^exactly_stage_cpu_seconds_total\{/ {
-      match($0, /stage="[^"]*"/); st = substr($0, RSTART + 7, RLENGTH - 8)
-      match($0, /call="[^"]*"/); cl = substr($0, RSTART + 6, RLENGTH - 7)
-      v[st " " cl] += $NF; total += $NF
-    }
-    END {
-      if (!total) exit
-      line = sprintf("cpu by stage %s (CPU-s per 1M records):", c)
-      for (k in v) if (v[k] * 1e6 / n >= 0.005) line = line sprintf(" %s %.3f;", k, v[k] * 1e6 / n)
-      printf "%s all %.3f\n", line, total * 1e6 / n
-    }' "$m"
+  [[ -s "$m" ]] && stage_cpu "$c" "$m"
 done
 # Which threads burned the CPU (and waited for a core), from each case's last run.
 for c in "${case_list[@]}"; do
