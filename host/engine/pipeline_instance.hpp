@@ -124,8 +124,8 @@ struct Pipeline::Instance {
   Clock::time_point commit_fast_until{};
   bool assigned_before = false;
 
-  // The pipeline thread's CPU clock and its plugin calls' share at the last
-  // publish_stage_cpu (-1: not yet).
+  // The pipeline thread's CPU clock and its plugin calls' share at the instance's start,
+  // then at each publish_stage_cpu.
   int64_t cpu_mark_ns = -1, plugin_cpu_mark_ns = 0;
 
   Arena arena;
