@@ -40,7 +40,8 @@ TEST_P(StageCpu, EveryStageIsCountedAndTheComputingOneLeads) {
              "    commit: { interval: 100ms }\n"
              "    source: { plugin: counters, config: { count: 1000000000, batch.size: 100, "
              "partitions: 4 } }\n"
-             "    transforms:\n      - { plugin: burn, config: { rounds.per.record: 20000 } }\n"
+             "    transforms:\n      - { plugin: burn, config: { rounds.per.record: 20000, "
+             "rounds.per.assign: 200000000 } }\n"
              "    sink: { plugin: faulty, config: { path: " + (dir / "out.txt").string() + " } }\n");
   const fs::path log = dir / "log.txt";
   Child c({exactly_bin(), "run", "--no-watch", (dir / "p.yaml").string()}, log);
@@ -62,9 +63,12 @@ TEST_P(StageCpu, EveryStageIsCountedAndTheComputingOneLeads) {
   EXPECT_GT(write, 0) << body;
   EXPECT_GE(host, 0) << "no host series\n" << body;
   EXPECT_GE(cpu_of(body, "sink/faulty", "commit"), 0) << body;
-  // The counters source assigns its partitions from inside poll(): the transform's assign
-  // is a call of its own, counted for the transform, not for the poll around it.
-  EXPECT_GE(cpu_of(body, "transforms[0]/burn", "assign"), 0) << body;
+  // The counters source assigns its partitions from inside poll(), and the transform's
+  // assign computes 200M rounds: its CPU counts for the transform's assign, and the poll
+  // around it keeps only its own share.
+  const double assign = cpu_of(body, "transforms[0]/burn", "assign");
+  EXPECT_GT(assign, 0) << body;
+  EXPECT_GT(assign, 5 * poll) << body;
   // 20,000 dependent multiply-adds a record against a counter and a line of text.
   EXPECT_GT(burn, 5 * (poll + write)) << body;
 }
