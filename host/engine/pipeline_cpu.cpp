@@ -29,13 +29,11 @@ void Pipeline::publish_stage_cpu(Instance& in) {
   // On the pipeline thread: its CPU since the last publish, less what its plugin calls
   // took, is the host's own work (splitting batches, copying records, bookkeeping).
   const int64_t now = thread_cpu_ns(), plugin = thread_plugin_cpu_ns();
-  if (in.cpu_mark_ns >= 0) {
-    const int64_t host = (now - in.cpu_mark_ns) - (plugin - in.plugin_cpu_mark_ns);
-    if (host > 0) {
-      auto l = labels("host");
-      l.emplace_back("call", "pipeline_thread");
-      metrics::global().add("stage_cpu_seconds_total", l, static_cast<double>(host) / 1e9);
-    }
+  const int64_t host = (now - in.cpu_mark_ns) - (plugin - in.plugin_cpu_mark_ns);
+  if (host > 0) {
+    auto l = labels("host");
+    l.emplace_back("call", "pipeline_thread");
+    metrics::global().add("stage_cpu_seconds_total", l, static_cast<double>(host) / 1e9);
   }
   in.cpu_mark_ns = now;
   in.plugin_cpu_mark_ns = plugin;

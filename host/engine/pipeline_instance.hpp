@@ -126,7 +126,7 @@ struct Pipeline::Instance {
 
   // The pipeline thread's CPU clock and its plugin calls' share at the instance's start,
   // then at each publish_stage_cpu.
-  int64_t cpu_mark_ns = -1, plugin_cpu_mark_ns = 0;
+  int64_t cpu_mark_ns = 0, plugin_cpu_mark_ns = 0;
 
   Arena arena;
   std::vector<ex_record> dlq_pending;
