@@ -27,7 +27,7 @@
 #       expiry in one burst, and the records of those seconds came 0.3-0.8 s late (the
 #       raw copy's too); 67108864 (64 MiB) spreads it (docs/benchmarks.md, "The kernel's
 #       writeback burst"). Every run logs the machine's writeback settings.
-#   --vm-memory keep|as-is (either mode; keep needs root): keep switches this VM's free
+#   --vm-memory keep|fill|as-is (either mode; keep needs root): keep switches this VM's free
 #       page reporting off for the run (page_reporting_order past the largest order,
 #       restored at exit) and writes once into the free memory (bench_touch_free_memory)
 #       before the broker starts. With the reporting on (as-is, the default), the kernel
@@ -37,6 +37,13 @@
 #       into the page cache went from 0.5% to 15% of the machine, and the cases fell
 #       behind (docs/benchmarks.md, "The broker's writes into memory the VM gave back").
 #       Every run logs the reporting order (11: off).
+#       fill (no root, no setting changed) leaves the reporting on and keeps the machine's
+#       memory full the way a machine that has run for a while has it: a sparse file in
+#       the work dir (no disk blocks) sized to the available memory less 1 GiB is read
+#       into the page cache before the broker starts and again before every case (after
+#       the case before it had its topics deleted). New page cache and process memory then
+#       come from reclaiming those clean pages, which the host already backs, instead of
+#       from free memory the VM has given back. The file goes at exit.
 #   --broker-gc g1|zgc (default $KAFKA_GC, else g1): the collector of the broker started
 #       here. g1 is Kafka's own setting (G1, 20 ms pause target); on two busy vCPUs its
 #       young collections still stopped the broker 50-194 ms every few seconds, and
@@ -129,7 +136,11 @@
 # Broker: $EXACTLY_KAFKA_BOOTSTRAP if set, else one started (and stopped) here with
 # tests/tools/kafka-broker.sh's settings, each --broker-prop KEY=VALUE appended (the last
 # value of a key wins; e.g. log.segment.bytes=1073741824, Kafka's own default, instead
-# of the test broker's 256 MiB). Its heap is KAFKA_HEAP, default 6g: the heap Kafka's
+# of the test broker's 256 MiB; or log.flush.interval.ms=1000 with
+# log.flush.scheduler.interval.ms=1000, which has the broker fsync each log once a second
+# so that its dirty pages never pile up into the kernel's 30 s writeback bursts: with
+# --vm-memory fill and --broker-gc zgc, the latency target's setting that changes nothing
+# on the machine, docs/benchmarks.md "p99 with nothing on the machine changed"). Its heap is KAFKA_HEAP, default 6g: the heap Kafka's
 # documentation gives for production (-Xms6g -Xmx6g with G1 and a 20 ms pause target).
 # At 1g, G1 shrank the young generation to ~50 MB to chase that target on two busy
 # cores and collected every ~0.45 s; at 6g every ~2.7 s, with pauses of the same length
@@ -210,8 +221,8 @@ done
 IFS=',' read -r -a case_list <<<"$cases"
 [[ -z $warm_run || $latency_rate == 0 ]] ||
   { echo "run_bench.sh: --warm-run is for the throughput mode (--latency has --contender-warmup-s)" >&2; exit 2; }
-[[ $vm_memory == keep || $vm_memory == as-is ]] ||
-  { echo "run_bench.sh: --vm-memory is keep or as-is, not $vm_memory" >&2; exit 2; }
+[[ $vm_memory == keep || $vm_memory == fill || $vm_memory == as-is ]] ||
+  { echo "run_bench.sh: --vm-memory is keep, fill or as-is, not $vm_memory" >&2; exit 2; }
 [[ $broker_gc == g1 || $broker_gc == zgc ]] ||
   { echo "run_bench.sh: --broker-gc is g1 or zgc, not $broker_gc" >&2; exit 2; }
 [[ $producer == native || $producer == java ]] ||
@@ -299,10 +310,20 @@ restore_page_reporting() {
   echo "$pr_saved" >"$page_reporting" || true
   pr_saved=""
 }
+# --vm-memory fill: the sparse file whose zero pages hold the free memory as clean cache.
+fill_file=""
+fill_memory() {
+  [[ -n $fill_file ]] || return 0
+  local t0=$SECONDS before
+  before=$(awk '/^MemFree:/ { printf "%d", $2 / 1024 }' /proc/meminfo)
+  dd if="$fill_file" of=/dev/null bs=4M status=none || die "--vm-memory fill: reading $fill_file failed"
+  log "VM memory: page cache filled, free $before -> $(awk '/^MemFree:/ { printf "%d", $2 / 1024 }' /proc/meminfo) MiB in $(( SECONDS - t0 )) s"
+}
 cleanup() {
   local rc=$?
   restore_writeback
   restore_page_reporting
+  [[ -n $fill_file ]] && rm -f "$fill_file"
   if [[ -n "$broker_dir" ]]; then
     if [[ $keep -eq 1 ]]; then "$broker_sh" stop --dir "$broker_dir" >/dev/null 2>&1 || true
     else "$broker_sh" stop --dir "$broker_dir" --clean >/dev/null 2>&1 || true; fi
@@ -328,6 +349,13 @@ if [[ $vm_memory == keep ]]; then
   log "VM memory: free page reporting off for this run (order $pr_saved -> 11); writing once into the free memory"
   touched="$("$build/bench_touch_free_memory")" || die "--vm-memory keep: bench_touch_free_memory failed"
   log "VM memory: $touched"
+fi
+if [[ $vm_memory == fill ]]; then
+  fill_file="$work/vm-fill.bin"
+  truncate -s "$(awk '/^MemAvailable:/ { printf "%d", $2 / 1024 - 1024 }' /proc/meminfo)M" "$fill_file" ||
+    die "--vm-memory fill: cannot create $fill_file"
+  log "VM memory: free page reporting left on; keeping the memory full with $(( $(stat -c %s "$fill_file") >> 20 )) MiB of clean page cache ($fill_file, sparse)"
+  fill_memory
 fi
 if [[ -n "${EXACTLY_KAFKA_BOOTSTRAP:-}" ]]; then
   B="$EXACTLY_KAFKA_BOOTSTRAP"
@@ -613,6 +641,7 @@ run_case() {  # case rep
   # bench-out-CASE-REP-TAG, so the output is still a topic of this run alone.
   [[ ${c:0:1} == m ]] && out="bench-out-$c-$rep-$tag.$in"
   local base="${c:0:1}" tuned=0 nocl=0 one=0 wake=0 cl="bench-changelog-$c-$rep-$tag"
+  fill_memory
   case "${c:1}" in
     "") ;;
     t) tuned=1 ;;
@@ -789,6 +818,7 @@ run_latency_case() {  # case rep seconds (rep "w": the broker's warm-up run, not
   local cl="bench-changelog-l$c-$rep-$tag" count=$(( latency_rate * latency_s ))
   in="bench-lin-$c-$rep-$tag"
   mkdir -p "$d"
+  fill_memory
   "$tool" create-topic --bootstrap "$B" --topic "$in" --partitions "$partitions" >/dev/null
   "$tool" create-topic --bootstrap "$B" --topic "$out" --partitions "$partitions" >/dev/null
   local pid
