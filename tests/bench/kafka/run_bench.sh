@@ -423,6 +423,21 @@ threads_since() {  # table-before pid [n]: the n busiest names since the table, 
     sort -rn | head -n "${3:-4}" | cut -f2 | paste -sd, - | sed 's/,/, /g'
 }
 
+# The kernel's reclaim counters (/proc/vmstat), to tell per case how much memory was
+# taken back from the page cache by kswapd and how much by the allocating threads
+# themselves (direct reclaim: a stall in whichever thread wanted the page), and how often
+# an allocation waited for compaction. With --vm-memory fill all new memory comes from
+# reclaim.
+vmstat_snapshot() {
+  awk '$1 ~ /^(allocstall_(dma|dma32|normal|movable)|pgsteal_kswapd|pgsteal_direct|compact_stall)$/ { print $1, $2 }' /proc/vmstat
+}
+reclaim_report() {  # before-file after-file
+  awk 'NR == FNR { b[$1] = $2; next } { d[$1] = $2 - b[$1] } END {
+    printf "kernel reclaim over the case: %d MB by kswapd, %d MB by the allocating threads (%d stalls), %d compaction stalls",
+      d["pgsteal_kswapd"] * 4 / 1024, d["pgsteal_direct"] * 4 / 1024,
+      d["allocstall_dma"] + d["allocstall_dma32"] + d["allocstall_normal"] + d["allocstall_movable"], d["compact_stall"] }' "$1" "$2"
+}
+
 jit_cpu_of() {  # utime+stime of a JVM's JIT compiler threads (C1, C2) in seconds
   local t files=()
   for t in /proc/"$1"/task/*; do
@@ -873,6 +888,7 @@ run_latency_case() {  # case rep seconds (rep "w": the broker's warm-up run, not
       done >"$d/metrics-timeline.txt" ) &
     sampler_pid=$!
   fi
+  vmstat_snapshot >"$d/vmstat.before"
   machine_sampler "$d/machine.txt" &
   local machine_pid=$!
   local produce=("$tool" produce --partitions "$partitions" --keyed)
@@ -892,6 +908,7 @@ run_latency_case() {  # case rep seconds (rep "w": the broker's warm-up run, not
   wait "$reader_pid" || rrc=$?
   [[ -n $sampler_pid ]] && { kill "$sampler_pid" 2>/dev/null; wait "$sampler_pid" 2>/dev/null || true; }
   kill "$machine_pid" 2>/dev/null; wait "$machine_pid" 2>/dev/null || true
+  vmstat_snapshot >"$d/vmstat.after"
   # exactly's own view of the run (b, c, e): how its batches and commits were spread, to
   # tell a slow commit from a slow batch when the tail is long.
   if [[ $c != d && $c != a ]]; then
@@ -938,6 +955,7 @@ run_latency_case() {  # case rep seconds (rep "w": the broker's warm-up run, not
   [[ -n $timeline ]] && log "  $timeline"
   timeline=$(writeback_report "$d/machine.txt" "$d/latency.err")
   [[ -n $timeline ]] && log "  $timeline"
+  log "  $(reclaim_report "$d/vmstat.before" "$d/vmstat.after")"
   # The input side of it: how long the producer waited for its acks, per second.
   timeline=$(grep -m1 'worst send-to-ack' "$d/produce.err" 2>/dev/null | sed 's/^[a-z_-]* produce: //' || true)
   [[ -n $timeline ]] && log "  input $timeline"
