@@ -140,8 +140,9 @@
 # log.flush.scheduler.interval.ms=1000, which has the broker fsync each log once a second
 # so that its dirty pages never pile up into the kernel's 30 s writeback bursts: with
 # --vm-memory fill and --broker-gc zgc, the latency target's setting that changes nothing
-# on the machine, docs/benchmarks.md "p99 with nothing on the machine changed"). Its heap is KAFKA_HEAP, default 6g: the heap Kafka's
-# documentation gives for production (-Xms6g -Xmx6g with G1 and a 20 ms pause target).
+# on the machine, docs/benchmarks.md "p99 with nothing on the machine changed"). Its heap
+# is KAFKA_HEAP, default 6g: the heap Kafka's documentation gives for production (-Xms6g
+# -Xmx6g with G1 and a 20 ms pause target).
 # At 1g, G1 shrank the young generation to ~50 MB to chase that target on two busy
 # cores and collected every ~0.45 s; at 6g every ~2.7 s, with pauses of the same length
 # (docs/benchmarks.md, "The broker's heap"). It removes a deleted topic's files 1 s after
@@ -432,9 +433,9 @@ vmstat_snapshot() {
   awk '$1 ~ /^(allocstall_(dma|dma32|normal|movable)|pgsteal_kswapd|pgsteal_direct|compact_stall)$/ { print $1, $2 }' /proc/vmstat
 }
 reclaim_report() {  # before-file after-file
-  awk 'NR == FNR { b[$1] = $2; next } { d[$1] = $2 - b[$1] } END {
+  awk -v page_kb="$(( $(getconf PAGESIZE) / 1024 ))" 'NR == FNR { b[$1] = $2; next } { d[$1] = $2 - b[$1] } END {
     printf "kernel reclaim over the case: %d MB by kswapd, %d MB by the allocating threads (%d stalls), %d compaction stalls",
-      d["pgsteal_kswapd"] * 4 / 1024, d["pgsteal_direct"] * 4 / 1024,
+      d["pgsteal_kswapd"] * page_kb / 1024, d["pgsteal_direct"] * page_kb / 1024,
       d["allocstall_dma"] + d["allocstall_dma32"] + d["allocstall_normal"] + d["allocstall_movable"], d["compact_stall"] }' "$1" "$2"
 }
 
