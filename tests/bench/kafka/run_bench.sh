@@ -313,12 +313,13 @@ restore_page_reporting() {
 }
 # --vm-memory fill: the sparse file whose zero pages hold the free memory as clean cache.
 fill_file=""
+meminfo_mib() { awk -v k="$1:" '$1 == k { printf "%d", $2 / 1024 }' /proc/meminfo; }  # MemFree, ...
 fill_memory() {
   [[ -n $fill_file ]] || return 0
   local t0=$SECONDS before
-  before=$(awk '/^MemFree:/ { printf "%d", $2 / 1024 }' /proc/meminfo)
+  before=$(meminfo_mib MemFree)
   dd if="$fill_file" of=/dev/null bs=4M status=none || die "--vm-memory fill: reading $fill_file failed"
-  log "VM memory: page cache filled, free $before -> $(awk '/^MemFree:/ { printf "%d", $2 / 1024 }' /proc/meminfo) MiB in $(( SECONDS - t0 )) s"
+  log "VM memory: page cache filled, free $before -> $(meminfo_mib MemFree) MiB in $(( SECONDS - t0 )) s"
 }
 cleanup() {
   local rc=$?
@@ -353,7 +354,7 @@ if [[ $vm_memory == keep ]]; then
 fi
 if [[ $vm_memory == fill ]]; then
   fill_file="$work/vm-fill.bin"
-  truncate -s "$(awk '/^MemAvailable:/ { printf "%d", $2 / 1024 - 1024 }' /proc/meminfo)M" "$fill_file" ||
+  truncate -s "$(( $(meminfo_mib MemAvailable) - 1024 ))M" "$fill_file" ||
     die "--vm-memory fill: cannot create $fill_file"
   log "VM memory: free page reporting left on; keeping the memory full with $(( $(stat -c %s "$fill_file") >> 20 )) MiB of clean page cache ($fill_file, sparse)"
   fill_memory
