@@ -189,12 +189,17 @@ Status FileSource::seek(uint64_t offset) {
   return Status::ok();
 }
 
-void FileSource::emit(std::vector<ex_record>& out, size_t begin, size_t end) {
+// A record's offset is the byte offset of its line's last byte (its '\n', or the last
+// byte of a file that ends without one): the host takes offset + 1 as the position just
+// after a record, and that is where this source resumes. With the line's first byte
+// instead, every stateful stage saw a gap after each line (a restarted dedupe store
+// "behind" its own source).
+void FileSource::emit(std::vector<ex_record>& out, size_t begin, size_t end, size_t next) {
   ex_record r{};
   r.key = sdk::null_bytes();
   r.value = ex_bytes{reinterpret_cast<const uint8_t*>(buf_.get() + begin), end - begin};
   r.partition = 0;
-  r.offset = static_cast<int64_t>(buf_offset_ + begin);
+  r.offset = static_cast<int64_t>(buf_offset_ + next) - 1;
   r.timestamp_ms = -1;
   out.push_back(r);
 }
@@ -210,7 +215,7 @@ Status FileSource::take_lines(std::vector<ex_record>& out) {
     size_t end = static_cast<size_t>(nl - buf_.get());
     Status st = check_line(end - pos_);
     if (!st) return st;
-    emit(out, pos_, end);
+    emit(out, pos_, end, end + 1);
     pos_ = end + 1;
   }
   return Status::ok();
@@ -285,7 +290,7 @@ Status FileSource::poll(int timeout_ms, std::vector<ex_record>& out, bool& end_o
           if (out.empty()) return st;
           break;
         }
-        emit(out, pos_, len_);
+        emit(out, pos_, len_, len_);
         pos_ = len_;
       }
       at_eof = true;

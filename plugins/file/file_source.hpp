@@ -1,5 +1,6 @@
 // The `file` source: JSON lines from one file, one record per line. The file is one
-// partition ("file:<basename>"); a record's offset is the byte offset of its line.
+// partition ("file:<basename>"); a record's offset is the byte offset of its line's last
+// byte, so that offset + 1 is where the source resumes after it.
 #pragma once
 
 #include <exactly/sdk.hpp>
@@ -57,7 +58,8 @@ class FileSource final : public sdk::Source {
   // over max_line_bytes_ (check_line).
   sdk::Status take_lines(std::vector<ex_record>& out);
   sdk::Status check_line(size_t bytes) const;
-  void emit(std::vector<ex_record>& out, size_t begin, size_t end);
+  // Line [begin, end) of the buffer; the source resumes at `next` after it.
+  void emit(std::vector<ex_record>& out, size_t begin, size_t end, size_t next);
 
   sdk::Host host_;
   std::string path_;

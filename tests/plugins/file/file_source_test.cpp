@@ -51,7 +51,9 @@ TEST(FileSource, LinesOffsetsAndPartition) {
     EXPECT_FALSE(r.key.has_value());
     EXPECT_EQ(r.partition, 0);
   }
-  EXPECT_EQ(offsets, (std::vector<int64_t>{0, 8, 9, 18}));
+  // Each line's last byte (its '\n'): the host takes offset + 1 as the position after a
+  // record, which must be where the source resumes (the checkpoint below).
+  EXPECT_EQ(offsets, (std::vector<int64_t>{7, 8, 17, 22}));
   ASSERT_EQ(host.assigned.size(), 1u);
   EXPECT_EQ(host.assigned[0].name, "file:events.jsonl");
   EXPECT_EQ(host.assigned[0].start_offset, 0);
@@ -92,6 +94,7 @@ TEST(FileSource, PartialLastLineEmittedAtEofWithoutFollow) {
   auto recs = drain(s, &eoi);
   EXPECT_TRUE(eoi);
   EXPECT_EQ(values(recs), (std::vector<std::string>{"one", "two"}));
+  EXPECT_EQ(recs[1].offset, 6);  // its last byte: the file ends without '\n'
   EXPECT_EQ(offset_of(s.checkpoint().data), "7");
 }
 
@@ -112,14 +115,14 @@ TEST(FileSource, FollowHoldsPartialLineUntilCompleted) {
   auto second = s.poll(0, &eoi);
   EXPECT_FALSE(eoi);
   ASSERT_EQ(values(second), (std::vector<std::string>{"two", "three"}));
-  EXPECT_EQ(second[0].offset, 4);
-  EXPECT_EQ(second[1].offset, 8);
+  EXPECT_EQ(second[0].offset, 7);
+  EXPECT_EQ(second[1].offset, 13);
   EXPECT_EQ(offset_of(s.checkpoint().data), "14");
   EXPECT_TRUE(s.poll(0, &eoi).empty());
   spit(path, "r\n", true);
   auto third = s.poll(0, &eoi);
   ASSERT_EQ(values(third), (std::vector<std::string>{"four"}));
-  EXPECT_EQ(third[0].offset, 14);
+  EXPECT_EQ(third[0].offset, 18);
 }
 
 TEST(FileSource, ResumeAndRewindReplayFromByteOffset) {
@@ -136,7 +139,7 @@ TEST(FileSource, ResumeAndRewindReplayFromByteOffset) {
   auto rest = drain(s);
   ASSERT_EQ(rest.size(), 70u);
   EXPECT_EQ(rest.front().value, "{\"n\":30}");
-  EXPECT_EQ(std::to_string(rest.front().offset), offset_of(cp.data));
+  EXPECT_EQ(std::to_string(head.back().offset + 1), offset_of(cp.data));
 
   ASSERT_TRUE(s.rewind(cp).is_ok());
   auto replay = drain(s);
@@ -162,7 +165,8 @@ TEST(FileSource, LineLongerThanTheReadBuffer) {
   ASSERT_EQ(recs.size(), 3u);
   EXPECT_EQ(recs[1].value, big);
   EXPECT_EQ(recs[2].value, "b");
-  EXPECT_EQ(recs[2].offset, static_cast<int64_t>(2 + big.size() + 1));
+  EXPECT_EQ(recs[1].offset, static_cast<int64_t>(2 + big.size()));
+  EXPECT_EQ(recs[2].offset, static_cast<int64_t>(2 + big.size() + 2));
 }
 
 // A line is searched for its '\n' once as its bytes arrive (the search resumes where it
@@ -186,10 +190,10 @@ TEST(FileSource, FollowAssemblesALineWrittenInManyPieces) {
   auto whole = s.poll(0);
   ASSERT_EQ(whole.size(), 1u);
   EXPECT_TRUE(whole[0].value == line) << whole[0].value.size() << " bytes, expected " << line.size();
-  EXPECT_EQ(whole[0].offset, 6);
+  EXPECT_EQ(whole[0].offset, static_cast<int64_t>(6 + line.size()));
   auto last = s.poll(0);
   ASSERT_EQ(values(last), (std::vector<std::string>{"last"}));
-  EXPECT_EQ(last[0].offset, static_cast<int64_t>(6 + line.size() + 1));
+  EXPECT_EQ(last[0].offset, static_cast<int64_t>(6 + line.size() + 5));
 }
 
 // A line longer than max.line.bytes stops the pipeline for good (a config-class error
