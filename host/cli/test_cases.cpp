@@ -136,7 +136,10 @@ TestRecord parse_record(const YAML::Node& n, const std::string& where, bool expe
                           ", got " + (f.IsScalar() ? "'" + s + "'" : std::string("a ") + (f.IsMap() ? "map" : "list")));
     return v;
   };
-  if (n["key"] && !n["key"].IsNull()) r.key = n["key"].Scalar();
+  if (n["key"] && !n["key"].IsNull()) {
+    if (!n["key"].IsScalar()) field_fail("key", "expects a string, got a " + std::string(n["key"].IsMap() ? "map" : "list"));
+    r.key = n["key"].Scalar();
+  }
   if (n["topic"]) {
     if (!n["topic"].IsScalar() || n["topic"].Scalar().empty()) field_fail("topic", "expected a topic name");
     r.topic = n["topic"].Scalar();
@@ -152,7 +155,13 @@ TestRecord parse_record(const YAML::Node& n, const std::string& where, bool expe
   if (n["timestamp"]) r.timestamp_ms = int_field("timestamp", 0, std::numeric_limits<int64_t>::max());
   if (const YAML::Node h = n["headers"]) {
     if (!h.IsMap()) field_fail("headers", "expected a map of name: value");
-    for (const auto& kv : h) r.headers.emplace_back(kv.first.Scalar(), kv.second.Scalar());
+    for (const auto& kv : h) {
+      if (!kv.second.IsScalar())
+        fail(where_of(kv.second.Mark()),
+             "key 'headers': header '" + kv.first.Scalar() + "' expects a string, got " +
+                 (kv.second.IsMap() ? "a map" : kv.second.IsSequence() ? "a list" : "nothing (write '' for an empty value)"));
+      r.headers.emplace_back(kv.first.Scalar(), kv.second.Scalar());
+    }
   }
   return r;
 }
@@ -196,27 +205,53 @@ std::string to_json(const YAML::Node& n) {
   return out;
 }
 
-bool same_json(const YAML::Node& a, const YAML::Node& b) {
-  if (a.Type() != b.Type()) return false;
-  switch (a.Type()) {
-    case YAML::NodeType::Map: {
-      if (a.size() != b.size()) return false;
-      for (const auto& kv : a) {
-        const YAML::Node other = b[kv.first.Scalar()];
-        if (!other || !same_json(kv.second, other)) return false;
-      }
-      return true;
+namespace {
+
+enum class Kind { kString, kNumber, kBool, kNull, kBare };
+
+// A scalar's JSON type: quoted = string; plain = a JSON literal, or `bare` (a YAML plain
+// string: a string where the test file wrote it, not JSON where a transform wrote it).
+Kind kind_of(const YAML::Node& n) {
+  if (n.IsNull()) return Kind::kNull;
+  if (n.Tag() == "!") return Kind::kString;
+  const std::string& s = n.Scalar();
+  if (s == "true" || s == "false") return Kind::kBool;
+  if (s == "null") return Kind::kNull;
+  return plain_literal(s) ? Kind::kNumber : Kind::kBare;
+}
+
+bool same_scalar(const YAML::Node& expected, const YAML::Node& actual) {
+  Kind e = kind_of(expected), a = kind_of(actual);
+  if (a == Kind::kBare) return false;  // not JSON
+  if (e == Kind::kBare) e = Kind::kString;
+  if (e != a) return false;
+  if (e == Kind::kNull) return true;
+  if (expected.Scalar() == actual.Scalar()) return true;
+  return e == Kind::kNumber && std::strtod(expected.Scalar().c_str(), nullptr) ==
+                                   std::strtod(actual.Scalar().c_str(), nullptr);
+}
+
+}  // namespace
+
+bool same_json(const YAML::Node& expected, const YAML::Node& actual) {
+  const bool e_scalar = expected.IsScalar() || expected.IsNull();
+  const bool a_scalar = actual.IsScalar() || actual.IsNull();
+  if (e_scalar || a_scalar) return e_scalar && a_scalar && same_scalar(expected, actual);
+  if (expected.Type() != actual.Type()) return false;
+  if (expected.IsMap()) {
+    if (expected.size() != actual.size()) return false;
+    for (const auto& kv : actual)  // JSON's names are quoted; YAML's flow maps need not be
+      if (kv.first.Tag() != "!") return false;
+    for (const auto& kv : expected) {
+      const YAML::Node other = actual[kv.first.Scalar()];
+      if (!other || !same_json(kv.second, other)) return false;
     }
-    case YAML::NodeType::Sequence:
-      if (a.size() != b.size()) return false;
-      for (size_t i = 0; i < a.size(); ++i)
-        if (!same_json(a[i], b[i])) return false;
-      return true;
-    case YAML::NodeType::Scalar:
-      return a.Scalar() == b.Scalar();
-    default:
-      return true;
+    return true;
   }
+  if (expected.size() != actual.size()) return false;
+  for (size_t i = 0; i < expected.size(); ++i)
+    if (!same_json(expected[i], actual[i])) return false;
+  return true;
 }
 
 std::string test_file_for(const std::string& pipeline_file) {

@@ -49,7 +49,9 @@ std::vector<TestCase> load_test_cases(const std::string& path);
 
 // JSON text of a YAML node read from JSON (quoted scalars stay strings).
 std::string to_json(const YAML::Node& n);
-// Structural equality of two JSON-ish nodes; scalars compare as text.
-bool same_json(const YAML::Node& a, const YAML::Node& b);
+// Whether `actual` (a transform's output, read as YAML) is JSON with the structure and
+// types of `expected` (as written in the test file: quoted scalars are strings, plain
+// ones JSON literals where they read as one, else strings). Numbers compare by value.
+bool same_json(const YAML::Node& expected, const YAML::Node& actual);
 
 }  // namespace exactly::cli

@@ -1,19 +1,27 @@
 // `exactly test PIPELINE.yaml...`: runs each pipeline's transforms (the real plugins,
 // found and checked as `run` does) over the records of its test file and compares what
 // comes out; no source, sink or broker. Exit 0 all cases pass, 1 a case failed, 2 the
-// files are wrong.
+// files are wrong, 3 a case did not finish within stage.timeout, 4 a plugin called
+// exit(); a plugin's crash is reported in one line and kills the process.
 #include "cli/commands.hpp"
 #include "cli/test_cases.hpp"
 #include "config/loader.hpp"
+#include "engine/fatal_signal.hpp"
+#include "engine/unexpected_exit.hpp"
 
 #include <exactly/testing/harness.hpp>
 
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <thread>
 
 namespace exactly::cli {
 namespace fs = std::filesystem;
@@ -30,6 +38,13 @@ struct RunResult {
 
 std::string shorten(const std::string& s, size_t n = 300) {
   return s.size() <= n ? s : s.substr(0, n) + "... (" + std::to_string(s.size()) + " bytes)";
+}
+
+std::string headers_text(const std::vector<std::pair<std::string, std::string>>& h) {
+  if (h.empty()) return "(none)";
+  std::string out = "{";
+  for (size_t i = 0; i < h.size(); ++i) out += (i ? ", " : "") + h[i].first + ": " + h[i].second;
+  return out + "}";
 }
 
 // The transforms of `p` over the case's input: in batches, then one commit.
@@ -154,7 +169,16 @@ std::vector<std::string> compare(const TestCase& c, const RunResult& r) {
     if (e.key && a.key != e.key)
       what.push_back("key\n      expected: " + shorten(*e.key) + "\n      actual:   " +
                      (a.key ? shorten(*a.key) : std::string("(none)")));
-    if (!e.headers.empty() && e.headers != a.headers) what.push_back("headers");
+    // Headers are written as a map: compared whatever their order.
+    if (!e.headers.empty()) {
+      auto sorted = [](std::vector<std::pair<std::string, std::string>> h) {
+        std::stable_sort(h.begin(), h.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+        return h;
+      };
+      if (sorted(e.headers) != sorted(a.headers))
+        what.push_back("headers\n      expected: " + shorten(headers_text(e.headers)) +
+                       "\n      actual:   " + shorten(headers_text(a.headers)));
+    }
     auto tp = r.partitions.find(a.partition);
     if (tp != r.partitions.end() && ((e.topic_given && tp->second.first != e.topic) ||
                                      (e.partition_given && tp->second.second != e.partition)))
@@ -164,7 +188,7 @@ std::vector<std::string> compare(const TestCase& c, const RunResult& r) {
     if (what.empty()) continue;
     ++shown;
     std::string line = "record " + std::to_string(i + 1) + " (" + e.where + "): ";
-    for (size_t k = 0; k < what.size(); ++k) line += (k ? "; " : "") + what[k];
+    for (size_t k = 0; k < what.size(); ++k) line += (k ? "\n    " : "") + what[k];
     diffs.push_back(line);
   }
   for (size_t i = n; i < r.out.size() && i < n + 3; ++i)
@@ -175,19 +199,68 @@ std::vector<std::string> compare(const TestCase& c, const RunResult& r) {
   return diffs;
 }
 
-}  // namespace
+// A case whose transforms have not returned within stage.timeout ends `exactly test`
+// (code 3) with the case named: a hung plugin would otherwise hang a CI job silently.
+class CaseWatch {
+ public:
+  CaseWatch() : thread_([this] { watch(); }) {}
+  ~CaseWatch() {
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  void start(std::string what, int64_t timeout_ms, fs::path scratch) {
+    std::lock_guard<std::mutex> g(mu_);
+    what_ = std::move(what);
+    scratch_ = std::move(scratch);
+    timeout_ms_ = timeout_ms;
+    deadline_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    ++generation_;
+    cv_.notify_all();
+  }
+  void stop() {
+    std::lock_guard<std::mutex> g(mu_);
+    timeout_ms_ = 0;
+    ++generation_;
+    cv_.notify_all();
+  }
 
-int cmd_test(const std::vector<std::string>& files) {
-  if (files.empty()) {
-    std::fprintf(stderr, "exactly test: give the pipeline file(s) to test (each with a <name>.test.yaml beside it)\n");
-    return 2;
+ private:
+  void watch() {
+    std::unique_lock<std::mutex> l(mu_);
+    while (!done_) {
+      if (timeout_ms_ <= 0) {
+        cv_.wait(l);
+        continue;
+      }
+      const uint64_t gen = generation_;
+      if (cv_.wait_until(l, deadline_, [&] { return done_ || generation_ != gen; })) continue;
+      std::fprintf(stdout, "TIMEOUT %s: the transforms have not returned within stage.timeout (%lld ms): a "
+                           "plugin call is stuck; stopping\n",
+                   what_.c_str(), static_cast<long long>(timeout_ms_));
+      std::error_code ec;
+      fs::remove_all(scratch_, ec);
+      std::fflush(nullptr);
+      std::_Exit(3);
+    }
   }
-  char tmpl[] = "/tmp/exactly-test.XXXXXX";
-  if (mkdtemp(tmpl) == nullptr) {
-    std::fprintf(stderr, "exactly test: cannot create a scratch directory in /tmp\n");
-    return 2;
-  }
-  const fs::path scratch = tmpl;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  uint64_t generation_ = 0;
+  int64_t timeout_ms_ = 0;
+  std::chrono::steady_clock::time_point deadline_;
+  std::string what_;
+  fs::path scratch_;
+  std::thread thread_;
+};
+
+int run_tests(const std::vector<std::string>& files, const fs::path& scratch) {
+  CaseWatch watch;
   int passed = 0, failed = 0, bad = 0;
   for (const auto& file : files) {
     const std::string tf = test_file_for(file);
@@ -229,7 +302,9 @@ int cmd_test(const std::vector<std::string>& files) {
         continue;
       }
       const fs::path dir = scratch / (std::to_string(passed + failed + bad) + "-" + std::to_string(k));
+      watch.start(p->name + ": " + c.name + " (" + c.where + ")", loaded.spec.stage_timeout_ms, scratch);
       RunResult r = run_case(*p, c, dir);
+      watch.stop();
       std::vector<std::string> diffs;
       if (!r.error.empty()) diffs.push_back(r.error);
       else diffs = compare(c, r);
@@ -244,12 +319,43 @@ int cmd_test(const std::vector<std::string>& files) {
       }
     }
   }
-  std::error_code ec;
-  fs::remove_all(scratch, ec);
   std::printf("%d passed, %d failed%s\n", passed, failed,
               bad ? (", " + std::to_string(bad) + " could not run").c_str() : "");
   if (bad) return 2;
   return failed ? 1 : 0;
+}
+
+}  // namespace
+
+int cmd_test(const std::vector<std::string>& files) {
+  if (files.empty()) {
+    std::fprintf(stderr, "exactly test: give the pipeline file(s) to test (each with a <name>.test.yaml beside it)\n");
+    return 2;
+  }
+  char tmpl[] = "/tmp/exactly-test.XXXXXX";
+  if (mkdtemp(tmpl) == nullptr) {
+    std::fprintf(stderr, "exactly test: cannot create a scratch directory in /tmp\n");
+    return 2;
+  }
+  const fs::path scratch = tmpl;
+  // As in `run`: a plugin's crash is named in one line, and its exit() (its own status,
+  // 0 included, would have passed every case) ends the command with code 4. From here on
+  // only _Exit ends the process.
+  engine::install_fatal_signal_report();
+  engine::install_unexpected_exit_report();
+  // Registered after it, so run before it (on_exit runs handlers in reverse): a plugin's
+  // exit() leaves no scratch directory behind.
+  static fs::path scratch_at_exit;
+  scratch_at_exit = scratch;
+  on_exit([](int, void*) {
+    std::error_code ec;
+    fs::remove_all(scratch_at_exit, ec);
+  }, nullptr);
+  const int code = run_tests(files, scratch);
+  std::error_code ec;
+  fs::remove_all(scratch, ec);
+  std::fflush(nullptr);
+  std::_Exit(code);
 }
 
 }  // namespace exactly::cli

@@ -61,14 +61,26 @@ bool find_symbol(const char* base, size_t size, const std::string& symbol, std::
 
 bool exports_symbol(const std::string& path, const std::string& symbol, std::string* why) {
   why->clear();
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO named *.so would block the open until someone wrote to it, and
+  // with it validate, plugins and run.
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     *why = fmt::format("cannot open: {}", std::strerror(errno));
     return false;
   }
   struct stat st {};
+  if (fstat(fd, &st) == 0 && !S_ISREG(st.st_mode)) {
+    close(fd);
+    *why = fmt::format("not a regular file ({})", S_ISFIFO(st.st_mode)   ? "a FIFO"
+                                                  : S_ISCHR(st.st_mode) ? "a character device"
+                                                  : S_ISBLK(st.st_mode) ? "a block device"
+                                                  : S_ISSOCK(st.st_mode) ? "a socket"
+                                                  : S_ISDIR(st.st_mode)  ? "a directory"
+                                                                         : "not a file");
+    return false;
+  }
   Mapped m;
-  if (fstat(fd, &st) == 0 && st.st_size >= static_cast<off_t>(EI_NIDENT)) {
+  if (st.st_size >= static_cast<off_t>(EI_NIDENT)) {
     m.n = static_cast<size_t>(st.st_size);
     m.p = mmap(nullptr, m.n, PROT_READ, MAP_PRIVATE, fd, 0);
   }
@@ -105,6 +117,25 @@ std::string untrusted_reason(const std::string& path, bool is_dir) {
                        "true to load it anyway",
                        is_dir ? "plugin directory" : "plugin file", path,
                        (st.st_mode & S_IWOTH) ? "every user" : "its group", st.st_mode & 07777, path);
+  // The directories that really hold it (symlinks resolved), up to /: whoever can write
+  // one of them can rename what is below it away and put their own in its place. A
+  // sticky one (/tmp) lets nobody move another user's entries, so it passes.
+  std::error_code ec;
+  const std::filesystem::path real = std::filesystem::canonical(path, ec);
+  if (ec) return "";
+  for (std::filesystem::path d = real.parent_path();; d = d.parent_path()) {
+    struct stat ds {};
+    if (stat(d.c_str(), &ds) == 0 && (ds.st_mode & (S_IWGRP | S_IWOTH)) != 0 &&
+        (ds.st_mode & S_ISVTX) == 0)
+      return fmt::format("{} '{}'{} is inside '{}', which is writable by {} (mode {:o}) without the "
+                         "sticky bit: anyone who can write there could put their own code in its "
+                         "place. Fix: chmod go-w '{}', or set plugin.insecure: true to load it anyway",
+                         is_dir ? "plugin directory" : "plugin file", path,
+                         real.string() == path ? "" : " (" + real.string() + ")", d.string(),
+                         (ds.st_mode & S_IWOTH) ? "every user" : "its group", ds.st_mode & 07777,
+                         d.string());
+    if (d == d.root_path() || d.empty()) break;
+  }
   return "";
 }
 

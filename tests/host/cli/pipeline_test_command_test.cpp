@@ -257,3 +257,100 @@ TEST(PipelineTest, AKeepOrRejectPastTheBatchFailsTheCaseAsTheHostWould) {
         << call << "\n" << r.out << r.err;
   }
 }
+
+namespace {
+// A pipeline of one testkit transform, and a case its output must fail (expects 999).
+fs::path testkit_case(const std::string& transform, const std::string& host_settings = "") {
+  auto dir = temp_dir("ptest-plugin-ends");
+  write_file(dir / "p.yaml",
+             host_settings + "plugin.path: [" + std::string(EXACTLY_BUILD_DIR) + "/test-plugins]\n"
+             "pipelines:\n  - name: p\n"
+             "    source: { plugin: counter, config: { count: 3 } }\n"
+             "    transforms: [ { plugin: " + transform + " } ]\n"
+             "    sink: { plugin: discard, config: {} }\n");
+  write_file(dir / "p.test.yaml",
+             "tests:\n  - name: must fail\n    input: [ { value: '1' }, { value: '2' } ]\n"
+             "    expect: [ { value: '999' } ]\n");
+  return dir;
+}
+}  // namespace
+
+// A transform's exit() ended `exactly test` with the plugin's status: 0, so a case that
+// had to fail passed in CI, without a word.
+TEST(PipelineTest, APluginsExitEndsItWithCodeFourNamingThePlugin) {
+  auto dir = testkit_case("exit-at, config: { at: 2 }");
+  auto r = run("timeout -s KILL 60 " + exactly_bin() + " test " + (dir / "p.yaml").string(), dir);
+  EXPECT_EQ(r.exit_code, 4) << r.out << r.err;
+  EXPECT_NE(r.err.find("exit(0) called"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("exactly_testkit.so"), std::string::npos) << r.err;
+}
+
+TEST(PipelineTest, APluginsCrashIsReportedInOneLine) {
+  auto dir = testkit_case("crash-at, config: { at: 2 }");
+  auto r = run("timeout -s KILL 60 " + exactly_bin() + " test " + (dir / "p.yaml").string(), dir);
+  EXPECT_NE(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("exactly: fatal SIGSEGV"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("exactly_testkit.so"), std::string::npos) << r.err;
+}
+
+// A transform that never returns: the case is named and the command ends (code 3) after
+// stage.timeout, instead of hanging a CI job.
+TEST(PipelineTest, ACaseStuckPastStageTimeoutEndsItWithCodeThree) {
+  auto dir = testkit_case("sleep-at, config: { at: 2, ms: 600000 }", "stage.timeout: 1s\n");
+  auto r = run("timeout -s KILL 60 " + exactly_bin() + " test " + (dir / "p.yaml").string(), dir);
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.out.find("TIMEOUT p: must fail (" + (dir / "p.test.yaml").string() + ":2)"), std::string::npos) << r.out;
+}
+
+// The actual value was read as YAML: the number 1 matched the string "1", and a value
+// that is not JSON at all matched a map. Headers are a map: any order.
+TEST(PipelineTest, ValuesCompareAsJsonWithTheirTypesAndHeadersInAnyOrder) {
+  auto dir = temp_dir("ptest-types");
+  write_file(dir / "p.yaml",
+             "pipelines:\n  - name: p\n"
+             "    source: { plugin: generator, config: { count: 5 } }\n"
+             "    transforms: [ { plugin: filter, config: { field: /t, op: exists, on.invalid: keep } } ]\n"
+             "    sink: { plugin: file, config: { path: o.jsonl } }\n");
+  write_file(dir / "p.test.yaml",
+             "tests:\n"
+             "  - name: a string is not a number\n"
+             "    input: [ { value: '{\"t\":\"1\"}' } ]\n"
+             "    expect: [ { value: { t: 1 } } ]\n"
+             "  - name: YAML is not JSON\n"
+             "    input: [ { value: 't: 1' } ]\n"
+             "    expect: [ { value: { t: 1 } } ]\n"
+             "  - name: numbers by value, quoted strings as strings\n"
+             "    input: [ { value: '{\"t\":1.0,\"s\":\"1\",\"n\":null,\"b\":true}' } ]\n"
+             "    expect: [ { value: { t: 1, s: '1', n: null, b: true } } ]\n"
+             "  - name: headers in another order\n"
+             "    input: [ { value: '{\"t\":1}', headers: { a: '1', b: '2' } } ]\n"
+             "    expect: [ { value: { t: 1 }, headers: { b: '2', a: '1' } } ]\n"
+             "  - name: a header that differs is shown\n"
+             "    input: [ { value: '{\"t\":1}', headers: { a: '1' } } ]\n"
+             "    expect: [ { value: { t: 1 }, headers: { a: '2' } } ]\n");
+  auto r = run(exactly_bin() + " test " + (dir / "p.yaml").string(), dir);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("FAIL  p: a string is not a number"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("FAIL  p: YAML is not JSON"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ok    p: numbers by value, quoted strings as strings"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ok    p: headers in another order"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("headers\n      expected: {a: 2}\n      actual:   {a: 1}"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("2 passed, 3 failed"), std::string::npos) << r.out;
+}
+
+TEST(PipelineTest, AKeyOrHeaderThatIsNotAStringIsAnErrorOfTheTestFile) {
+  for (const std::string rec : {"{ value: x, key: [1] }", "{ value: x, headers: { h: [1, 2] } }",
+                                "{ value: x, headers: { h: ~ } }"}) {
+    auto dir = temp_dir("ptest-nonscalar");
+    write_file(dir / "p.yaml",
+               "pipelines:\n  - name: p\n"
+               "    source: { plugin: generator, config: { count: 5 } }\n"
+               "    transforms: [ { plugin: filter, config: { field: /t, op: exists, on.invalid: keep } } ]\n"
+               "    sink: { plugin: file, config: { path: o.jsonl } }\n");
+    write_file(dir / "p.test.yaml", "tests:\n  - name: x\n    input: [ " + rec + " ]\n    expect: []\n");
+    auto r = run(exactly_bin() + " test " + (dir / "p.yaml").string(), dir);
+    EXPECT_EQ(r.exit_code, 2) << rec << "\n" << r.out << r.err;
+    EXPECT_NE(r.err.find((dir / "p.test.yaml").string() + ":3"), std::string::npos) << rec << "\n" << r.err;
+    EXPECT_NE(r.err.find("expects a string"), std::string::npos) << rec << "\n" << r.err;
+  }
+}

@@ -93,3 +93,49 @@ TEST(PluginTrust, ValidateNamesTheRefusedDirectoryAndInsecureLoadsIt) {
   r = run(exactly_bin() + " validate " + (d.parent_path() / (d.filename().string() + ".yaml")).string(), d);
   EXPECT_EQ(r.exit_code, 0) << r.err;
 }
+
+// A FIFO named *.so blocked the scan's open() until someone wrote to it: validate,
+// plugins and run hung. It is named and skipped.
+TEST(PluginTrust, AFifoNamedLikeAPluginIsNamedAndSkippedNotWaitedOn) {
+  fs::path d = private_copy("trust");
+  ASSERT_EQ(mkfifo((d / "evil.so").c_str(), 0644), 0);
+  auto r = run("timeout -s KILL 20 " + exactly_bin() + " plugins --plugin-path " + d.string(), d);
+  EXPECT_NE(r.exit_code, -1) << "killed: the scan waited on the FIFO";
+  EXPECT_NE(r.out.find("evil.so: cannot load: not a regular file (a FIFO)"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.out.find("testkit"), std::string::npos) << "the plugin beside it was not loaded: " << r.out;
+}
+
+// The check follows a symlink to the directory that really holds the library: a safe
+// directory linking into one every user can write is as unsafe as that one.
+TEST(PluginTrust, ASymlinkIntoAWorldWritableDirectoryIsRefused) {
+  fs::path real = private_copy("trust"), safe = temp_dir("trust");
+  chmod(real.c_str(), 0777);
+  chmod(safe.c_str(), 0755);
+  fs::create_symlink(real / "exactly_testkit.so", safe / "exactly_testkit.so");
+  plugin::Registry reg;
+  reg.scan({safe.string()});
+  EXPECT_TRUE(reg.libraries().empty());
+  const std::string why = failure_of(reg, (safe / "exactly_testkit.so").string());
+  EXPECT_NE(why.find("is inside '" + real.string() + "', which is writable by every user"), std::string::npos) << why;
+}
+
+// Whoever can write a plugin directory's parent can rename the directory away and put
+// their own in its place; a sticky parent (as /tmp) lets nobody move another's entries.
+TEST(PluginTrust, AParentEveryUserCanWriteIsRefusedUnlessSticky) {
+  fs::path parent = temp_dir("trust");
+  fs::path d = parent / "plugins";
+  fs::create_directory(d);
+  fs::copy_file(kDir + "/exactly_testkit.so", d / "exactly_testkit.so");
+  chmod(d.c_str(), 0755);
+  chmod((d / "exactly_testkit.so").c_str(), 0755);
+  chmod(parent.c_str(), 0777);
+  plugin::Registry reg;
+  reg.scan({d.string()});
+  EXPECT_TRUE(reg.libraries().empty());
+  EXPECT_NE(failure_of(reg, d.string()).find("is inside '" + parent.string() + "'"), std::string::npos)
+      << failure_of(reg, d.string());
+  chmod(parent.c_str(), 01777);
+  plugin::Registry sticky;
+  sticky.scan({d.string()});
+  EXPECT_EQ(sticky.libraries().size(), 1u) << failure_of(sticky, d.string());
+}
