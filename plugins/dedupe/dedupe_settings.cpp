@@ -32,9 +32,17 @@ IdSpec parse_id_spec(const sdk::Config& c) {
     id.source = IdSource::header;
     id.header = header;
   } else {
-    if (!pointer.empty() && pointer[0] != '/')
+    // Refused here rather than met by every record at run time (as the error policy's).
+    if (pointer.empty())
+      throw ConfigError("id.json", "an empty JSON pointer names the whole value, not a field of "
+                                   "it; give the id's field, e.g. /messageId");
+    if (pointer[0] != '/')
       throw ConfigError("id.json", "a JSON pointer starts with '/', e.g. /messageId; got '" +
                                        pointer + "'");
+    for (size_t i = 0; i < pointer.size(); ++i)
+      if (pointer[i] == '~' && (i + 1 == pointer.size() || (pointer[i + 1] != '0' && pointer[i + 1] != '1')))
+        throw ConfigError("id.json", "'~' in a JSON pointer must be followed by 0 (for '~') or 1 "
+                                     "(for '/'); got '" + pointer + "'");
     id.source = IdSource::json;
     id.pointer = pointer;
   }

@@ -140,14 +140,15 @@ Status FileSource::open(const std::optional<sdk::Checkpoint>& resume) {
   Status locked = lock_offsets();
   if (!locked) return locked;
   if (fd_ >= 0) ::close(fd_);
-  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO would hold the open until a writer came (and cannot be resumed at
+  // a position anyway); it only matters for the open, reads of a regular file ignore it.
+  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd_ < 0) return Status::error(EX_ERR_CONFIG, errno_text("cannot open", path_), "path");
   // A directory opens fine and fails only at read() (EISDIR), which was retried for ever.
-  struct stat sb {};
-  if (::fstat(fd_, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+  if (std::string what = not_regular(fd_); !what.empty()) {
     ::close(fd_);
     fd_ = -1;
-    return Status::error(EX_ERR_CONFIG, path_ + " is a directory, not a file of lines", "path");
+    return Status::error(EX_ERR_CONFIG, path_ + " is " + what + ", not a file of lines", "path");
   }
   if (!buf_) {
     cap_ = kInitialBuffer;

@@ -65,10 +65,28 @@ Status read_whole(const std::string& path, std::optional<std::string>& out) {
   return Status::ok();
 }
 
+std::string not_regular(int fd) {
+  struct stat sb {};
+  if (::fstat(fd, &sb) != 0 || S_ISREG(sb.st_mode)) return "";
+  if (S_ISDIR(sb.st_mode)) return "a directory";
+  if (S_ISFIFO(sb.st_mode)) return "a FIFO";
+  if (S_ISCHR(sb.st_mode)) return "a character device";
+  if (S_ISBLK(sb.st_mode)) return "a block device";
+  if (S_ISSOCK(sb.st_mode)) return "a socket";
+  return "not a file";
+}
+
 Status open_exclusive(const std::string& path, const std::string& key, const std::string& in_use,
                       int& out) {
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  // O_NONBLOCK: a FIFO would otherwise hold the open until a reader came.
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0644);
   if (fd < 0) return Status::error(EX_ERR_CONFIG, errno_text("cannot open", path), key);
+  // A device or FIFO opens, then fails at truncate or rename, which was retried for ever
+  // (and put a "<path>.commit" beside /dev/null).
+  if (std::string what = not_regular(fd); !what.empty()) {
+    ::close(fd);
+    return Status::error(EX_ERR_CONFIG, path + " is " + what + ", not a regular file", key);
+  }
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     const int e = errno;
     ::close(fd);

@@ -22,6 +22,8 @@ sdk::Status read_whole(const std::string& path, std::optional<std::string>& out)
 // Opens `path` (creating it) with an exclusive flock, held as long as the descriptor is
 // open: a holder that dies, or is rebuilt, lets go. Another holder is the config error
 // `in_use` on `key`; other failures name the file.
+// "" for a regular file; else what it is ("a FIFO", "a character device", ...).
+std::string not_regular(int fd);
 sdk::Status open_exclusive(const std::string& path, const std::string& key, const std::string& in_use,
                            int& out);
 

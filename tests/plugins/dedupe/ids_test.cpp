@@ -163,6 +163,12 @@ TEST_F(DedupeTest, ExactlyOneIdSourceMustBeSet) {
                        &host_);
   EXPECT_EQ(bad.create_status().code(), EX_ERR_CONFIG);
   EXPECT_EQ(bad.create_status().key(), "id.json");
+  // Pointers no record can satisfy: refused at validate, not met by every record.
+  for (const char* p : {"", "/a~2b", "/a/~"}) {
+    TransformHarness h(library(), "dedupe", {{"state.dir", dir_.string()}, {"id.json", p}}, &host_);
+    EXPECT_EQ(h.create_status().code(), EX_ERR_CONFIG) << "'" << p << "'";
+    EXPECT_EQ(h.create_status().key(), "id.json") << "'" << p << "'";
+  }
   TransformHarness nodir(library(), "dedupe", {{"id.key", "true"}}, &host_);
   EXPECT_EQ(nodir.create_status().code(), EX_ERR_CONFIG);
   EXPECT_EQ(nodir.create_status().key(), "state.dir");

@@ -5,6 +5,8 @@
 
 #include "file_test_util.hpp"
 
+#include <sys/stat.h>
+
 namespace {
 
 using exactly::sdk::Checkpoint;
@@ -254,3 +256,23 @@ TEST(FileSink, WriteBeforeOpenIsAnError) {
 }
 
 }  // namespace
+
+// A device or FIFO as the sink's path opened, then failed at truncate, which was retried
+// for ever (and a "<path>.commit" appeared beside /dev/null): a config error on `path`,
+// nothing created.
+TEST(FileSink, APathThatIsNotARegularFileIsAConfigErrorAndCreatesNothing) {
+  TempDir dir;
+  const std::string fifo = dir.file("out.fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  for (const std::string& path : {std::string("/dev/null"), fifo}) {
+    SinkHarness s(lib(), "file", {{"path", path}});
+    ASSERT_TRUE(s.ok()) << s.create_status().message();
+    Status st = s.open();
+    EXPECT_EQ(st.code(), EX_ERR_CONFIG) << path << ": " << st.message();
+    EXPECT_EQ(st.key(), "path") << path;
+    EXPECT_NE(st.message().find(path + " is a"), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find("not a regular file"), std::string::npos) << st.message();
+  }
+  EXPECT_FALSE(std::filesystem::exists("/dev/null.commit"));
+  EXPECT_FALSE(std::filesystem::exists(fifo + ".commit"));
+}

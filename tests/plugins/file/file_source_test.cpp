@@ -3,6 +3,8 @@
 
 #include "file_test_util.hpp"
 
+#include <sys/stat.h>
+
 #include <cstdio>
 
 namespace {
@@ -378,3 +380,16 @@ TEST(FileSource, FollowingRefusesAFileCutShorterOrReplaced) {
 }
 
 }  // namespace
+
+// A FIFO as the source's path held open() until a writer came: a config error at once.
+TEST(FileSource, AFifoIsAConfigErrorWithoutWaitingForAWriter) {
+  TempDir dir;
+  const std::string fifo = dir.file("in.fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  SourceHarness s(lib(), "file", {{"path", fifo}});
+  ASSERT_TRUE(s.ok()) << s.create_status().message();
+  Status st = s.open();
+  EXPECT_EQ(st.code(), EX_ERR_CONFIG) << st.message();
+  EXPECT_EQ(st.key(), "path");
+  EXPECT_NE(st.message().find(fifo + " is a FIFO, not a file of lines"), std::string::npos) << st.message();
+}
