@@ -118,6 +118,16 @@ int dispatch(int argc, char** argv) {
   CLI::App* test = app.add_subcommand("test", "run each pipeline's transforms over the cases in PIPELINE.test.yaml");
   test->add_option("PIPELINE", test_files, "pipeline file with a <name>.test.yaml beside it");
 
+  // CLI11 reads `--log-level= p.yaml` as `--log-level p.yaml`: the path became the value.
+  for (int i = 2; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--") break;
+    if (a.size() > 3 && a.rfind("--", 0) == 0 && a.back() == '=') {
+      std::fprintf(stderr, "exactly %s: %s needs a value (nothing after '=')\n(see 'exactly %s --help')\n",
+                   first.c_str(), a.substr(0, a.size() - 1).c_str(), first.c_str());
+      return kUsageError;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {

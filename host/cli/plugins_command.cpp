@@ -83,8 +83,8 @@ int cmd_plugins(const PluginsOptions& opts) {
         "schemas; `tests/docs` fails when this file and the schemas differ. Nested YAML maps "
         "are dotted keys: `retention: { max.keys: 5 }` is `retention.max.keys`. Durations take "
         "`ms`, `s`, `m`, `h`, `d` (at most `36500d`), and a bare number is milliseconds, as in "
-        "Kafka's `*.ms` settings (`shutdown.timeout: 90` is 90 ms: write `90s`); sizes take `KiB`, `MiB`, `GiB` (or `KB`, `MB`, "
-        "`GB`). A value cannot hold a NUL character. YAML merge keys share settings (`<<: *kafka` "
+        "Kafka's `*.ms` settings (`shutdown.timeout: 90` is 90 ms: write `90s`); sizes take `KiB`, `MiB`, `GiB`, `TiB` (or `KB`, `MB`, "
+        "`GB`, `TB`; at most 4096 TiB). A value cannot hold a NUL character. YAML merge keys share settings (`<<: *kafka` "
         "or `<<: [*a, *b]`: a map's own keys win, then the first map listed; the merge is "
         "shallow), and top-level keys that start with `x-` are ignored, a place for the "
         "anchors.\n";

@@ -34,7 +34,7 @@ std::string type_name(ex_config_type t) {
     case EX_CFG_BOOL: return "true or false";
     case EX_CFG_LIST: return "a list";
     case EX_CFG_DURATION: return "a duration such as 500ms, 5s, 2m, 1h (at most 36500d)";
-    case EX_CFG_SIZE: return "a size such as 512, 64KiB, 16MiB, 1GiB (at most 4EiB)";
+    case EX_CFG_SIZE: return "a size such as 512, 64KiB, 16MiB, 1GiB, 2TiB (at most 4096TiB)";
     case EX_CFG_MAP: return "a map";
   }
   return "a value";
@@ -107,8 +107,19 @@ Checked check_fields(const std::vector<Flat>& flat, const std::vector<Field>& fi
       for (auto& cand : fields)
         if (cand.type == EX_CFG_MAP && fv.key.rfind(cand.key + ".", 0) == 0) f = &cand;
     if (f == nullptr) {
-      ctx.error(fv.key_mark,
-                fmt::format("{}: unknown key '{}'{}", context, fv.key, suggestion(fv.key, fields)));
+      // A known group of keys (commit, metrics, retention) given as a plain value or an
+      // empty map: said as such, not as an unknown key the user would look for a typo in.
+      std::string members;
+      for (auto& cand : fields)
+        if (cand.key.rfind(fv.key + ".", 0) == 0)
+          members += (members.empty() ? "" : ", ") + cand.key.substr(fv.key.size() + 1);
+      if (!members.empty())
+        ctx.error(fv.value_mark.line > 0 ? fv.value_mark : fv.key_mark,
+                  fmt::format("{}: key '{}' expects a map with some of: {}; got {}", context, fv.key,
+                              members, fv.value.IsMap() ? "an empty map" : node_kind(fv.value)));
+      else
+        ctx.error(fv.key_mark,
+                  fmt::format("{}: unknown key '{}'{}", context, fv.key, suggestion(fv.key, fields)));
       continue;
     }
     given.insert(f->key);

@@ -66,6 +66,9 @@ TEST(CommandLine, BadOptionsAreRefusedWithTheOptionNamedAndExitCode2) {
       {"run --no-watch --log-level", "--log-level needs a value"},
       {"run --no-watch --log-format=xml " + p, "--log-format"},
       {"run --no-watch --log-format", "--log-format needs a value"},
+      // `=` and nothing: the path after it is not taken as the value.
+      {"run --no-watch --log-level= " + p, "--log-level needs a value (nothing after '=')"},
+      {"validate --stage-timeout= " + p, "--stage-timeout needs a value"},
       {"run --no-watch --colour " + p, "--colour"},
       {"run --no-watch=false " + p, "--no-watch is a flag and takes no value"},
       {"validate --strict " + p, "--strict"},

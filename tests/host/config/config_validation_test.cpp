@@ -62,6 +62,30 @@ TEST_F(ValidateTest, UnknownPluginIsNamedWithKnownOnes) {
   EXPECT_NE(r.err.find("counter"), std::string::npos) << r.err;
 }
 
+// A name with control characters (a terminal escape) is shown escaped, not sent raw.
+TEST_F(ValidateTest, AnUnknownPluginsControlCharactersAreShownEscaped) {
+  auto r = validate("pipelines:\n  - name: x\n    source: { plugin: \"nosuch\\e]0;title\\a\" }\n"
+                    "    sink: { plugin: faulty, config: { path: /tmp/x } }\n");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unknown source plugin 'nosuch\\x1b]0;title\\x07'"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << "a raw ESC reached the terminal";
+}
+
+// A known group of keys given a plain value or an empty map was "unknown key": the user
+// looked for a typo that was not there.
+TEST_F(ValidateTest, AKnownGroupOfKeysGivenAScalarOrAnEmptyMapSaysItExpectsAMap) {
+  auto r = validate("metrics: 5\npipelines:\n  - name: x\n    commit: {}\n"
+                    "    source: { plugin: counter }\n"
+                    "    sink: { plugin: faulty, config: { path: /tmp/x } }\n");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("top level: key 'metrics' expects a map with some of: listen; got a scalar"),
+            std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("pipeline 'x': key 'commit' expects a map with some of: interval"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("got an empty map"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("unknown key"), std::string::npos) << r.err;
+}
+
 TEST_F(ValidateTest, UnknownKeyIsNamedWithSuggestion) {
   auto r = validate(R"(pipelines:
   - name: x
