@@ -1,5 +1,7 @@
 #include "config/model.hpp"
 
+#include <algorithm>
+
 #include "util/secrets.hpp"
 
 #include <fmt/format.h>
@@ -23,8 +25,13 @@ Mark ComponentSpec::mark_of(const std::string& key) const {
 }
 
 std::string ComponentSpec::fingerprint() const {
+  // By key: the order keys are written in is not part of the definition (a reformatted
+  // or key-sorted file restarted the pipeline). A list's items (one entry each under its
+  // key) keep their order: stable.
+  auto sorted = values;
+  std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::string out = plugin + "\n" + label + "\n";
-  for (auto& [k, v] : values) out += k + "=" + v + "\n";
+  for (auto& [k, v] : sorted) out += k + "=" + v + "\n";
   return out;
 }
 

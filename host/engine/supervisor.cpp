@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <thread>
+#include <cmath>
 #include <map>
 #include <set>
 #include <utility>
@@ -179,9 +180,12 @@ const Pipeline* Supervisor::find(const std::string& name) const {
 }
 
 std::string render_summary(const std::vector<const Pipeline*>& pipelines) {
+  // The host's own families: the row's columns, or /metrics only (a stage's CPU and the
+  // tasks' batches are for dashboards, not for the table). stage_timeouts_total is shown.
   static const std::set<std::string> host_families = {
       "records_in_total", "records_out_total", "records_rejected_total", "commits_total",
-      "aborts_total",     "restarts_total",    "pipeline_up"};
+      "aborts_total",     "restarts_total",    "pipeline_up",            "stage_cpu_seconds_total",
+      "task_batches_fanned_out_total",         "task_batches_on_caller_total"};
   // One row per pipeline name: instances replaced by reloads are summed into it (and the
   // plugin counters, labelled by pipeline only, are shown once).
   std::vector<std::string> order;
@@ -248,7 +252,10 @@ std::string render_summary(const std::vector<const Pipeline*>& pipelines) {
     for (auto& [key, v] : totals) {
       const auto& [metric, stage] = key;
       const bool several = stages_of[metric].size() > 1;
-      o += fmt::format("    {:<44} {:>12}\n", several ? metric + " (" + stage + ")" : metric, v);
+      // Counts as integers; a plugin's fractional counter (seconds) to the millisecond.
+      const std::string shown = v == std::floor(v) && std::fabs(v) < 1e15 ? fmt::format("{:.0f}", v)
+                                                                          : fmt::format("{:.3f}", v);
+      o += fmt::format("    {:<44} {:>12}\n", several ? metric + " (" + stage + ")" : metric, shown);
     }
     if (replayed) o += fmt::format("    replayed: {} (records of aborted rounds, read again)\n", replayed);
     if (instances.size() > 1) o += fmt::format("    instances: {} (replaced by reloads)\n", instances.size());

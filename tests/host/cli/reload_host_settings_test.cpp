@@ -41,4 +41,26 @@ TEST(ReloadHostSettings, AMetricsAddressEditIsSaidToNeedARestart) {
   EXPECT_NE(text.find("reconfigured=gen"), std::string::npos) << text;  // the rest applied
 }
 
+// The order keys are written in is not part of a definition: a reformatted (or
+// key-sorted) file leaves the pipeline running, as an unchanged one.
+TEST(ReloadHostSettings, KeysWrittenInAnotherOrderLeaveThePipelineUnchanged) {
+  fs::path dir = temp_dir("reload-key-order");
+  fs::path conf = dir / "p.yaml", out = dir / "out.jsonl", log = dir / "host.log";
+  auto with = [&](const std::string& source_config) {
+    return "pipelines:\n  - name: gen\n    commit: { interval: 100ms }\n"
+           "    source: { plugin: generator, config: " + source_config + " }\n"
+           "    sink: { plugin: file, config: { path: " + out.string() + ", fsync: false } }\n";
+  };
+  write_file(conf, with("{ count: 0, rate: 500, batch.size: 50 }"));
+  Child host({exactly_bin(), "run", conf.string()}, log);
+  ASSERT_TRUE(wait_for_text(log, "started 1 pipeline", 20)) << read_file(log);
+  write_file(conf, with("{ batch.size: 50, rate: 500, count: 0 }"));
+  ASSERT_TRUE(wait_for_text(log, "applied", 20)) << read_file(log);
+  host.kill(SIGTERM);
+  EXPECT_EQ(host.wait(), 0) << read_file(log);
+  const std::string text = read_file(log);
+  EXPECT_NE(text.find("unchanged=gen"), std::string::npos) << text;
+  EXPECT_EQ(text.find("restarted=gen"), std::string::npos) << text;
+}
+
 }  // namespace
