@@ -255,6 +255,10 @@ Pipeline::RunResult Pipeline::run_instance() {
   const int64_t backlog_ms = backlog_age(interval).count();
   int retriable_polls = 0;
   std::vector<ex_record> held_kept;  // a batch without records of held partitions
+  {
+    std::lock_guard<std::mutex> g(reconf_mu_);
+    in_rounds_ = true;
+  }
   for (;;) {
     apply_reconfigure(in);
     in.round_start = Clock::now();
@@ -377,6 +381,15 @@ void Pipeline::thread_main() {
     uint64_t commits_before = stats_.commits.load();
     const auto instance_started = Clock::now();
     RunResult r = run_instance();
+    {
+      // No round boundary until the next instance's rounds: a reload waiting for one
+      // would wait out the backoff (and the old definition would start again).
+      std::lock_guard<std::mutex> g(reconf_mu_);
+      in_rounds_ = false;
+      if (reconf_done_) reconf_done_->set_value(false);
+      reconf_done_.reset();
+      reconf_spec_.reset();
+    }
     metrics::global().set("pipeline_up", labels(), 0);
     // Said on stderr too, not only in the summary: create/open failures included.
     // A record that errors.policy: stop refused is the data's problem, not the config's:

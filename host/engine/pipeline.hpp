@@ -180,6 +180,10 @@ class Pipeline {
   std::mutex reconf_mu_;
   std::optional<config::PipelineSpec> reconf_spec_;
   std::optional<std::promise<bool>> reconf_done_;
+  // An instance is in its rounds (under reconf_mu_): only then can new parameters be taken
+  // in place. A pipeline waiting out its restart backoff, or still opening, has no round
+  // boundary to wait for: a reload restarts it at once.
+  bool in_rounds_ = false;
 };
 
 }  // namespace exactly::engine

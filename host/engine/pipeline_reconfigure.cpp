@@ -9,6 +9,13 @@ namespace exactly::engine {
 std::future<bool> Pipeline::request_reconfigure(const config::PipelineSpec& next) {
   std::lock_guard<std::mutex> g(reconf_mu_);
   if (reconf_done_) reconf_done_->set_value(false);  // superseded
+  if (!in_rounds_) {
+    reconf_done_.reset();
+    reconf_spec_.reset();
+    std::promise<bool> no;
+    no.set_value(false);
+    return no.get_future();
+  }
   reconf_spec_ = next;
   reconf_done_.emplace();
   return reconf_done_->get_future();

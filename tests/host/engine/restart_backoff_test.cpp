@@ -5,6 +5,8 @@
 // real binary and the testkit .so.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <csignal>
 #include <regex>
 
 #include "test_util.hpp"
@@ -69,4 +71,35 @@ TEST(RestartBackoff, AnInstanceThatLastedStartsOverAtTheInitialDelay) {
   auto d = delays(log);
   ASSERT_GE(d.size(), 4u) << log;
   for (int x : d) EXPECT_EQ(x, 20) << log;
+}
+
+// A reload that fixes a pipeline waiting out its restart backoff waited for a round
+// boundary of an instance that did not exist (commit.interval + 10 s, the main loop and
+// SIGHUP held), and meanwhile the backoff could start the old definition again. It has no
+// round to wait for: it is restarted with the new definition at once.
+TEST(RestartBackoff, AReloadReplacesAPipelineInBackoffAtOnce) {
+  auto dir = temp_dir("backoff-reload");
+  const fs::path conf = dir / "p.yaml", log = dir / "host.log";
+  auto with = [&](int at) {
+    // A minute's commit interval: a reload that waited for a round boundary would wait
+    // it out, past the wait for "applied" below.
+    return "plugin.path: [" + kPlugins + "]\npipelines:\n  - name: fb\n"
+           "    commit: { interval: 60s }\n"
+           "    restart: { backoff: { initial: 50s, max: 50s } }\n"
+           "    source: { plugin: counter, config: { count: 1000, batch.size: 10 } }\n"
+           "    transforms: [ { plugin: fail-at, config: { at: " + std::to_string(at) + " } } ]\n"
+           "    sink: { plugin: faulty, config: { path: " + (dir / "out.txt").string() + " } }\n";
+  };
+  write_file(conf, with(500));
+  Child host({exactly_bin(), "run", conf.string()}, log);
+  ASSERT_TRUE(wait_for_text(log, "restarting in 50000 ms", 20)) << read_file(log);
+  write_file(conf, with(5000));
+  ASSERT_TRUE(wait_for_text(log, "applied", 30)) << read_file(log);
+  host.kill(SIGTERM);
+  host.wait();
+  const std::string text = read_file(log);
+  EXPECT_NE(text.find("restarted=fb"), std::string::npos) << text;
+  // The new definition runs past the old one's failing record.
+  EXPECT_EQ(text.find("cannot change in place"), std::string::npos) << text;
+  EXPECT_EQ(text.find("fail-at reached 500", text.find("applied")), std::string::npos) << text;
 }
