@@ -159,6 +159,16 @@ int cmd_run(const RunOptions& opts) {
                     loaded.spec.shutdown_timeout_ms};
   stop.set_shutdown_timeout(live.shutdown_timeout_ms);
   engine::Supervisor sup;
+  // A stop signal reaches the pipelines from the signal thread: the main thread may be in
+  // a reload's validate() (a plugin's, that may take long), where it reads no signal, and
+  // the running pipelines would go on committing until shutdown.timeout.
+  stop.on_first_signal([&sup] { sup.request_stop_all_from_any_thread(); });
+  // A signal during the first load's validate(): nothing is started.
+  if (stop.requested()) {
+    log::info("host", "stopped before any pipeline started");
+    std::fflush(nullptr);
+    std::_Exit(0);
+  }
   // From here on only _Exit ends the host: an exit() is a plugin's, reported (code 4).
   engine::install_unexpected_exit_report();
   auto rep = sup.apply(loaded.spec);

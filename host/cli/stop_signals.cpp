@@ -23,6 +23,12 @@ void StopSignals::closing() {
   start_clock();
 }
 
+void StopSignals::on_first_signal(std::function<void()> f) {
+  std::lock_guard<std::mutex> g(on_first_mu_);
+  on_first_ = std::move(f);
+  if (requested_.load() && on_first_) on_first_();
+}
+
 void StopSignals::start_clock() {
   int64_t none = 0;
   deadline_ms_.compare_exchange_strong(none, engine::steady_ms() + timeout_ms_.load());
@@ -44,6 +50,8 @@ void StopSignals::loop() {
       }
       log::info("host", "signal {}: finishing and committing the running round", sig);
       start_clock();
+      std::lock_guard<std::mutex> g(on_first_mu_);
+      if (on_first_) on_first_();
     }
     const int64_t deadline = deadline_ms_.load();
     if (deadline != 0 && engine::steady_ms() >= deadline) {

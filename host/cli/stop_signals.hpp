@@ -5,6 +5,8 @@
 // shutdown.timeout (exit 3, naming what is stuck) and a second one at once (exit 130).
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <mutex>
 #include <thread>
 
 namespace exactly::cli {
@@ -24,6 +26,10 @@ class StopSignals {
   // The pipelines are closing without a signal (all of them ended): the same deadline
   // applies, and a second signal now means "exit without waiting for them to close".
   void closing();
+  // Called on this object's thread when the first signal comes (or at once, if it came
+  // already): asks the pipelines to stop while the main thread may be elsewhere (in a
+  // reload's validate()).
+  void on_first_signal(std::function<void()> f);
 
  private:
   void loop();
@@ -34,6 +40,8 @@ class StopSignals {
   std::atomic<bool> quit_{false};
   std::atomic<int64_t> timeout_ms_;
   std::atomic<int64_t> deadline_ms_{0};  // steady ms; 0 = no stop under way
+  std::mutex on_first_mu_;
+  std::function<void()> on_first_;
   std::thread thread_;
 };
 

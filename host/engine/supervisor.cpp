@@ -137,6 +137,11 @@ ApplyReport Supervisor::apply(const config::HostSpec& spec, const std::function<
   // Retired instances hold their plugin libraries; keep only the recent ones for the
   // summary so a long reload history does not pin every library ever loaded.
   constexpr size_t kKeepRetired = 16;
+  {
+    std::vector<Pipeline*> now;  // the drained ones are done: before retired_ lets them go
+    for (auto& p : keep) now.push_back(p.get());
+    publish_stoppable(now);
+  }
   if (retired_.size() > kKeepRetired)
     retired_.erase(retired_.begin(), retired_.end() - kKeepRetired);
   live_ = std::move(keep);
@@ -144,6 +149,7 @@ ApplyReport Supervisor::apply(const config::HostSpec& spec, const std::function<
   for (auto* ps : to_start) {
     auto p = std::make_unique<Pipeline>(*ps);
     p->start();
+    add_stoppable(p.get());
     live_.push_back(std::move(p));
   }
   return rep;
@@ -151,6 +157,23 @@ ApplyReport Supervisor::apply(const config::HostSpec& spec, const std::function<
 
 void Supervisor::request_stop_all() {
   for (auto& p : live_) p->request_stop();
+}
+
+void Supervisor::request_stop_all_from_any_thread() {
+  std::lock_guard<std::mutex> g(stop_mu_);
+  stop_all_ = true;
+  for (auto* p : stoppable_) p->request_stop();
+}
+
+void Supervisor::publish_stoppable(const std::vector<Pipeline*>& now) {
+  std::lock_guard<std::mutex> g(stop_mu_);
+  stoppable_ = now;
+}
+
+void Supervisor::add_stoppable(Pipeline* p) {
+  std::lock_guard<std::mutex> g(stop_mu_);
+  stoppable_.push_back(p);
+  if (stop_all_) p->request_stop();
 }
 
 void Supervisor::join_all() {

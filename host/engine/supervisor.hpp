@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,9 @@ class Supervisor {
   // lets the draining ones finish and starts nothing.
   ApplyReport apply(const config::HostSpec& spec, const std::function<bool()>& stop_asked = {});
   void request_stop_all();
+  // From any thread (the stop-signal thread), also while apply() runs on another: every
+  // pipeline running now, and any apply() starts later, is asked to stop.
+  void request_stop_all_from_any_thread();
   void join_all();
   bool any_running() const;
   bool any_failed() const;
@@ -36,8 +40,16 @@ class Supervisor {
   const Pipeline* find(const std::string& name) const;
 
  private:
+  // The pipelines that may be running, for request_stop_all_from_any_thread(): live_ and
+  // those a running apply() drains (all alive while listed here).
+  void publish_stoppable(const std::vector<Pipeline*>& now);
+  void add_stoppable(Pipeline* p);
+
   std::vector<std::unique_ptr<Pipeline>> live_;
   std::vector<std::unique_ptr<Pipeline>> retired_;
+  std::mutex stop_mu_;
+  bool stop_all_ = false;
+  std::vector<Pipeline*> stoppable_;
 };
 
 // The human summary printed when `exactly run` ends.

@@ -111,10 +111,13 @@ std::string with_slow_validate(const fs::path& dir, const std::string& text) {
 TEST(HungStage, AStopWhileAReloadWaitsForAHungValidateEndsAfterShutdownTimeout) {
   auto dir = temp_dir("hung");
   // A pipeline that runs until stopped (10 records a poll, 10 polls a second).
+  // Its sink notes when each commit starts (steady clock, as this test's).
   const std::string text = "plugin.path: [" + kPlugins + "]\nstage.timeout: 1s\nshutdown.timeout: 2s\n"
                            "pipelines:\n  - name: steady\n"
+                           "    commit: { interval: 100ms }\n"
                            "    source: { plugin: counter, config: { count: 1000000000, batch.size: 10, poll.pace.ms: 100 } }\n"
-                           "    sink: { plugin: faulty, config: { path: " + (dir / "out.txt").string() + " } }\n";
+                           "    sink: { plugin: faulty, config: { path: " + (dir / "out.txt").string() +
+                           ", times.path: " + (dir / "times").string() + " } }\n";
   write_file(dir / "p.yaml", text);
   Child host({exactly_bin(), "run", (dir / "p.yaml").string()}, dir / "log.txt");
   ASSERT_TRUE(wait_for_text(dir / "log.txt", "started 1 pipeline", 30)) << read_file(dir / "log.txt");
@@ -122,10 +125,19 @@ TEST(HungStage, AStopWhileAReloadWaitsForAHungValidateEndsAfterShutdownTimeout) 
   fs::rename(dir / "p.yaml.tmp", dir / "p.yaml");
   ASSERT_TRUE(wait_for_text(dir / "log.txt", "validate() has not returned for", 30))
       << read_file(dir / "log.txt");
+  const int64_t signalled_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch()).count();
   host.kill(SIGTERM);  // one signal: the stop waits shutdown.timeout for the hung check
   int code = wait_exit(host, std::chrono::seconds(30));
   std::string log = read_file(dir / "log.txt");
   EXPECT_EQ(code, 3) << log;
+  // The running pipeline was told to stop at the signal, though the main thread was in
+  // the reload's validate(): its running round's commit at most, not a commit every
+  // 100 ms until shutdown.timeout.
+  int after = 0;
+  for (const auto& line : lines_of(read_file(dir / "times")))
+    if (std::stoll(line) > signalled_ms) ++after;
+  EXPECT_LE(after, 1) << log;
   EXPECT_NE(log.find("signal 15: finishing and committing the running round"), std::string::npos) << log;
   EXPECT_NE(log.find("did not stop within shutdown.timeout (2 s); still running:"), std::string::npos) << log;
   EXPECT_NE(log.find("validate() running for"), std::string::npos) << log;
@@ -178,4 +190,25 @@ TEST(HungStage, ValidateGivesUpOnAHungPluginValidateAfterStageTimeout) {
   auto bad = run(exactly_bin() + " validate --stage-timeout soon " + (dir / "p.yaml").string(), dir);
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
   EXPECT_NE(bad.err.find("--stage-timeout: soon is not a positive duration"), std::string::npos) << bad.err;
+}
+
+// A signal while the first load's validate() runs: once it returns, nothing is started
+// (the pipelines were started, then stopped).
+TEST(HungStage, AStopDuringTheFirstConfigLoadStartsNothing) {
+  auto dir = temp_dir("hung");
+  const std::string text = "plugin.path: [" + kPlugins + "]\npipelines:\n"
+                           "  - name: checked\n"
+                           "    source: { plugin: counter, config: { count: 10 } }\n"
+                           "    transforms: [ { plugin: slow-validate, config: { validate.ms: 3000 } } ]\n"
+                           "    sink: { plugin: faulty, config: { path: " + (dir / "out.txt").string() + " } }\n";
+  write_file(dir / "p.yaml", text);
+  Child host({exactly_bin(), "run", "--no-watch", (dir / "p.yaml").string()}, dir / "log.txt");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // inside validate() by now
+  host.kill(SIGTERM);
+  int code = wait_exit(host, std::chrono::seconds(30));
+  const std::string log = read_file(dir / "log.txt");
+  EXPECT_EQ(code, 0) << log;
+  EXPECT_NE(log.find("stopped before any pipeline started"), std::string::npos) << log;
+  EXPECT_EQ(log.find("running (counter"), std::string::npos) << log;
+  EXPECT_FALSE(fs::exists(dir / "out.txt")) << log;
 }
