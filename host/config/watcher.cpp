@@ -43,6 +43,13 @@ Watcher::Watcher(const std::vector<std::string>& paths, std::chrono::millisecond
     } else {
       files_.insert(abs.string());
       watch(abs.parent_path().string(), kContents);
+      // A named file that is a symlink (a ConfigMap's `p.yaml -> ..data/p.yaml`, a link to
+      // a file kept elsewhere): edits land on its target, in another directory.
+      const fs::path target = fs::canonical(abs, ec);
+      if (!ec && target != abs) {
+        files_.insert(target.string());
+        watch(target.parent_path().string(), kContents);
+      }
     }
   }
 }
@@ -73,8 +80,15 @@ void Watcher::watch(const std::string& dir, uint32_t mask) {
 }
 
 bool Watcher::relevant(const std::string& dir, const std::string& name) const {
-  // A Kubernetes ConfigMap volume updates by renaming a new `..data` symlink into place.
-  if (name == "..data") return dirs_.count(dir) > 0;
+  // A Kubernetes ConfigMap volume updates by renaming a new `..data` symlink into place:
+  // a change of a watched directory, and of every named file in it (`p.yaml` is a link
+  // through `..data`).
+  if (name == "..data") {
+    if (dirs_.count(dir)) return true;
+    for (const auto& f : files_)
+      if (fs::path(f).parent_path().string() == dir) return true;
+    return false;
+  }
   if (name.empty() || name[0] == '.') return false;  // editor temp files, .swp
   std::string full = (fs::path(dir) / name).lexically_normal().string();
   if (files_.count(full)) return true;

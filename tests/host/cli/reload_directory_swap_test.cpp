@@ -59,4 +59,34 @@ TEST(ReloadDirectorySwap, ARenamedInDirectoryAndASwappedConfigMapAreFollowed) {
   EXPECT_EQ(host.wait(), 0) << read_file(log);
 }
 
+// The same ConfigMap, with the host given its file rather than its directory
+// (`exactly run /etc/config/p.yaml`): the swap of `..data` beside the file reloads too,
+// and so does an edit of a file a named symlink points to in another directory.
+TEST(ReloadDirectorySwap, ASwappedConfigMapIsFollowedWhenTheFileIsNamed) {
+  const fs::path dir = temp_dir("reload-file-swap"), log = dir / "host.log";
+  const fs::path kube = dir / "kube", elsewhere = dir / "elsewhere";
+  fs::create_directories(kube / "..v1");
+  write_file(kube / "..v1" / "p.yaml", "pipelines:\n" + pipeline("kube1", dir));
+  fs::create_directory_symlink("..v1", kube / "..data");
+  fs::create_symlink("..data/p.yaml", kube / "p.yaml");
+  fs::create_directories(elsewhere);
+  write_file(elsewhere / "q.yaml", "pipelines:\n" + pipeline("q1", dir));
+  fs::create_symlink(elsewhere / "q.yaml", dir / "q.yaml");
+
+  Child host({exactly_bin(), "run", (kube / "p.yaml").string(), (dir / "q.yaml").string()}, log);
+  ASSERT_TRUE(wait_for_text(log, "started 2 pipeline", 20)) << read_file(log);
+
+  fs::create_directories(kube / "..v2");
+  write_file(kube / "..v2" / "p.yaml", "pipelines:\n" + pipeline("kube1", dir) + pipeline("kube2", dir));
+  fs::create_directory_symlink("..v2", kube / "..data_tmp");
+  ASSERT_EQ(std::rename((kube / "..data_tmp").c_str(), (kube / "..data").c_str()), 0);
+  EXPECT_TRUE(wait_for_text(log, "added=kube2", 20)) << read_file(log);
+
+  write_file(elsewhere / "q.yaml", "pipelines:\n" + pipeline("q1", dir) + pipeline("q2", dir));
+  EXPECT_TRUE(wait_for_text(log, "added=q2", 20)) << read_file(log);
+
+  host.kill(SIGTERM);
+  EXPECT_EQ(host.wait(), 0) << read_file(log);
+}
+
 }  // namespace
