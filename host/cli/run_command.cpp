@@ -10,6 +10,7 @@
 #include "metrics/http_server.hpp"
 #include "metrics/registry.hpp"
 #include "util/log.hpp"
+#include "util/log_output.hpp"
 #include "util/secrets.hpp"
 
 #include <atomic>
@@ -24,8 +25,16 @@
 namespace exactly::cli {
 namespace {
 
+// As `validate` prints them; with --log-format json, as log entries, so that a log
+// shipper reading JSON lines gets the one error an operator most needs to find.
 void print_errors(const config::LoadResult& r) {
+  if (log::format() == log::Format::json) {
+    for (auto& d : r.errors) log::error("config", "{}", d.str());
+    log::error("config", "{} error(s); nothing started", r.errors.size());
+    return;
+  }
   for (auto& d : r.errors) std::fprintf(stderr, "%s\n", d.str().c_str());
+  std::fprintf(stderr, "%zu error(s); nothing started\n", r.errors.size());
 }
 
 void describe_metrics() {
@@ -127,12 +136,13 @@ int cmd_run(const RunOptions& opts) {
   auto first_load_watchdog = std::make_unique<engine::StageWatchdog>(config::HostSpec{}.stage_timeout_ms);
   auto loaded = config::load(paths, registry);
   first_load_watchdog.reset();
+  // Said also when the config is refused: a library that did not load is often why a
+  // plugin is "unknown".
+  for (auto& f : registry.failures()) log::warn("plugins", "skipped {}: {}", f.path, f.reason);
   if (!loaded.ok()) {
     print_errors(loaded);
-    std::fprintf(stderr, "%zu error(s); nothing started\n", loaded.errors.size());
     return 2;
   }
-  for (auto& f : registry.failures()) log::warn("plugins", "skipped {}: {}", f.path, f.reason);
   metrics::global().set("plugin_load_failures", {}, static_cast<double>(registry.failures().size()));
 
   // The metrics address is read once: changing it needs a restart of the host.

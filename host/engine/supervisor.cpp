@@ -203,12 +203,11 @@ const Pipeline* Supervisor::find(const std::string& name) const {
 }
 
 std::string render_summary(const std::vector<const Pipeline*>& pipelines) {
-  // The host's own families: the row's columns, or /metrics only (a stage's CPU and the
-  // tasks' batches are for dashboards, not for the table). stage_timeouts_total is shown.
+  // The host's own families: the row's columns, or /metrics only (a stage's CPU, for
+  // dashboards). stage_timeouts_total and the tasks' batches are shown.
   static const std::set<std::string> host_families = {
       "records_in_total", "records_out_total", "records_rejected_total", "commits_total",
-      "aborts_total",     "restarts_total",    "pipeline_up",            "stage_cpu_seconds_total",
-      "task_batches_fanned_out_total",         "task_batches_on_caller_total"};
+      "aborts_total",     "restarts_total",    "pipeline_up",            "stage_cpu_seconds_total"};
   // One row per pipeline name: instances replaced by reloads are summed into it (and the
   // plugin counters, labelled by pipeline only, are shown once).
   std::vector<std::string> order;

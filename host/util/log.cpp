@@ -151,7 +151,16 @@ ScopedLogger& logger() {
 void set_level(Level l) { g_level = static_cast<int>(l); }
 Level level() { return static_cast<Level>(g_level.load()); }
 
-void set_format(Format f) { logger().set_formatter(std::make_unique<LineFormatter>(f)); }
+namespace {
+std::atomic<Format> g_format{Format::text};
+}  // namespace
+
+void set_format(Format f) {
+  g_format.store(f);
+  logger().set_formatter(std::make_unique<LineFormatter>(f));
+}
+
+Format format() { return g_format.load(); }
 
 std::optional<Level> parse_level(std::string_view name) {
   for (Level l : {Level::debug, Level::info, Level::warn, Level::error})

@@ -14,6 +14,7 @@ enum class Format {
 };
 
 void set_format(Format f);
+Format format();
 
 // "debug", "info", "warn", "error" (the spelling of --log-level), or nothing.
 std::optional<Level> parse_level(std::string_view name);

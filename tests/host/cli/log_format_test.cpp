@@ -94,6 +94,26 @@ TEST(LogFormat, JsonLinesCarryTheTextFormatsMessagesAndMaskSecrets) {
   EXPECT_NE(json.out.find("finished"), std::string::npos) << json.out;
 }
 
+// A config the host refuses at start is the error an operator most needs to find: with
+// --log-format json it comes as JSON lines too (it was plain text), file:line:col kept.
+TEST(LogFormat, AStartUpConfigErrorIsJsonLinesInTheJsonFormat) {
+  auto dir = temp_dir("log-json-config");
+  write_file(dir / "p.yaml", "plugin.path: [" + kPlugins + "]\npipelines:\n  - name: t\n"
+                             "    source: { plugin: counter, config: { cuont: 20 } }\n"
+                             "    sink: { plugin: faulty, config: { path: " + (dir / "out.txt").string() + " } }\n");
+  auto r = run(exactly_bin() + " run --no-watch --log-format json " + (dir / "p.yaml").string(), dir);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  const auto lines = json_lines(dir, r.err);
+  bool named = false, counted = false;
+  for (const auto& [level, scope, message] : lines) {
+    named |= level == "error" && scope == "config" &&
+             message.find((dir / "p.yaml").string() + ":4:") == 0 && message.find("unknown key 'cuont'") != std::string::npos;
+    counted |= message == "1 error(s); nothing started";
+  }
+  EXPECT_TRUE(named) << r.err;
+  EXPECT_TRUE(counted) << r.err;
+}
+
 TEST(LogFormat, TheLevelAppliesToPluginLinesInBothFormats) {
   auto dir = temp_dir("log-level");
   const auto p = write_pipeline(dir).string();
