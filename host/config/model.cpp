@@ -9,7 +9,16 @@
 namespace exactly::config {
 
 std::string Diagnostic::str() const {
-  return secrets::scrub(mark.str() + ": error: " + message);
+  // A key or value quoted in the message may hold a NUL (it cut the message short where
+  // it was printed as a C string) or a terminal escape: shown as \xNN. Line breaks and
+  // tabs are the message's own.
+  std::string shown;
+  for (const char c : message) {
+    const auto ch = static_cast<unsigned char>(c);
+    if ((ch < 0x20 && c != '\n' && c != '\t') || ch == 0x7f) shown += fmt::format("\\x{:02x}", ch);
+    else shown.push_back(c);
+  }
+  return secrets::scrub(mark.str() + ": error: " + shown);
 }
 
 std::string Mark::str() const {

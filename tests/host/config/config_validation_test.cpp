@@ -86,6 +86,14 @@ TEST_F(ValidateTest, AKnownGroupOfKeysGivenAScalarOrAnEmptyMapSaysItExpectsAMap)
   EXPECT_EQ(r.err.find("unknown key"), std::string::npos) << r.err;
 }
 
+// A NUL in a key cut the message short where it was printed.
+TEST_F(ValidateTest, ANulInAKeyIsShownEscapedAndTheMessageIsWhole) {
+  auto r = validate("pipelines:\n  - name: x\n    source: { plugin: counter, config: { \"co\\0unt\": 1 } }\n"
+                    "    sink: { plugin: faulty, config: { path: /tmp/x } }\n");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unknown key 'co\\x00unt'"), std::string::npos) << r.err;
+}
+
 TEST_F(ValidateTest, UnknownKeyIsNamedWithSuggestion) {
   auto r = validate(R"(pipelines:
   - name: x
