@@ -4,6 +4,7 @@
 // files are wrong, 3 a case did not finish within stage.timeout, 4 a plugin called
 // exit(); a plugin's crash is reported in one line and kills the process.
 #include "cli/commands.hpp"
+#include "cli/case_watch.hpp"
 #include "cli/test_cases.hpp"
 #include "config/loader.hpp"
 #include "engine/fatal_signal.hpp"
@@ -12,16 +13,12 @@
 #include <exactly/testing/harness.hpp>
 
 #include <algorithm>
-#include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
 #include <map>
 #include <memory>
-#include <mutex>
-#include <thread>
 
 namespace exactly::cli {
 namespace fs = std::filesystem;
@@ -198,66 +195,6 @@ std::vector<std::string> compare(const TestCase& c, const RunResult& r) {
                     shorten(c.expect[i].value));
   return diffs;
 }
-
-// A case whose transforms have not returned within stage.timeout ends `exactly test`
-// (code 3) with the case named: a hung plugin would otherwise hang a CI job silently.
-class CaseWatch {
- public:
-  CaseWatch() : thread_([this] { watch(); }) {}
-  ~CaseWatch() {
-    {
-      std::lock_guard<std::mutex> g(mu_);
-      done_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
-  }
-  void start(std::string what, int64_t timeout_ms, fs::path scratch) {
-    std::lock_guard<std::mutex> g(mu_);
-    what_ = std::move(what);
-    scratch_ = std::move(scratch);
-    timeout_ms_ = timeout_ms;
-    deadline_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-    ++generation_;
-    cv_.notify_all();
-  }
-  void stop() {
-    std::lock_guard<std::mutex> g(mu_);
-    timeout_ms_ = 0;
-    ++generation_;
-    cv_.notify_all();
-  }
-
- private:
-  void watch() {
-    std::unique_lock<std::mutex> l(mu_);
-    while (!done_) {
-      if (timeout_ms_ <= 0) {
-        cv_.wait(l);
-        continue;
-      }
-      const uint64_t gen = generation_;
-      if (cv_.wait_until(l, deadline_, [&] { return done_ || generation_ != gen; })) continue;
-      std::fprintf(stdout, "TIMEOUT %s: the transforms have not returned within stage.timeout (%lld ms): a "
-                           "plugin call is stuck; stopping\n",
-                   what_.c_str(), static_cast<long long>(timeout_ms_));
-      std::error_code ec;
-      fs::remove_all(scratch_, ec);
-      std::fflush(nullptr);
-      std::_Exit(3);
-    }
-  }
-
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool done_ = false;
-  uint64_t generation_ = 0;
-  int64_t timeout_ms_ = 0;
-  std::chrono::steady_clock::time_point deadline_;
-  std::string what_;
-  fs::path scratch_;
-  std::thread thread_;
-};
 
 int run_tests(const std::vector<std::string>& files, const fs::path& scratch) {
   CaseWatch watch;
