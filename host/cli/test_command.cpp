@@ -202,7 +202,9 @@ int run_tests(const std::vector<std::string>& files, const fs::path& scratch) {
   for (const auto& file : files) {
     const std::string tf = test_file_for(file);
     if (!fs::is_regular_file(file)) {
-      std::fprintf(stderr, "%s: no such pipeline file\n", file.c_str());
+      std::fprintf(stderr, "%s: %s\n", file.c_str(),
+                   fs::is_directory(file) ? "a directory: name the pipeline files (each with its <name>.test.yaml)"
+                                          : "no such pipeline file");
       ++bad;
       continue;
     }

@@ -279,7 +279,11 @@ std::string render_summary(const std::vector<const Pipeline*>& pipelines) {
                                                                           : fmt::format("{:.3f}", v);
       o += fmt::format("    {:<44} {:>12}\n", several ? metric + " (" + stage + ")" : metric, shown);
     }
-    if (replayed) o += fmt::format("    replayed: {} (records of aborted rounds, read again)\n", replayed);
+    // Read again by a later round, or, when the pipeline then stopped or failed, by the
+    // next start: which one the counter cannot tell.
+    if (replayed)
+      o += fmt::format("    replayed: {} (records of aborted rounds, read again by a later round or the "
+                       "next start)\n", replayed);
     if (instances.size() > 1) o += fmt::format("    instances: {} (replaced by reloads)\n", instances.size());
     if (restarts) o += fmt::format("    restarts: {}\n", restarts);
     if (newest->state() == State::failed) o += fmt::format("    error: {}\n", newest->error());
