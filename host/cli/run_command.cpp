@@ -230,7 +230,7 @@ int cmd_run(const RunOptions& opts) {
   stop.closing();
   plugin::keep_libraries_loaded();
   sup.join_all();
-  std::fprintf(stdout, "\n%s", secrets::scrub(engine::render_summary(sup.all())).c_str());
+  std::fprintf(stdout, "\n%s", secrets::scrub(sup.summary()).c_str());
   // Everything is closed: pipelines joined, plugins destroyed, output committed. The
   // process ends here, without exit-time destructors: a thread a plugin did not stop may
   // still run in a library that those would finalize under it.

@@ -133,7 +133,13 @@ ApplyReport Supervisor::apply(const config::HostSpec& spec, const std::function<
   }
   if (asked() && !stopped_all) stop_everything();
   // Series of pipelines that are gone for good would otherwise live forever.
-  for (auto& name : rep.removed) metrics::global().remove_matching("pipeline", name);
+  for (auto& name : rep.removed) {
+    // Kept for the summary, which would otherwise show their rows without a counter.
+    auto series = metrics::global().series_with("pipeline", name);
+    auto& kept = gone_counters_[name];
+    kept.insert(kept.end(), series.begin(), series.end());
+    metrics::global().remove_matching("pipeline", name);
+  }
   // Retired instances hold their plugin libraries; keep only the recent ones for the
   // summary so a long reload history does not pin every library ever loaded.
   constexpr size_t kKeepRetired = 16;
@@ -202,7 +208,9 @@ const Pipeline* Supervisor::find(const std::string& name) const {
   return nullptr;
 }
 
-std::string render_summary(const std::vector<const Pipeline*>& pipelines) {
+std::string Supervisor::summary() const { return render_summary(all(), gone_counters_); }
+
+std::string render_summary(const std::vector<const Pipeline*>& pipelines, const GoneCounters& gone) {
   // The host's own families: the row's columns, or /metrics only (a stage's CPU, for
   // dashboards). stage_timeouts_total and the tasks' batches are shown.
   static const std::set<std::string> host_families = {
@@ -264,7 +272,9 @@ std::string render_summary(const std::vector<const Pipeline*>& pipelines) {
     // dead-letter sink's counts are not the main sink's.
     std::map<std::pair<std::string, std::string>, double> totals;
     std::map<std::string, std::set<std::string>> stages_of;
-    for (auto& ser : metrics::global().series_with("pipeline", name))
+    auto series = metrics::global().series_with("pipeline", name);
+    if (auto g = gone.find(name); g != gone.end()) series.insert(series.end(), g->second.begin(), g->second.end());
+    for (auto& ser : series)
       if (!host_families.count(ser.name) && ser.name.size() > 6 &&
           ser.name.compare(ser.name.size() - 6, 6, "_total") == 0) {
         std::string stage = metrics::Registry::label_value(ser.labels, "stage");

@@ -4,8 +4,10 @@
 // stop, changed ones drain and restart with the new config, added ones start.
 #include "config/model.hpp"
 #include "engine/pipeline.hpp"
+#include "metrics/registry.hpp"
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -20,6 +22,9 @@ struct ApplyReport {
   bool interrupted = false;
   std::string str() const;
 };
+
+// Series of pipelines a reload removed (their live series are dropped), by name.
+using GoneCounters = std::map<std::string, std::vector<metrics::Registry::Series>>;
 
 class Supervisor {
  public:
@@ -37,6 +42,8 @@ class Supervisor {
   bool any_failed() const;
   // Running and retired (stopped by a reload) pipelines, for the summary.
   std::vector<const Pipeline*> all() const;
+  // The summary of all(), with the counters of pipelines a reload removed.
+  std::string summary() const;
   const Pipeline* find(const std::string& name) const;
 
  private:
@@ -47,12 +54,13 @@ class Supervisor {
 
   std::vector<std::unique_ptr<Pipeline>> live_;
   std::vector<std::unique_ptr<Pipeline>> retired_;
+  GoneCounters gone_counters_;
   std::mutex stop_mu_;
   bool stop_all_ = false;
   std::vector<Pipeline*> stoppable_;
 };
 
 // The human summary printed when `exactly run` ends.
-std::string render_summary(const std::vector<const Pipeline*>& pipelines);
+std::string render_summary(const std::vector<const Pipeline*>& pipelines, const GoneCounters& gone = {});
 
 }  // namespace exactly::engine

@@ -63,4 +63,34 @@ TEST(ReloadHostSettings, KeysWrittenInAnotherOrderLeaveThePipelineUnchanged) {
   EXPECT_EQ(text.find("restarted=gen"), std::string::npos) << text;
 }
 
+// A pipeline a reload renamed (removed, and added under its new name) keeps its
+// plugins' counters in the summary: its row came without a counter line.
+TEST(ReloadHostSettings, APipelineRenamedByAReloadKeepsItsCountersInTheSummary) {
+  fs::path dir = temp_dir("reload-rename-summary");
+  fs::path conf = dir / "p.yaml", out = dir / "out.jsonl", log = dir / "host.log";
+  auto named = [&](const std::string& name) {
+    return "pipelines:\n  - name: " + name + "\n    commit: { interval: 100ms }\n"
+           "    source: { plugin: generator, config: { count: 0, rate: 500, batch.size: 10 } }\n"
+           "    sink: { plugin: file, config: { path: " + out.string() + ", fsync: false } }\n";
+  };
+  write_file(conf, named("before"));
+  Child host({exactly_bin(), "run", conf.string()}, log);
+  ASSERT_TRUE(wait_for_text(log, "started 1 pipeline", 20)) << read_file(log);
+  ASSERT_TRUE(wait_for_text(log, "assigned", 20)) << read_file(log);
+  write_file(conf, named("after"));
+  ASSERT_TRUE(wait_for_text(log, "added=after removed=before", 20)) << read_file(log);
+  host.kill(SIGTERM);
+  EXPECT_EQ(host.wait(), 0) << read_file(log);
+  const std::string text = read_file(log);
+  for (const std::string name : {"before", "after"}) {
+    const size_t row = text.find("\n" + name + " ");
+    ASSERT_NE(row, std::string::npos) << name << "\n" << text;
+    // The lines under the row, up to the next one that is not indented.
+    size_t end = text.find("\n", row + 1);
+    while (end != std::string::npos && text.compare(end + 1, 4, "    ") == 0) end = text.find("\n", end + 1);
+    const std::string block = text.substr(row, end == std::string::npos ? std::string::npos : end - row);
+    EXPECT_NE(block.find("    file_sink_records_total"), std::string::npos) << name << "\n" << text;
+  }
+}
+
 }  // namespace
