@@ -67,9 +67,14 @@ void read_top_level(const std::vector<Flat>& flat, const std::string& file, Host
         if (a.find(':') == std::string::npos) return "127.0.0.1:" + a;
         return a[0] == ':' ? "127.0.0.1" + a : a;
       };
-      if (!spec->metrics_listen.empty() && canonical(spec->metrics_listen) != canonical(v))
-        ctx.error(c.marks[k], fmt::format("metrics.listen '{}': it is set to '{}' already at {}", v,
-                                          spec->metrics_listen, spec->metrics_mark.str()));
+      // Compared with the first file that set it, which stays the one in force: a third
+      // file agreeing with the first is not the one in error.
+      if (!spec->metrics_listen.empty()) {
+        if (canonical(spec->metrics_listen) != canonical(v))
+          ctx.error(c.marks[k], fmt::format("metrics.listen '{}': it is set to '{}' already at {}", v,
+                                            spec->metrics_listen, spec->metrics_mark.str()));
+        continue;
+      }
       spec->metrics_listen = v;
       spec->metrics_mark = c.marks[k];
     } else if (k == "stage.timeout" || k == "shutdown.timeout") {

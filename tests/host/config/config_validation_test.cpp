@@ -454,6 +454,13 @@ TEST_F(ValidateTest, MetricsListenMustBeAnAddressAndPort) {
   EXPECT_EQ(twice.exit_code, 2) << twice.err;
   EXPECT_NE(twice.err.find("metrics.listen '127.0.0.1:19465': it is set to '127.0.0.1:19464' already at"),
             std::string::npos) << twice.err;
+  // A third file agreeing with the first is not the one in error: the second is, once.
+  write_file(dir / "third.yaml", "metrics.listen: 127.0.0.1:19464\n");
+  auto three = run(exactly_bin() + " validate " + (dir / "other.yaml").string() + " " + file() + " " +
+                       (dir / "third.yaml").string(), dir);
+  EXPECT_EQ(three.exit_code, 2) << three.err;
+  EXPECT_EQ(three.err.find((dir / "third.yaml").string() + ":1"), std::string::npos) << three.err;
+  EXPECT_NE(three.err.find("1 error(s)"), std::string::npos) << three.err;
   // The same address written two ways is one setting.
   write_file(dir / "other.yaml", "metrics.listen: 19465\n");
   auto same = run(exactly_bin() + " validate " + (dir / "other.yaml").string() + " " + file(), dir);
