@@ -39,6 +39,13 @@ void Connection::drop() {
   pending_.clear();
 }
 
+Status Connection::read_blocking(Reply& out, int64_t blocks_ms) {
+  socket_.set_receive_timeout(timeout_ms_ + blocks_ms);
+  Status st = read(out);
+  socket_.set_receive_timeout(timeout_ms_);  // a no-op when the read dropped the socket
+  return st;
+}
+
 Status Connection::io_failure(std::string_view what, const SocketError& err) {
   std::string why = err.text.empty() ? "connection lost" : err.text;
   // A receive timeout is the socket's EAGAIN: say what it means.
@@ -71,6 +78,9 @@ Status Connection::reply_error(std::string_view what, const redisReply* r) const
   if (text.compare(0, 9, "WRONGPASS") == 0 || text.find("invalid password") != std::string::npos ||
       text.find("invalid username-password") != std::string::npos)
     return Status::config("password", m);
+  if (text.find("without any password configured") != std::string::npos)
+    return Status::config("password", m + " (the server has no password: leave password out, or "
+                                          "give the server one)");
   return Status::fatal(m);
 }
 

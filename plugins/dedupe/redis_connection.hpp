@@ -52,6 +52,9 @@ class Connection {
   sdk::Status append(const std::vector<std::string_view>& argv);
   sdk::Status flush();
   sdk::Status read(Reply& out);
+  // read() of the reply to a command that blocks on the server for up to blocks_ms (WAIT):
+  // the receive waits that much longer than redis.timeout.
+  sdk::Status read_blocking(Reply& out, int64_t blocks_ms);
   // One command, waited for. An error reply is a Status (classified).
   sdk::Status call(const std::vector<std::string_view>& argv, Reply& out);
   // EVALSHA of the claim script; queued by the caller with append(). After a NOSCRIPT

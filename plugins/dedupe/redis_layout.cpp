@@ -171,7 +171,9 @@ Status Layout::wait_pipelined(int64_t replicas, int64_t timeout_ms) {
   for (auto& s : shards_) {
     if (!s.written) continue;
     Reply r;
-    Status st = s.conn->read(r);
+    // The server answers WAIT after up to durability.timeout: a receive bounded by
+    // redis.timeout alone cut it short when that was not longer.
+    Status st = s.conn->read_blocking(r, timeout_ms);
     if (!st) return st;
     if (r->type == REDIS_REPLY_ERROR) return s.conn->reply_error("WAIT", r.get());
     if (r->type != REDIS_REPLY_INTEGER || r->integer < replicas)

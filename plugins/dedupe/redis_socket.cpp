@@ -199,6 +199,12 @@ void Socket::close() {
   fd_ = -1;
 }
 
+void Socket::set_receive_timeout(int64_t timeout_ms) {
+  if (fd_ < 0) return;
+  timeval tv{static_cast<time_t>(timeout_ms / 1000), static_cast<suseconds_t>((timeout_ms % 1000) * 1000)};
+  setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+}
+
 bool Socket::open(const RedisEndpoint& at, int64_t timeout_ms, const TlsContext* tls, SocketError& err) {
   close();
   asked_for_cert_ = false;

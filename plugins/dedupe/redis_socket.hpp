@@ -54,6 +54,9 @@ class Socket {
   size_t receive(char* buf, size_t cap, SocketError& err);
   void close();
   bool is_open() const { return fd_ >= 0; }
+  // How long a receive waits (redis.timeout; longer for a command that blocks on the
+  // server, as WAIT does for durability.timeout).
+  void set_receive_timeout(int64_t timeout_ms);
 
  private:
   bool handshake(const RedisEndpoint& at, const TlsContext& tls, SocketError& err);

@@ -60,6 +60,14 @@ TEST_F(RedisDedupeTest, APasswordProtectedServerIsUsedWithPasswordAndRefusedWith
   TransformHarness bad(library(), "dedupe-redis", cfg({{"username", "ops"}}));
   EXPECT_FALSE(bad.ok());
   EXPECT_EQ(bad.create_status().key(), "username");
+  // A password given to a server that has none: the same config error (it was a fatal
+  // error, restarted for ever).
+  auto& open_server = start(config({{"password", "not-needed-pw"}}));
+  exactly::sdk::Status st;
+  EXPECT_THAT(open_server.process({event("d", 0)}, &st).kept, IsEmpty());
+  EXPECT_EQ(st.code(), EX_ERR_CONFIG) << st.message();
+  EXPECT_EQ(st.key(), "password") << st.message();
+  EXPECT_THAT(st.message(), HasSubstr("the server has no password"));
 }
 
 TEST_F(RedisDedupeTest, ARedisServerDownIsRetriableAndTheReplayComesOut) {
@@ -123,6 +131,13 @@ TEST_F(RedisDedupeTest, ReplicasAreWaitedFor) {
   auto st = t.prepare_commit();
   EXPECT_EQ(st.code(), EX_ERR_RETRIABLE) << st.message();
   EXPECT_THAT(st.message(), HasSubstr("only 0 of 1 replicas"));
+  // A durability.timeout longer than redis.timeout: the server's answer to WAIT comes
+  // after it, and is waited for (the receive was cut at redis.timeout, "no answer").
+  auto& longer = start(config({{"durability", "replicas"}, {"durability.timeout", "1200"}, {"redis.timeout", "300"}}));
+  longer.process({event("z", 0)});
+  st = longer.prepare_commit();
+  EXPECT_EQ(st.code(), EX_ERR_RETRIABLE) << st.message();
+  EXPECT_THAT(st.message(), HasSubstr("only 0 of 1 replicas acknowledged the round's claims within 1200 ms"));
 
   RedisServer replica("replica", "", "--replicaof 127.0.0.1 " + std::to_string(redis_->port()));
   // In sync once the replica says its link is up (the primary waits
