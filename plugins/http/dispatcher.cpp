@@ -225,16 +225,34 @@ void Dispatcher::start_ready(RateClasses& classes, const Settings& s, const Done
                              Clock::time_point now, Clock::time_point& wake) {
   const size_t n = classes.size();
   if (ready_.size() < n) ready_.resize(n);
-  // One request per class per pass, so that a busy class cannot fill every slot
-  // before a quieter one gets its turn.
+  // One request per class per pass, so that a busy class cannot fill every slot before a
+  // quieter one gets its turn; and a class holds no more than its share of the slots
+  // while another could send now: turns alone gave every slot a fast class handed back to
+  // a slow one, until the slow one held them all and paced the others.
+  std::vector<size_t> busy(n, 0);
+  for (const auto& slot : slots_)
+    if (slot.req != nullptr && slot.req->cls < n) ++busy[slot.req->cls];
+  auto could_send = [&](size_t ci) {
+    RateClass& c = classes[ci];
+    return !ready_[ci].empty() && !c.fuse.rejecting(now) && c.paused_until <= now &&
+           c.bucket.next_token(now) <= now;
+  };
   bool progress = true;
   while (progress && !free_.empty()) {
     progress = false;
+    size_t active = 0;
+    for (size_t k = 0; k < n; ++k) active += busy[k] > 0 || could_send(k) ? 1 : 0;
+    const size_t share = std::max<size_t>(1, slots_.size() / std::max<size_t>(active, 1));
     for (size_t j = 0; j < n && !free_.empty(); ++j) {
       size_t ci = (rr_ + j) % n;
       auto& q = ready_[ci];
       if (q.empty()) continue;
       RateClass& c = classes[ci];
+      if (busy[ci] >= share) {
+        bool other = false;
+        for (size_t k = 0; k < n && !other; ++k) other = k != ci && could_send(k);
+        if (other) continue;
+      }
       if (c.fuse.rejecting(now) && c.reroute_fused) {
         reroute_fused(q, c, now, done);
         continue;
@@ -275,6 +293,7 @@ void Dispatcher::start_ready(RateClasses& classes, const Settings& s, const Done
       Slot* slot = free_.back();
       free_.pop_back();
       start(*slot, r, s);
+      ++busy[ci];
       progress = true;
     }
     ++rr_;

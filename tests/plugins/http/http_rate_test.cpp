@@ -35,6 +35,34 @@ TEST(HttpSinkRate, ClassRateMeasuredAtTheServerOthersFlow) {
   EXPECT_DOUBLE_EQ(s.host().metric("http_sink_class_rate{class=a}"), 20.0);
 }
 
+// A slow class holds no more than its share of the slots while another class could send:
+// turns alone handed it every slot a fast class gave back, until it held them all and the
+// fast class went at the slow one's pace. With 4 slots and two classes, class a (each
+// request 1 s) holds 2; b's 20 requests (answered at once) all reach the server before a's
+// third, which waits for a slot of a's own.
+TEST(HttpSinkRate, ASlowClassHoldsItsShareOfTheSlotsNotAll) {
+  HttpTestServer srv;
+  SinkHarness s(lib(), "http",
+                job_config(srv, {{"classes.a.rate", "0"}, {"classes.b.rate", "0"}, {"max.in.flight", "4"}}));
+  ASSERT_TRUE(s.ok()) << s.create_status().message();
+  std::vector<OwnedRecord> in;
+  for (int i = 0; i < 20; ++i) {
+    if (i < 6) in.push_back(job("sleep", "1000", "9", "a", std::to_string(i)));
+    in.push_back(ok_job("b", std::to_string(i)));
+  }
+  EXPECT_TRUE(s.write(in).empty());
+  auto seen = srv.requests();
+  auto a = with_prefix(seen, "/sleep/1000/9/a-"), b = with_prefix(seen, "/ok/x/x/b-");
+  ASSERT_EQ(a.size(), 6u);
+  ASSERT_EQ(b.size(), 20u);
+  std::vector<double> ta;
+  for (auto& r : a) ta.push_back(r.t);
+  std::sort(ta.begin(), ta.end());
+  double last_b = 0;
+  for (auto& r : b) last_b = std::max(last_b, r.t);
+  EXPECT_LT(last_b, ta[2]) << "class b waited for a slot that slow class a took";
+}
+
 TEST(HttpSinkRate, FusedByHandSendsNothingWhileOthersFlow) {
   HttpTestServer srv;
   SinkHarness s(lib(), "http", job_config(srv, {{"classes.a.open", "true"}}));
