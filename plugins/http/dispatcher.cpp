@@ -75,6 +75,11 @@ void Dispatcher::start(Slot& slot, Request& r, const Settings& s) {
   curl_easy_setopt(e, CURLOPT_PRIVATE, &slot);
   curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+  // libcurl sends a request again by itself (up to 5 times) when the kept-alive connection
+  // it went out on turns out closed before any answer; the sink neither sees nor counts
+  // those sends. A retry goes out on a fresh connection, where libcurl does not, so only a
+  // first attempt can be sent more than once by it (docs: plugins/http/README.md).
+  if (r.attempts > 1) curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
   curl_easy_setopt(e, CURLOPT_HTTPHEADER, r.headers);
   curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &Dispatcher::on_body);
   curl_easy_setopt(e, CURLOPT_WRITEDATA, &slot);

@@ -2,6 +2,8 @@
 // status and response, never lost.
 #include "http_sink_fixture.hpp"
 
+#include <set>
+
 namespace {
 
 using namespace http_test;
@@ -19,6 +21,24 @@ TEST(HttpSinkRetry, ServerErrorThenSuccessIsRetriedWithTheSameKey) {
   EXPECT_EQ(r1[2].status, 200);
   for (auto& r : r1) EXPECT_EQ(r.header("idempotency-key"), "r1");
   EXPECT_GT(s.host().metric("http_sink_retries_total{class=default}"), 2.5);
+}
+
+// A retry goes out on a fresh connection: on a kept-alive one the server had closed,
+// libcurl would send it again by itself, uncounted. The first attempt may reuse one.
+TEST(HttpSinkRetry, ARetryGoesOutOnAFreshConnection) {
+  HttpTestServer srv;
+  SinkHarness s(lib(), "http", job_config(srv, {{"retry.max", "3"}, {"max.in.flight", "1"}}));
+  ASSERT_TRUE(s.ok()) << s.create_status().message();
+  auto rejected = s.write({ok_job("c", "warm"), job("fail", "2", "500", "c", "r1")});
+  EXPECT_TRUE(rejected.empty()) << rejected[0].second;
+  auto seen = srv.requests();
+  auto warm = with_prefix(seen, "/ok/x/x/c-warm"), r1 = with_prefix(seen, "/fail/2/500/c-r1");
+  ASSERT_EQ(warm.size(), 1u);
+  ASSERT_EQ(r1.size(), 3u);
+  EXPECT_EQ(r1[0].client_port, warm[0].client_port) << "the first attempt did not reuse the connection";
+  std::set<int> ports = {warm[0].client_port};
+  for (size_t i = 1; i < r1.size(); ++i)
+    EXPECT_TRUE(ports.insert(r1[i].client_port).second) << "retry " << i << " reused a connection";
 }
 
 // A retry that is due goes ahead of its class's queue: behind the backlog of a
