@@ -38,7 +38,12 @@ bool Pipeline::handle_reject(Instance& in, const std::string& stage, const ex_re
       std::vector<ex_header> extra;
       for (int i = 0; i < 4; ++i) extra.push_back({bv(names[i]), bv(values[i])});
       in.dlq_pending.push_back(in.arena.copy(r, extra));  // copies the strings too
-      stats_.dead_lettered++;
+      // Said as skip says it: a dead-letter sink that keeps only values (the file sink)
+      // keeps no reason, and the log was then the only place left for it.
+      uint64_t n = ++stats_.dead_lettered;
+      if (n <= 10 || n % 1000 == 0)
+        log::warn(scope, "record at {} rejected by {}: {}; to the dead-letter sink ({} so far)", where,
+                  stage, reason, n);
       metrics::global().add("records_rejected_total", {{"pipeline", spec_.name}, {"stage", stage}, {"outcome", "dead_letter"}}, 1);
       return true;
     }

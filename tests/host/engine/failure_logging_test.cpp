@@ -227,3 +227,22 @@ TEST(FailureLogging, ARecordOfAPartitionTheSourceNeverAssignedIsTheSourcesError)
   EXPECT_NE(read_file(dir / "log.txt").find(want), std::string::npos) << read_file(dir / "log.txt");
   EXPECT_EQ(read_file(dir / "out.txt").find("#pos"), std::string::npos) << "a round was committed";
 }
+
+// Records dead-lettered into a sink that keeps only values (the file sink) kept no
+// reason anywhere: the log says it, for the first 10 and every 1000th.
+TEST(FailureLogging, ADeadLetteredRecordsReasonIsLogged) {
+  auto dir = temp_dir("faillog-dlq-reason");
+  write_file(dir / "in.jsonl", "{\"t\":1}\nnot json\n{\"t\":2}\n");
+  write_file(dir / "p.yaml",
+             "pipelines:\n  - name: t\n"
+             "    source: { plugin: file, config: { path: " + (dir / "in.jsonl").string() + " } }\n"
+             "    transforms: [ { plugin: filter, config: { field: /t, op: exists } } ]\n"
+             "    errors: { policy: dead-letter, dead-letter: { plugin: file, config: { path: " +
+                 (dir / "dlq.jsonl").string() + " } } }\n"
+             "    sink: { plugin: file, config: { path: " + (dir / "out.jsonl").string() + " } }\n");
+  auto r = run(exactly_bin() + " run --no-watch " + (dir / "p.yaml").string(), dir);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(read_file(dir / "dlq.jsonl"), "not json\n");
+  EXPECT_NE(r.err.find("record at file:in.jsonl@16 rejected by transforms[0]/filter: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("; to the dead-letter sink (1 so far)"), std::string::npos) << r.err;
+}
