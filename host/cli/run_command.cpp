@@ -152,7 +152,9 @@ int cmd_run(const RunOptions& opts) {
     if (!http.start(loaded.spec.metrics_listen, &why)) {
       std::fprintf(stderr, "%s: error: metrics.listen: %s\n", loaded.spec.metrics_mark.str().c_str(),
                    why.c_str());
-      return 2;
+      // Not 2 (an invalid configuration, which a supervisor does not restart): a port
+      // still held by a process on its way out is free a few seconds later.
+      return 1;
     }
     // The port actually bound (a configured port 0 means "any free one").
     std::string host = loaded.spec.metrics_listen.substr(0, loaded.spec.metrics_listen.rfind(':') == std::string::npos
