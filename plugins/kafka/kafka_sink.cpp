@@ -279,6 +279,21 @@ bool KafkaSink::cluster_lacks(rd_kafka_topic_t* rkt) {
   return lacks;
 }
 
+std::string KafkaSink::partition_count_text(const std::string& topic) {
+  rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk_, topic.c_str(), nullptr);
+  if (rkt == nullptr) return "fewer partitions";
+  const rd_kafka_metadata_t* md = nullptr;
+  const rd_kafka_resp_err_t err =
+      rd_kafka_metadata(rk_, 0, rkt, &md, static_cast<int>(std::min<int64_t>(call_timeout_ms_, 5000)));
+  std::string out = "fewer partitions";
+  if (err == RD_KAFKA_RESP_ERR_NO_ERROR && md != nullptr && md->topic_cnt == 1 &&
+      md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR)
+    out = std::to_string(md->topics[0].partition_cnt) + " partition(s)";
+  if (md != nullptr) rd_kafka_metadata_destroy(md);
+  rd_kafka_topic_destroy(rkt);
+  return out;
+}
+
 sdk::Status KafkaSink::fatal_status(const std::string& what) {
   broken_ = true;
   std::string reason = fatal_reason(rk_);
@@ -318,6 +333,13 @@ sdk::Status KafkaSink::open(std::optional<sdk::Checkpoint>& stored) {
       ErrorPtr e(rd_kafka_init_transactions(rk_, static_cast<int>(call_timeout_ms_)));
       rd_kafka_poll(rk_, 0);
       if (!e) break;
+      // The broker's limit, not a fault that passes: restarting would meet it again.
+      if (rd_kafka_error_code(e.get()) == RD_KAFKA_RESP_ERR_INVALID_TRANSACTION_TIMEOUT)
+        return sdk::Status::config(
+            "transaction.timeout",
+            "kafka sink: " + cluster_.display + " refuses transaction.timeout=" + std::to_string(txn_timeout_ms_) +
+                " ms: it is longer than the brokers' transaction.max.timeout.ms (15 minutes unless "
+                "set otherwise): lower transaction.timeout, or raise the brokers' limit");
       if (rd_kafka_error_is_fatal(e.get()))
         return fatal_status("init_transactions failed: " + describe(e.get()));
       if (rd_kafka_error_is_retriable(e.get())) {
@@ -449,6 +471,18 @@ sdk::Status KafkaSink::write(const sdk::Batch& in, const sdk::RecordErrors& erro
       if (code == RD_KAFKA_RESP_ERR__STATE && eos_)
         return abort_transaction("kafka sink: the transaction failed and must abort: " +
                                  describe(e.get()));
+      // partitioning: input into a topic with fewer partitions than the input: a topology
+      // mistake, not a bad record. As a record error (skip, dead-letter) every record of
+      // the higher input partitions went to the error policy, their ids already claimed.
+      if (partitioning_ == Partitioning::Input && code == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION) {
+        return sdk::Status::config(
+            "partitioning",
+            "kafka sink: partitioning: input sends input partition " + std::to_string(partition) +
+                " to partition " + std::to_string(partition) + " of " + std::string(topic) + ", which has " +
+                partition_count_text(std::string(topic)) +
+                ": give the output topic at least as many partitions as the input, or use "
+                "partitioning: key");
+      }
       if (code == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE)
         errors.reject(i, "kafka sink: record of " +
                              std::to_string(r.value.len + r.key.len) +

@@ -88,6 +88,8 @@ class KafkaSink final : public sdk::Sink, public ClientContext {
   // True only when the cluster answered that the topic does not exist (and did not
   // create it); a timeout or any other answer is not an answer.
   bool cluster_lacks(rd_kafka_topic_t* rkt);
+  // "<n> partition(s)" of `topic` as the cluster says, for a partitioning: input error.
+  std::string partition_count_text(const std::string& topic);
   void forget_vanished_topics();
   sdk::Status fatal_status(const std::string& what);
   void log_fence_reports();

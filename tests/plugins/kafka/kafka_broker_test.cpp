@@ -474,6 +474,46 @@ TEST_F(KafkaBroker, OversizeRecordIsRejectedAndTheRestCommits) {
   EXPECT_EQ(read[1].value, "small too");
 }
 
+// partitioning: input into an output topic with fewer partitions than the input is a
+// topology mistake, a config error naming the key and the counts: as a record error, with
+// errors.policy skip, two thirds of a pipeline's ids went missing (already claimed by its
+// dedupe), exit 0.
+TEST_F(KafkaBroker, PartitioningInputIntoATopicWithFewerPartitionsIsAConfigError) {
+  const std::string out = kt::unique("out");
+  kt::create_topic(servers(), out, 2);
+  kt::Pairs cfg = eos_cfg(out, kt::unique("txn"));
+  cfg.emplace_back("partitioning", "input");
+  SinkHarness sink(lib(), "kafka", cfg);
+  ASSERT_TRUE(sink.ok()) << sink.create_status().message();
+  ASSERT_TRUE(sink.open().is_ok());
+  ASSERT_TRUE(sink.assign({exactly::sdk::Partition{0, "in-1", "in", 1, -1},
+                           exactly::sdk::Partition{1, "in-5", "in", 5, -1}})
+                  .is_ok());
+  std::vector<OwnedRecord> in = {exactly::testing::rec("a", "1", 0, 0), exactly::testing::rec("b", "2", 1, 0)};
+  Status st;
+  auto rejected = sink.write(in, &st);
+  EXPECT_TRUE(rejected.empty());
+  EXPECT_EQ(st.code(), EX_ERR_CONFIG) << st.message();
+  EXPECT_EQ(st.key(), "partitioning") << st.message();
+  EXPECT_NE(st.message().find("input partition 5 to partition 5 of " + out + ", which has 2 partition(s)"),
+            std::string::npos) << st.message();
+}
+
+// A transaction.timeout the brokers refuse (over their transaction.max.timeout.ms) is the
+// configuration's, not a fault that passes: it was restarted for ever.
+TEST_F(KafkaBroker, ATransactionTimeoutTheBrokersRefuseIsAConfigError) {
+  const std::string out = kt::unique("out");
+  kt::create_topic(servers(), out, 1);
+  kt::Pairs cfg = {{"bootstrap.servers", servers()}, {"topic", out}, {"delivery", "exactly_once"},
+                   {"transactional.id", kt::unique("txn")}, {"transaction.timeout", "1800000"}};
+  SinkHarness sink(lib(), "kafka", cfg);
+  ASSERT_TRUE(sink.ok()) << sink.create_status().message();
+  Status st = sink.open();
+  EXPECT_EQ(st.code(), EX_ERR_CONFIG) << st.message();
+  EXPECT_EQ(st.key(), "transaction.timeout") << st.message();
+  EXPECT_NE(st.message().find("transaction.max.timeout.ms"), std::string::npos) << st.message();
+}
+
 TEST_F(KafkaBroker, EagerRebalanceSplitsPartitionsBetweenTwoSources) {
   const std::string in = kt::unique("in"), group = kt::unique("g");
   kt::create_topic(servers(), in, 4);

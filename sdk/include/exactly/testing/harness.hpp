@@ -653,6 +653,15 @@ class SinkHarness : public ComponentHarness<ex_sink_vtable, ex_sink_self, EX_KIN
              FakeHost* host = nullptr)
       : ComponentHarness(lib, name, config, host) {}
 
+  // The input partitions whose records will come (a sink may place output by them).
+  sdk::Status assign(const std::vector<sdk::Partition>& parts) {
+    if (vt_->assign == nullptr) return sdk::Status::ok();
+    std::vector<ex_partition> abi;
+    for (auto& p : parts) abi.push_back(p.to_abi());
+    ex_error e = new_error();
+    return status_of(vt_->assign(self_, abi.data(), abi.size(), &e), e);
+  }
+
   sdk::Status open(std::optional<sdk::Checkpoint>* stored = nullptr) {
     ex_checkpoint cp{};
     int32_t has = 0;
