@@ -1,5 +1,7 @@
 #include "kafka_settings.hpp"
 
+#include <regex.h>
+
 #include <algorithm>
 
 #include "topic_router.hpp"
@@ -101,9 +103,23 @@ SourceSettings SourceSettings::parse(const sdk::Config& cfg) {
     if (s.topics.empty())
       throw sdk::ConfigError("topics", "at least one topic is required (or `priority` with the "
                                        "topics by priority)");
-    for (const auto& t : s.topics)
+    for (const auto& t : s.topics) {
       if (t.empty()) throw sdk::ConfigError("topics", "a topic name is empty");
-      else require_visible_text("topics", t);
+      require_visible_text("topics", t);
+      // A pattern librdkafka cannot compile failed only at subscribe, as "Invalid argument
+      // or configuration": checked here as a POSIX extended regex, which its patterns are.
+      if (t[0] == '^') {
+        regex_t re;
+        const int rc = regcomp(&re, t.c_str(), REG_EXTENDED | REG_NOSUB);
+        if (rc != 0) {
+          char why[256];
+          regerror(rc, &re, why, sizeof why);
+          throw sdk::ConfigError("topics", "'" + t + "' starts with ^, so it is a regular expression, "
+                                           "and it is not a valid one: " + why);
+        }
+        regfree(&re);
+      }
+    }
   }
   int64_t bs = cfg.get_int("batch.size", 10000);
   if (bs < 1) throw sdk::ConfigError("batch.size", "must be at least 1");

@@ -67,6 +67,9 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"KafkaSourceBatchSize",
              "{ plugin: kafka, config: { bootstrap.servers: 127.0.0.1:1, group.id: g, topics: [t], batch.size: 0 } }",
              "", kFileSink, 3, "batch.size", "at least 1"},
+        Case{"KafkaSourceTopicPatternThatIsNoRegex",
+             "{ plugin: kafka, config: { bootstrap.servers: 127.0.0.1:1, group.id: g, topics: [\"^(\"] } }",
+             "", kFileSink, 3, "topics", "is not a valid one"},
         Case{"KafkaSourceUnknownRdkafkaProperty",
              "{ plugin: kafka, config: { bootstrap.servers: 127.0.0.1:1, group.id: g, topics: [t], "
              "rdkafka: { no.such.property: 1 } } }",
