@@ -381,7 +381,7 @@ sdk::Status KafkaSink::begin_if_needed() {
 }
 
 sdk::Status KafkaSink::write(const sdk::Batch& in, const sdk::RecordErrors& errors) {
-  if (broken_) return sdk::Status::fatal("kafka sink: producer failed fatally; rebuild needed");
+  if (broken_) return fatal_status("the producer failed earlier; it is rebuilt");
   if (!opened_) return sdk::Status::fatal("kafka sink: write before open");
   if (eos_ && !in.empty()) {
     sdk::Status st = begin_if_needed();
@@ -542,7 +542,7 @@ void KafkaSink::log_fence_reports() {
 }
 
 sdk::Status KafkaSink::prepare_commit() {
-  if (broken_) return sdk::Status::fatal("kafka sink: producer failed fatally; rebuild needed");
+  if (broken_) return fatal_status("the producer failed earlier; it is rebuilt");
   log_fence_reports();
   if (eos_) return sdk::Status::ok();  // commit_transaction flushes
   sdk::Status st = flush_all();
@@ -552,7 +552,7 @@ sdk::Status KafkaSink::prepare_commit() {
 
 sdk::Status KafkaSink::commit(const sdk::Checkpoint* positions, bool& stored_positions) {
   stored_positions = false;
-  if (broken_) return sdk::Status::fatal("kafka sink: producer failed fatally; rebuild needed");
+  if (broken_) return fatal_status("the producer failed earlier; it is rebuilt");
   rd_kafka_poll(rk_, 0);  // an idle sink still has logs and reports to serve
   if (!eos_) {
     // The host commits the source's offsets after this returns ok.
@@ -710,7 +710,7 @@ sdk::Status KafkaSink::state_read(const std::string& store, const sdk::Partition
 sdk::Status KafkaSink::state_write(const std::string& store, const sdk::Partition& part,
                                    ex_bytes key, ex_bytes value) {
   if (!changelog_) return sdk::Status::unsupported("no changelogs");
-  if (broken_) return sdk::Status::fatal("kafka sink: producer failed fatally; rebuild needed");
+  if (broken_) return fatal_status("the producer failed earlier; it is rebuilt");
   if (eos_) {
     sdk::Status st = begin_if_needed();
     if (!st) return st;
