@@ -656,7 +656,11 @@ sdk::Status KafkaSink::abort_transaction(const std::string& cause) {
       if (rd_kafka_error_is_fatal(e.get()) || fatal())
         return fatal_status("abort_transaction: " + describe(e.get()));
       if (rd_kafka_error_is_retriable(e.get()) && now_ms() < deadline) continue;
-      return fatal_status("abort_transaction: " + describe(e.get()));
+      // Retried until the deadline: librdkafka's "(retriable)" in the text would read as
+      // a contradiction of the fatal status; the producer is rebuilt instead.
+      return fatal_status("abort_transaction did not succeed within " +
+                          std::to_string(std::max<int64_t>(txn_timeout_ms_, 10000)) +
+                          " ms of retries, so the producer is rebuilt: " + describe(e.get()));
     }
     txn_open_ = false;
     host_.counter("kafka_sink_transactions_aborted_total", 1);
