@@ -253,11 +253,6 @@ void Dispatcher::start_ready(RateClasses& classes, const Settings& s, const Done
       auto& q = ready_[ci];
       if (q.empty()) continue;
       RateClass& c = classes[ci];
-      if (busy[ci] >= share) {
-        bool other = false;
-        for (size_t k = 0; k < n && !other; ++k) other = k != ci && could_send(k);
-        if (other) continue;
-      }
       if (c.fuse.rejecting(now) && c.reroute_fused) {
         reroute_fused(q, c, now, done);
         continue;
@@ -288,6 +283,13 @@ void Dispatcher::start_ready(RateClasses& classes, const Settings& s, const Done
         if (c.reroute_limited) reroute_limited(q, c, next, now, s, done);
         wake = std::min(wake, next);
         continue;
+      }
+      // Only here, where a slot is taken: a fused, paused or limited class above fails,
+      // reroutes or waits at once, whatever its share.
+      if (busy[ci] >= share) {
+        bool other = false;
+        for (size_t k = 0; k < n && !other; ++k) other = k != ci && could_send(k);
+        if (other) continue;
       }
       auto d = c.fuse.decide(now);
       if (d == Fuse::Decision::wait) continue;  // a probe is out; its answer wakes us
