@@ -100,16 +100,9 @@ bool read_component(const YAML::Node& node, const Mark& at, ex_component_kind ki
     auto known = reg.names(kind);
     std::string list;
     for (auto& n : known) list += (list.empty() ? "" : ", ") + n;
-    // The name as written may hold control characters: shown as \xNN, never sent to the
-    // terminal as they are.
-    std::string shown;
-    for (const char c : out->plugin) {
-      const auto ch = static_cast<unsigned char>(c);
-      if (ch < 0x20 || ch == 0x7f) shown += fmt::format("\\x{:02x}", ch);
-      else shown.push_back(c);
-    }
+    // Control characters in the name are shown as \xNN by Diagnostic::str().
     std::string msg = fmt::format("{}: unknown {} plugin '{}' (known {}s: {})", context,
-                                  plugin::kind_name(kind), shown, plugin::kind_name(kind),
+                                  plugin::kind_name(kind), out->plugin, plugin::kind_name(kind),
                                   list.empty() ? "none" : list);
     if (!reg.failures().empty())
       msg += fmt::format("; {} librar{} or director{} on plugin.path failed to load (first: {}: "
