@@ -129,7 +129,28 @@ int dispatch(int argc, char** argv) {
     }
   }
   try {
-    app.parse(argc, argv);
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::CallForHelp&) {
+      // CLI11 stops at --help before it reads the rest: `exactly run --help --bogus`
+      // would print the help and exit 0 over a mistake. The rest is read without the
+      // help flags first; a refusal there wins.
+      int dashes = argc;  // after `--` a "--help" is a path
+      for (int i = 1; i < argc; ++i)
+        if (std::string(argv[i]) == "--") {
+          dashes = i;
+          break;
+        }
+      std::vector<std::string> rest;  // CLI11 takes a vector last argument first
+      for (int i = argc - 1; i >= 1; --i) {
+        const std::string a = argv[i];
+        if (i < dashes && (a == "--help" || a == "-h")) continue;
+        rest.push_back(a);
+      }
+      app.clear();
+      app.parse(rest);
+      throw CLI::CallForHelp();
+    }
   } catch (const CLI::CallForHelp&) {
     // The overview for `exactly --help`; CLI11's own help for `exactly <command> --help`.
     if (app.get_subcommands().empty()) print_usage();

@@ -102,6 +102,18 @@ TEST(CommandLine, HelpAndVersion) {
   EXPECT_EQ(r.exit_code, 0);
   for (const char* o : {"--log-level", "--log-format", "--no-watch"})
     EXPECT_NE(r.out.find(o), std::string::npos) << o << ": " << r.out;
+  // A mistake beside --help is refused, not hidden behind the help (CLI11 stops at --help).
+  for (const std::string args : {"--help --bogus", "run --help --bogus", "run --bogus --help",
+                                 "validate -h --strict", "run --help --log-level=loud"}) {
+    r = run(exactly_bin() + " " + args);
+    EXPECT_EQ(r.exit_code, 2) << args << ": " << r.out << r.err;
+    EXPECT_TRUE(r.err.find("--bogus") != std::string::npos || r.err.find("--strict") != std::string::npos ||
+                r.err.find("--log-level") != std::string::npos)
+        << args << ": " << r.err;
+  }
+  r = run(exactly_bin() + " validate --stage-timeout 5s --help");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("--stage-timeout"), std::string::npos) << r.out;
   r = run(exactly_bin() + " --version");
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.out.rfind("exactly ", 0), 0u) << r.out;
