@@ -4,6 +4,7 @@
 #include "changelog_codec.hpp"
 #include "claim_fold.hpp"
 #include "fold_files.hpp"
+#include "info_log.hpp"
 
 #include <rocksdb/write_batch.h>
 
@@ -106,12 +107,14 @@ sdk::Status PartitionStore::open(const std::string& dir, const StoreTuning& tuni
       {rocksdb::kDefaultColumnFamilyName, make_claims_options(tuning, cache, &s->filter_)},
       {kSeqColumnFamily, make_seq_options(tuning, cache)}};
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
-  rocksdb::Status st = rocksdb::DB::Open(make_db_options(tuning), dir, cfs, &handles, &s->db_);
+  rocksdb::DBOptions db_options = make_db_options(tuning);
+  db_options.info_log = open_info_log(dir, db_options.max_log_file_size);
+  rocksdb::Status st = rocksdb::DB::Open(db_options, dir, cfs, &handles, &s->db_);
   if (st.IsInvalidArgument()) {
     // A store made before folded files stayed as they are has claims below level 0:
     // it stays a leveled LSM.
     cfs[0].options = make_claims_options(tuning, cache, &s->filter_, ClaimsLayout::leveled);
-    st = rocksdb::DB::Open(make_db_options(tuning), dir, cfs, &handles, &s->db_);
+    st = rocksdb::DB::Open(db_options, dir, cfs, &handles, &s->db_);
     s->compacting_ = true;
   }
   if (!st.ok()) return sdk::Status::fatal("dedupe: cannot open store " + dir + ": " + st.ToString());
@@ -132,7 +135,7 @@ sdk::Status PartitionStore::open(const std::string& dir, const StoreTuning& tuni
   s->index_threshold_ = index_threshold(tuning);
   s->fold_at_ = first_fold_at(s->index_threshold_, partition_id);
   s->background_fold_ = tuning.background_fold;
-  s->sst_options_ = rocksdb::Options(make_db_options(tuning), cfs[0].options);
+  s->sst_options_ = rocksdb::Options(db_options, cfs[0].options);
   s->fold_files_max_ = tuning.fold_files_max;
   s->own_files_max_ = tuning.own_files_max;
   s->cf_has_claims_ = s->int_property(s->claims_, "rocksdb.estimate-num-keys") != 0 ||
