@@ -60,6 +60,7 @@ Status DedupeTransform::settle_restores() {
     part.restoring = false;
     host_.gauge("dedupe_restoring", 0, part.labels.c_str());
     if (!part.restore_result) return part.restore_result;
+    find_rewind(part);
     report(part, std::chrono::duration_cast<std::chrono::milliseconds>(
                      std::chrono::system_clock::now().time_since_epoch())
                      .count());

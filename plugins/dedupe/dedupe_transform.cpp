@@ -456,7 +456,10 @@ Status DedupeTransform::assign(const std::vector<sdk::Partition>& parts) {
     host_.info("dedupe: opened store " + part->store->dir() + " for partition " + describe(p) +
                (warm[i] ? " (from its standby copy)" : "") +
                (part->restoring ? "; restoring it in the background" : ""));
-    if (!part->restoring) report(*part, now_ms());
+    if (!part->restoring) {
+      find_rewind(*part);
+      report(*part, now_ms());
+    }
     parts_[p.id] = std::move(part);
   }
   return Status::ok();
@@ -665,7 +668,7 @@ Status DedupeTransform::process(const sdk::Batch& in, const sdk::Emitter& out) {
       ++part.counts.claims;
       part.counts.claimed_key_bytes += key.size();
       out.keep(i);
-    } else if (owner == r.offset) {
+    } else if (owner == r.offset && r.offset >= part.replays_from) {
       ++part.counts.replays;
       out.keep(i);
     } else if (same_content(owner_fp, owner_fp_bytes, it.fingerprint, fp_bytes)) {
@@ -784,7 +787,10 @@ Status DedupeTransform::prepare_commit() {
 }
 
 Status DedupeTransform::commit() {
-  if (!changelog_on()) return Status::ok();
+  if (!changelog_on()) {
+    for (auto& [id, part] : parts_) note_committed(*part);
+    return Status::ok();
+  }
   const int64_t now = now_ms();
   int fold_steps = kFoldStepsPerRound;
   for (auto& [id, part] : parts_) {

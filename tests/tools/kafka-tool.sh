@@ -6,7 +6,7 @@
 #   kafka-tool.sh build            # only fetch + compile
 #
 # Subcommands: wait, create-topic, delete-topic, produce, verify, marker-check, count,
-# end-offsets, consume-group-offsets, transactions, latency, hold-offsets (see
+# end-offsets, consume-group-offsets, reset-group-offsets, transactions, latency, hold-offsets (see
 # tests/tools/README.md).
 # Environment: EXACTLY_CACHE (cache root), KAFKA_TOOL_HEAP (default 2g),
 #              KAFKA_BOOTSTRAP (default for --bootstrap).

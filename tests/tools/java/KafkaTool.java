@@ -21,6 +21,8 @@
 //   end-offsets          --topic T
 //   topic-config         --topic T              one name=value line per config entry
 //   consume-group-offsets --group G --topic T
+//   reset-group-offsets  --group G --topic T [--to N]   (every partition to offset N, default 0;
+//                        the group must be empty: an operator's --reset-offsets)
 //   transactions         (lists transactional ids and their state; open ones are flagged)
 //   hold-offsets         --group G --topic T --client-id C [--txn-timeout-ms 300000]
 //                        [--session-timeout-ms 6000]
@@ -142,6 +144,7 @@ public final class KafkaTool {
             case "end-offsets": return cmdEndOffsets(a);
             case "topic-config": return cmdTopicConfig(a);
             case "consume-group-offsets": return cmdGroupOffsets(a);
+            case "reset-group-offsets": return cmdResetGroupOffsets(a);
             case "transactions": return cmdTransactions(a);
             case "hold-offsets": return cmdHoldOffsets(a);
             case "latency": return cmdLatency(a);
@@ -1091,6 +1094,21 @@ public final class KafkaTool {
             }
             b.append("},\"total\":").append(total).append('}');
             System.out.println(b);
+            return 0;
+        }
+    }
+
+    /** An operator's kafka-consumer-groups --reset-offsets --to-offset N --execute, on
+     *  every partition of the topic (the group must have no active member). */
+    static int cmdResetGroupOffsets(Args a) throws Exception {
+        String group = a.req("group");
+        String topic = a.req("topic");
+        long to = a.getLong("to", 0);
+        try (Admin admin = admin(15000); KafkaConsumer<byte[], byte[]> c = consumer(false)) {
+            Map<TopicPartition, OffsetAndMetadata> offs = new HashMap<>();
+            for (TopicPartition tp : partitionsOf(c, topic)) offs.put(tp, new OffsetAndMetadata(to));
+            admin.alterConsumerGroupOffsets(group, offs).all().get(60, TimeUnit.SECONDS);
+            System.out.println("{\"group\":" + jsonStr(group) + ",\"topic\":" + jsonStr(topic) + ",\"reset_to\":" + to + "}");
             return 0;
         }
     }
