@@ -3,6 +3,7 @@
 #include "cluster_endpoint.hpp"
 #include "error_text.hpp"
 #include "kafka_settings.hpp"
+#include "topic_limit.hpp"
 #include "txn_instance_id.hpp"
 #include "visible_text.hpp"
 
@@ -105,8 +106,11 @@ KafkaSink::KafkaSink(sdk::Host host, SinkSettings s)
         host_.pipeline(), txn_id_, [f = fencer_.get()](const std::string& id) { f->fence(id); });
   }
   max_message_bytes_ = b.get("message.max.bytes");
+  batch_bytes_ = std::atoll(b.get("batch.size").c_str());
   b.route_callbacks(static_cast<ClientContext*>(this));
   rd_kafka_conf_set_dr_msg_cb(b.raw(), &KafkaSink::dr_cb);
+  // Kept to make the producer again with batches the output topic takes (open()).
+  conf_template_ = rd_kafka_conf_dup(b.raw());
   rk_ = b.create(RD_KAFKA_PRODUCER);
   // librdkafka may have adjusted it (it caps message.timeout.ms to the txn timeout).
   {
@@ -139,6 +143,41 @@ KafkaSink::~KafkaSink() {
   for (auto& [name, rkt] : routed_) rd_kafka_topic_destroy(rkt);
   routed_.clear();
   rd_kafka_destroy(rk_);
+  if (conf_template_ != nullptr) rd_kafka_conf_destroy(conf_template_);
+}
+
+sdk::Status KafkaSink::fit_topic_limit(const std::string& topic) {
+  const int64_t limit = topic_max_message_bytes(rk_, topic, std::min<int64_t>(open_timeout_ms_, 10000));
+  if (limit <= 0 || conf_template_ == nullptr) return sdk::Status::ok();
+  const int64_t record_max = std::atoll(max_message_bytes_.c_str());
+  const int64_t batch = std::min(batch_bytes_, batch_bytes_for(limit));
+  const int64_t record = std::min(record_max, record_bytes_for(limit));
+  if (batch == batch_bytes_ && record == record_max) return sdk::Status::ok();
+  rd_kafka_conf_t* c = rd_kafka_conf_dup(conf_template_);
+  char err[512];
+  if (rd_kafka_conf_set(c, "message.max.bytes", std::to_string(record).c_str(), err, sizeof err) !=
+          RD_KAFKA_CONF_OK ||
+      rd_kafka_conf_set(c, "batch.size", std::to_string(batch).c_str(), err, sizeof err) != RD_KAFKA_CONF_OK) {
+    rd_kafka_conf_destroy(c);
+    return sdk::Status::config("topic", "kafka sink: topic " + topic + " takes batches of at most " +
+                                            std::to_string(limit) + " bytes (max.message.bytes): " + err);
+  }
+  rd_kafka_t* fresh = rd_kafka_new(RD_KAFKA_PRODUCER, c, err, sizeof err);
+  if (fresh == nullptr) {
+    rd_kafka_conf_destroy(c);
+    return sdk::Status::config("topic", "kafka sink: topic " + topic + " takes batches of at most " +
+                                            std::to_string(limit) + " bytes (max.message.bytes): " + err);
+  }
+  rd_kafka_set_log_queue(fresh, nullptr);
+  rd_kafka_destroy(rk_);  // nothing was produced with it yet
+  rk_ = fresh;
+  batch_bytes_ = batch;
+  max_message_bytes_ = std::to_string(record);
+  host_.info("kafka sink: topic " + topic + " takes record batches of at most " + std::to_string(limit) +
+             " bytes (its max.message.bytes): batches of at most " + std::to_string(batch) +
+             " bytes (batch.size), records of at most " + std::to_string(record) +
+             " (message.max.bytes); a larger record goes to the error policy");
+  return sdk::Status::ok();
 }
 
 void KafkaSink::dr_cb(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
@@ -324,6 +363,10 @@ sdk::Status KafkaSink::open(std::optional<sdk::Checkpoint>& stored) {
   sdk::Status st = check_cluster(rk_, cluster_.display, open_timeout_ms_,
                                  topics, "topic", this);
   if (!st) return st;
+  if (router_.is_fixed() && fixed_rkt_ == nullptr && cluster_.changelog_caveat.empty()) {
+    st = fit_topic_limit(router_.fixed_topic());
+    if (!st) return st;
+  }
   // Only now: a topic handle makes the producer ask for the topic's metadata, which lets
   // a broker with auto.create.topics.enable create a topic the check should reject.
   if (router_.is_fixed() && fixed_rkt_ == nullptr) fixed_rkt_ = topic_handle(router_.fixed_topic());
@@ -485,8 +528,9 @@ sdk::Status KafkaSink::write(const sdk::Batch& in, const sdk::RecordErrors& erro
       }
       if (code == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE)
         errors.reject(i, "kafka sink: record of " +
-                             std::to_string(r.value.len + r.key.len) +
-                             " bytes is larger than max.message.bytes=" + max_message_bytes_);
+                             std::to_string(r.value.len + r.key.len) + " bytes (key and value) with its " +
+                             "framing is larger than message.max.bytes=" + max_message_bytes_ +
+                             " (librdkafka's, or made to fit topic " + std::string(topic) + "'s max.message.bytes)");
       else if (!router_.is_fixed() && (code == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC ||
                                        code == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART))
         errors.reject(i, refuse_unknown_routed(topic));

@@ -107,6 +107,11 @@ class KafkaSink final : public sdk::Sink, public ClientContext {
   int64_t open_timeout_ms_ = 30000;
   int64_t message_timeout_ms_ = 300000;
   std::string max_message_bytes_;
+  int64_t batch_bytes_ = 1000000;  // batch.size in effect
+  rd_kafka_conf_t* conf_template_ = nullptr;  // the producer's configuration, to make it again
+  // Makes the producer again with batches and records that fit the topic's own
+  // max.message.bytes when that is smaller than librdkafka's (topic_limit.hpp).
+  sdk::Status fit_topic_limit(const std::string& topic);
 
   rd_kafka_t* rk_ = nullptr;
   std::unique_ptr<ChangelogStore> changelog_;  // after open(), on a real cluster
