@@ -242,11 +242,29 @@ Status DedupeTransform::restore(Part& part, const std::atomic<bool>* cancel) {
     if (!st) return st;
   }
   bool wipe = false;
-  if (from > info.end) {
+  if (from > info.end && p.start_offset < 0) {
+    // Re-created along with the group's offsets: the pipeline starts over.
     host_.warn("dedupe: store " + dir + " has applied changelog " + changelog_topic_ +
                " up to position " + std::to_string(from) + " but the changelog ends at " +
-               std::to_string(info.end) + " (it was re-created); rebuilding the store from it");
+               std::to_string(info.end) + " (it was re-created, and the group has no committed " +
+               "offsets: starting over); rebuilding the store from it");
     wipe = true;
+  } else if (from > info.end) {
+    // Re-created while the group kept its offsets: this store is the only copy left of the
+    // partition's claims. Wiping it (as before) let every id seen before through again.
+    st = behind(part, "the store at " + dir + " has applied changelog " + changelog_topic_ +
+                          " up to position " + std::to_string(from) + ", but the changelog ends at " +
+                          std::to_string(info.end) + ": it was deleted and re-created while the "
+                          "group kept its offsets (it resumes at " + std::to_string(p.start_offset) +
+                          "), so the claims it held are gone from the cluster. This store still holds "
+                          "them, and is kept. Fix: set on.store.behind: ignore to go on with this "
+                          "store (it follows the new changelog from its end; a host that restores "
+                          "the partition from that changelog alone would miss the older claims and "
+                          "let duplicates of those ids through), or restore the changelog topic.");
+    if (!st) return st;
+    st = part.store->follow_new_changelog(info.end);
+    if (!st) return st;
+    from = info.end;
   } else if (from < 0 && !local_empty && info.end > info.start) {
     // A store kept without a changelog: the changelog is the truth now.
     wipe = true;

@@ -1236,6 +1236,17 @@ sdk::Status PartitionStore::restore_meta(std::string_view value) {
   return sdk::Status::ok();
 }
 
+sdk::Status PartitionStore::follow_new_changelog(int64_t position) {
+  sdk::Status st = drain_writes();
+  if (!st) return st;
+  meta_.changelog = position;
+  rocksdb::Status rs = db_->Put(write_options(true), seq_, rocksdb::Slice(), meta_.encode());
+  if (wal_) ++synced_writes_;
+  if (rs.ok() && !wal_) rs = flush_memtable();
+  if (!rs.ok()) return sdk::Status::fatal("dedupe: cannot write store " + dir_ + ": " + rs.ToString());
+  return sdk::Status::ok();
+}
+
 sdk::Status PartitionStore::finish_restore(int64_t changelog_position, bool flush) {
   sdk::Status st = drain_writes();
   if (!st) return st;

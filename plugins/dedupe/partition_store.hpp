@@ -163,6 +163,9 @@ class PartitionStore {
   // `flush`: a store without a WAL flushes what the restore wrote, so that a kill does
   // not take the restore back (a standby copy's frequent catch-ups do not: each flush
   // is a file and a sync, and the copy's restore at assignment flushes).
+  // The changelog was re-created with this store ahead of it and the store is kept: it
+  // follows the new changelog from `position` (its end) on.
+  sdk::Status follow_new_changelog(int64_t position);
   sdk::Status finish_restore(int64_t changelog_position, bool flush = true);
   uint64_t restored_claims() const { return restored_claims_; }
 

@@ -163,6 +163,36 @@ TEST_F(ChangelogTest, AStoreAheadOfARecreatedChangelogIsRebuiltFromIt) {
   EXPECT_THAT(a2.process({event("a", 0), event("b", 1)}).kept, ElementsAre(0u, 1u));
 }
 
+// Re-created while the group kept its offsets (deleted by mistake, say): the store is the
+// only copy left of the claims. It was wiped as above, and every id seen before passed
+// again (a QA pass, 2026-12-06: 37,972 duplicated). Now the partition is refused, the
+// store kept; with on.store.behind: ignore the stage goes on with it.
+TEST_F(ChangelogTest, AStoreAheadOfAChangelogRecreatedUnderTheGroupIsKeptNotWiped) {
+  auto& a = start(on("host-a"));
+  a.process({event("a", 0), event("b", 1)});
+  read_up_to(2);
+  commit_round();
+  stage_.reset();
+  log().clear();  // deleted and created again; the group resumes at 2
+  stage_ = std::make_unique<TransformHarness>(library(), "dedupe", config(on("host-a")), &host_);
+  auto st = stage_->assign({part(0, "events-0", 2)});
+  EXPECT_EQ(st.code(), EX_ERR_FATAL);
+  EXPECT_THAT(st.message(), HasSubstr("deleted and re-created while the group kept its offsets"));
+  EXPECT_THAT(st.message(), HasSubstr("on.store.behind: ignore"));
+  stage_.reset();
+  auto& a2 = start(on("host-a", {{"on.store.behind", "ignore"}}), {part(0, "events-0", 2)});
+  // The claims are still there: a and b are duplicates, c is new.
+  EXPECT_THAT(a2.process({event("a", 2), event("b", 3), event("c", 4)}).kept, ElementsAre(2u));
+  read_up_to(5);
+  commit_round();
+  EXPECT_FALSE(log().empty());
+  // Following the new changelog now: the next start is an ordinary one.
+  stage_.reset();
+  stage_ = std::make_unique<TransformHarness>(library(), "dedupe", config(on("host-a")), &host_);
+  EXPECT_TRUE(stage_->assign({part(0, "events-0", 5)}).is_ok());
+  EXPECT_THAT(stage_->process({event("a", 5), event("c", 6), event("d", 7)}).kept, ElementsAre(2u));
+}
+
 // The default changelog name follows the stage's place in the chain: a transform added
 // before dedupe gave it a new, empty changelog, which read as a re-created one, so the
 // store was wiped and every id let through again. The store remembers its changelog and
