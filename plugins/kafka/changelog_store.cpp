@@ -353,6 +353,32 @@ sdk::Status ChangelogStore::ensure_topic(const std::string& topic, const sdk::Pa
   }
 }
 
+std::string ChangelogStore::vanished_topic(int64_t timeout_ms) {
+  std::vector<std::string> ours;
+  {
+    std::lock_guard<std::mutex> g(topics_mu_);
+    for (const auto& [name, n] : partitions_) ours.push_back(name);
+  }
+  if (ours.empty()) return {};
+  // Every topic, not the ones named: a request for a named topic lets a broker that
+  // creates topics on first use create it again, as an ordinary (deleting) topic.
+  const rd_kafka_metadata_t* md = nullptr;
+  if (rd_kafka_metadata(producer_, 1, nullptr, &md, static_cast<int>(timeout_ms)) != RD_KAFKA_RESP_ERR_NO_ERROR)
+    return {};
+  std::string gone;
+  for (const auto& name : ours) {
+    bool found = false;
+    for (int i = 0; i < md->topic_cnt && !found; ++i)
+      found = md->topics[i].err == RD_KAFKA_RESP_ERR_NO_ERROR && name == md->topics[i].topic;
+    if (!found) {
+      gone = name;
+      break;
+    }
+  }
+  rd_kafka_metadata_destroy(md);
+  return gone;
+}
+
 sdk::Status ChangelogStore::open(const std::string& topic, const sdk::Partition& part,
                                  sdk::StateInfo& info) {
   bool created = false;

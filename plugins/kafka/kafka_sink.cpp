@@ -603,9 +603,26 @@ sdk::Status KafkaSink::commit(const sdk::Checkpoint* positions, bool& stored_pos
     sdk::Status st = flush_all();
     if (st) st = take_delivery_failures();
     if (st && changelog_) changelog_->committed();
-    return st;
+    return changelog_gone(st);
   }
-  return commit_transactional(positions, stored_positions);
+  return changelog_gone(commit_transactional(positions, stored_positions));
+}
+
+sdk::Status KafkaSink::changelog_gone(sdk::Status st) {
+  if (st || !changelog_ || st.code() == EX_ERR_CONFIG) return st;
+  const std::string gone = changelog_->vanished_topic(5000);
+  if (gone.empty()) return st;
+  // Not retriable: every round writes claims to it, and each one failed at its commit
+  // after message.timeout (an abort loop that named only a timeout).
+  return sdk::Status::config(
+      "changelog.topic",
+      "kafka sink: changelog topic " + gone + " no longer exists: it was deleted while the pipeline ran, "
+      "and no round that writes to it can commit (" + st.message() + "). The dedupe stores of the hosts "
+      "still hold their claims. Fix: create it again (kafka-topics.sh --bootstrap-server " +
+          cluster_.bootstrap + " --create --topic " + gone +
+          " --config cleanup.policy=compact --partitions <as many as the input>) and start the pipeline "
+          "again; a store ahead of the new changelog is refused until on.store.behind: ignore lets the "
+          "stage keep it (plugins/dedupe/README.md)");
 }
 
 sdk::Status KafkaSink::txn_failure(const char* op, const rd_kafka_error_t* e) {

@@ -112,6 +112,8 @@ class KafkaSink final : public sdk::Sink, public ClientContext {
   // Makes the producer again with batches and records that fit the topic's own
   // max.message.bytes when that is smaller than librdkafka's (topic_limit.hpp).
   sdk::Status fit_topic_limit(const std::string& topic);
+  // A failed commit whose changelog topic is gone: a config error naming it, not a retry.
+  sdk::Status changelog_gone(sdk::Status st);
 
   rd_kafka_t* rk_ = nullptr;
   std::unique_ptr<ChangelogStore> changelog_;  // after open(), on a real cluster
