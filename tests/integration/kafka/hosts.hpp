@@ -204,6 +204,21 @@ class Host {
   int starts_ = 0;
 };
 
+// SIGKILLs `host` while `producer` still writes (a kill must meet work in flight), starts
+// it again on the same state, and waits until the input's `records` are all committed
+// and the host has stopped cleanly.
+inline void kill_in_flight_and_finish(Host& host, Child& producer, const fs::path& producer_log,
+                                      const std::string& group, const std::string& in, long long records) {
+  int code = -1;
+  EXPECT_FALSE(producer.exited(&code)) << "the input was complete before the kill; slow it down";
+  host.stop(SIGKILL);
+  host.start();
+  EXPECT_EQ(producer.wait(), 0) << read_file(producer_log);
+  EXPECT_TRUE(wait_committed(group, in, records, std::chrono::seconds(120)))
+      << "committed " << committed_total(group, in) << " of " << records << "\n" << host.log_tail();
+  EXPECT_EQ(host.stop(SIGTERM), 0) << host.log_tail();
+}
+
 // How often `needle` appears in the logs of all `hosts` together.
 inline int count_in_logs(const std::vector<std::unique_ptr<Host>>& hosts, const std::string& needle) {
   int n = 0;

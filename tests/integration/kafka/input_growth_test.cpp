@@ -78,16 +78,7 @@ TEST(InputGrowth, PartitionsAddedToTheInputWhileRunningGrowTheChangelogAndKeepEx
       << "committed " << committed_total(group, in) << "\n" << host.log_tail();
   EXPECT_EQ(read_file(host.log()).find("refused the assignment"), std::string::npos) << host.log_tail();
   EXPECT_EQ(read_file(host.log()).find("Unknown partition"), std::string::npos) << host.log_tail();
-  int code = -1;
-  EXPECT_FALSE(after->exited(&code)) << "the input was complete before the kill; slow it down";
-  host.stop(SIGKILL);
-  host.start();
-
-  EXPECT_EQ(after->wait(), 0) << read_file(dir / "producer-2.log");
-  EXPECT_TRUE(wait_committed(group, in, first + second, std::chrono::seconds(120)))
-      << "committed " << committed_total(group, in) << " of " << first + second << "\n"
-      << host.log_tail();
-  EXPECT_EQ(host.stop(SIGTERM), 0) << host.log_tail();
+  kill_in_flight_and_finish(host, *after, dir / "producer-2.log", group, in, first + second);
   EXPECT_EQ(partitions_of(changelog), 4);
   wait_output_settled(out);
   auto v = expect_dedupe_exactly_once(in, out, first + second);

@@ -51,14 +51,7 @@ TEST(OffsetReset, GroupOffsetsMovedBackDoNotEmitTheCommittedRangeAgain) {
   // Past the old position, with new input still arriving: the kill leaves a round open.
   EXPECT_TRUE(wait_for([&] { return committed_total(group, in) > first + second / 4; }, std::chrono::seconds(120)))
       << "committed " << committed_total(group, in) << "\n" << host.log_tail();
-  int code = -1;
-  EXPECT_FALSE(after->exited(&code)) << "the input was complete before the kill; slow it down";
-  host.stop(SIGKILL);
-  host.start();
-  EXPECT_EQ(after->wait(), 0) << read_file(dir / "producer-2.log");
-  EXPECT_TRUE(wait_committed(group, in, first + second, std::chrono::seconds(120)))
-      << "committed " << committed_total(group, in) << " of " << first + second << "\n" << host.log_tail();
-  EXPECT_EQ(host.stop(SIGTERM), 0) << host.log_tail();
+  kill_in_flight_and_finish(host, *after, dir / "producer-2.log", group, in, first + second);
   wait_output_settled(out);
   auto v = expect_dedupe_exactly_once(in, out, first + second);
   EXPECT_GT(out_before, 0);
