@@ -805,10 +805,7 @@ Status DedupeTransform::prepare_commit() {
 }
 
 Status DedupeTransform::commit() {
-  if (!changelog_on()) {
-    for (auto& [id, part] : parts_) note_committed(*part);
-    return Status::ok();
-  }
+  if (!changelog_on()) return Status::ok();
   const int64_t now = now_ms();
   int fold_steps = kFoldStepsPerRound;
   for (auto& [id, part] : parts_) {

@@ -77,7 +77,6 @@ class DedupeTransform final : public sdk::Transform {
     // committed, and comes out again, only at or past this offset; below it the round
     // was committed and the group's offsets were moved back: a duplicate (rewound_input.cpp).
     int64_t replays_from = -1;
-    int64_t committed_written = -1;  // position last written to the store's committed file
   };
   struct Item {
     Part* part = nullptr;
@@ -147,9 +146,6 @@ class DedupeTransform final : public sdk::Transform {
   static constexpr size_t kSideBySideOpens = 8;
   // Input moved back (rewound_input.cpp): where replays start, once the store is ready.
   void find_rewind(Part& part);
-  // Without a changelog the store is written before the round commits downstream: what
-  // was committed is kept beside it, after each commit.
-  void note_committed(Part& part);
   static int64_t covered_by(const StoreMeta& m);
   bool is_behind(const StoreMeta& m, int64_t start_offset) const;
   // A store (or changelog) behind the committed position: refuse or warn per policy.

@@ -1,7 +1,9 @@
 // Input the source's committed offsets were moved back over (an operator's
-// kafka-consumer-groups --reset-offsets): records whose round was committed are
-// duplicates when they come again, even though each finds its own claim; records of a
-// round that may not have committed still come out again (no loss after a crash).
+// kafka-consumer-groups --reset-offsets). With a changelog, records whose round was
+// committed are duplicates when they come again, even though each finds its own claim;
+// records of a round that may not have committed still come out again (no loss after a
+// crash). Without one the stage cannot tell a rewind from a sink's unfinished work, and
+// replays come out.
 #include "dedupe_fixture.hpp"
 
 using namespace dedupe_test;
@@ -16,49 +18,32 @@ bool logged(const FakeHost& h, const std::string& what) {
   return false;
 }
 
-// Without a changelog: the store is written in prepare_commit, before the round commits.
-TEST_F(DedupeTest, OffsetsMovedBackBelowCommittedOutputAreDuplicates) {
+// Without a changelog the store's position is where the source had read to, not what the
+// sink committed: an http sink's window keeps records in flight across rounds and commits
+// the source only up to the lowest of them. A start below the store's position may be
+// that unfinished work, so those records come out again (an offset reset too).
+TEST_F(DedupeTest, WithoutAChangelogRecordsPastTheSinksCommittedPositionComeOutAgain) {
   auto& t = start();
-  EXPECT_THAT(t.process({event("a", 0), event("b", 1), event("c", 2)}).kept, ElementsAre(0u, 1u, 2u));
+  EXPECT_THAT(t.process({event("a", 0), event("b", 1), event("c", 2), event("d", 3)}).kept,
+              ElementsAre(0u, 1u, 2u, 3u));
   commit_round();
-  EXPECT_THAT(t.process({event("d", 3)}).kept, ElementsAre(0u));
-  commit_round();
-  // The group's offsets reset to the earliest while the host was stopped.
-  auto& t2 = start({}, {part(0, "events-0", 0)});
-  EXPECT_TRUE(logged(host_, "resumes at offset 0, before offset 4 up to which its output was committed"));
-  auto out = t2.process({event("a", 0), event("b", 1), event("c", 2), event("d", 3), event("e", 4)});
-  EXPECT_THAT(out.kept, ElementsAre(4u));
-  EXPECT_EQ(metric("dedupe_duplicates_total"), 4);
-  EXPECT_EQ(metric("dedupe_replays_total"), 0);
+  // The sink committed the source up to 1 only (b, c, d still in flight), then the host died.
+  auto& t2 = start({}, {part(0, "events-0", 1)});
+  EXPECT_FALSE(logged(host_, "were moved back"));
+  EXPECT_THAT(t2.process({event("b", 1), event("c", 2), event("d", 3), event("e", 4)}).kept,
+              ElementsAre(0u, 1u, 2u, 3u));
+  EXPECT_EQ(metric("dedupe_replays_total"), 3);
 }
 
-TEST_F(DedupeTest, ARoundWrittenButNotCommittedStillComesOutAgainAfterARewind) {
+TEST_F(DedupeTest, ARoundWrittenButNotCommittedComesOutAgain) {
   auto& t = start();
   t.process({event("a", 0), event("b", 1)});
   commit_round();
   t.process({event("c", 2), event("d", 3)});
   // The store has the round; the sink's commit never happened (the host died).
   ASSERT_TRUE(t.prepare_commit().is_ok());
-  // Restarted at the committed offset: c and d replay their own claims and come out.
   auto& t2 = start({}, {part(0, "events-0", 2)});
-  EXPECT_FALSE(logged(host_, "were moved back"));
   EXPECT_THAT(t2.process({event("c", 2), event("d", 3), event("a", 4)}).kept, ElementsAre(0u, 1u));
-  commit_round();
-  // Moved back further by an operator afterwards: a and b were committed, c and d too now.
-  auto& t3 = start({}, {part(0, "events-0", 0)});
-  EXPECT_THAT(t3.process({event("a", 0), event("b", 1), event("c", 2), event("d", 3), event("f", 5)}).kept,
-              ElementsAre(4u));
-}
-
-TEST_F(DedupeTest, ARewindOverAnUncommittedRoundDropsOnlyTheCommittedPart) {
-  auto& t = start();
-  t.process({event("a", 0), event("b", 1)});
-  commit_round();
-  t.process({event("c", 2)});
-  ASSERT_TRUE(t.prepare_commit().is_ok());  // written, never committed
-  auto& t2 = start({}, {part(0, "events-0", 0)});
-  // a and b were committed: duplicates; c's round was not: it comes out.
-  EXPECT_THAT(t2.process({event("a", 0), event("b", 1), event("c", 2)}).kept, ElementsAre(2u));
 }
 
 TEST_F(DedupeTest, NoCommittedPositionAtAllReadsTheInputAgainAsTheFirstTime) {
