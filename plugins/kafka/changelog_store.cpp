@@ -396,7 +396,7 @@ sdk::Status ChangelogStore::open(const std::string& topic, const sdk::Partition&
   // a new pipeline's first second (docs/benchmarks.md, "The prefetch queue's idle second").
   int backoff_ms = 10;
   while (now_ms() < deadline) {
-    err = query_watermarks(rk, topic, part.number, lo, hi, 5000);
+    err = query_watermarks(rk, topic, part.number, lo, hi, 2000);
     if (err == RD_KAFKA_RESP_ERR_NO_ERROR) break;
     // A reader learns of partitions added to a changelog (grown with its input, by this host
     // or another) only from fresh metadata: without it a restore waited out its timeout.
@@ -404,9 +404,10 @@ sdk::Status ChangelogStore::open(const std::string& topic, const sdk::Partition&
     // And of a new leader: a reader that asked a broker that was killed (or no longer leads
     // the partition) kept asking it until open.timeout, 60 s while the new leader served,
     // inside the rebalance callback, so the whole group waited (a QA pass, 2026-12-06:
-    // "Not leader for partition" after 60 s). Any error refreshes; a timeout only once the
-    // first quick tries are over (a new topic's first moments).
-    if (err != RD_KAFKA_RESP_ERR__TIMED_OUT || backoff_ms >= 100) refresh_metadata(rk, topic, 5000);
+    // "Not leader for partition" after 60 s). Every failed try refreshes, a timeout too:
+    // a killed leader answers nothing, and each try waits its 2 s for it (refreshing only
+    // after the first quick tries still held the rebalance 14-25 s, a QA re-check).
+    refresh_metadata(rk, topic, 5000);
     // Not rd_kafka_poll(rk): a reader is a consumer whose main queue is its consumer queue,
     // and one given back by read() can still hold records fetched after its end; 2.0.2
     // aborts the process when rd_kafka_poll meets one (rd_kafka_q_serve: res !=
