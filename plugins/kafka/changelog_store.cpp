@@ -360,23 +360,35 @@ std::string ChangelogStore::vanished_topic(int64_t timeout_ms) {
     for (const auto& [name, n] : partitions_) ours.push_back(name);
   }
   if (ours.empty()) return {};
-  // Every topic, not the ones named: a request for a named topic lets a broker that
-  // creates topics on first use create it again, as an ordinary (deleting) topic.
-  const rd_kafka_metadata_t* md = nullptr;
-  if (rd_kafka_metadata(producer_, 1, nullptr, &md, static_cast<int>(timeout_ms)) != RD_KAFKA_RESP_ERR_NO_ERROR)
-    return {};
-  std::string gone;
-  for (const auto& name : ours) {
-    bool found = false;
-    for (int i = 0; i < md->topic_cnt && !found; ++i)
-      found = md->topics[i].err == RD_KAFKA_RESP_ERR_NO_ERROR && name == md->topics[i].topic;
-    if (!found) {
-      gone = name;
-      break;
+  // Gone, or made again by a broker that creates topics on first use (this producer's
+  // own metadata requests do that) as an ordinary topic: not compacted. Every topic is
+  // listed, not the ones named, which would create it. A topic listed with an error of its
+  // own (no leader while brokers bounce) still exists; a policy that cannot be read says
+  // nothing. Gone twice, a second apart, before it is called gone.
+  auto gone_now = [&](std::string& gone) {
+    const rd_kafka_metadata_t* md = nullptr;
+    if (rd_kafka_metadata(producer_, 1, nullptr, &md, static_cast<int>(timeout_ms)) != RD_KAFKA_RESP_ERR_NO_ERROR)
+      return false;
+    gone.clear();
+    for (const auto& name : ours) {
+      bool listed = false;
+      for (int i = 0; i < md->topic_cnt && !listed; ++i)
+        listed = name == md->topics[i].topic && md->topics[i].err != RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART;
+      std::string policy;
+      if (!listed || (describe_policy(name, policy) && !policy.empty() &&
+                      policy.find("compact") == std::string::npos)) {
+        gone = name;
+        break;
+      }
     }
-  }
-  rd_kafka_metadata_destroy(md);
-  return gone;
+    rd_kafka_metadata_destroy(md);
+    return !gone.empty();
+  };
+  std::string first, second;
+  if (!gone_now(first)) return {};
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  if (!gone_now(second) || second != first) return {};
+  return first;
 }
 
 sdk::Status ChangelogStore::open(const std::string& topic, const sdk::Partition& part,

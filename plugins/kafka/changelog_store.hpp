@@ -48,8 +48,9 @@ class ChangelogStore {
       it = it->first.second == partition ? committed_.erase(it) : std::next(it);
   }
   int64_t position(const std::string& topic, int32_t partition) const;
-  // A changelog topic this sink has opened that the cluster no longer lists (deleted while
-  // the pipeline ran), or "" when all are there or the cluster cannot tell in time.
+  // A changelog topic this sink has opened that the cluster no longer has as a changelog
+  // (deleted while the pipeline ran, or made again as an ordinary topic by a broker that
+  // creates topics on first use), or "" when all are there or the cluster cannot tell.
   std::string vanished_topic(int64_t timeout_ms);
 
  private:

@@ -155,16 +155,12 @@ sdk::Status KafkaSink::fit_topic_limit(const std::string& topic) {
   if (batch == batch_bytes_ && record == record_max) return sdk::Status::ok();
   rd_kafka_conf_t* c = rd_kafka_conf_dup(conf_template_);
   char err[512];
+  rd_kafka_t* fresh = nullptr;
   if (rd_kafka_conf_set(c, "message.max.bytes", std::to_string(record).c_str(), err, sizeof err) !=
           RD_KAFKA_CONF_OK ||
-      rd_kafka_conf_set(c, "batch.size", std::to_string(batch).c_str(), err, sizeof err) != RD_KAFKA_CONF_OK) {
-    rd_kafka_conf_destroy(c);
-    return sdk::Status::config("topic", "kafka sink: topic " + topic + " takes batches of at most " +
-                                            std::to_string(limit) + " bytes (max.message.bytes): " + err);
-  }
-  rd_kafka_t* fresh = rd_kafka_new(RD_KAFKA_PRODUCER, c, err, sizeof err);
-  if (fresh == nullptr) {
-    rd_kafka_conf_destroy(c);
+      rd_kafka_conf_set(c, "batch.size", std::to_string(batch).c_str(), err, sizeof err) != RD_KAFKA_CONF_OK ||
+      (fresh = rd_kafka_new(RD_KAFKA_PRODUCER, c, err, sizeof err)) == nullptr) {
+    rd_kafka_conf_destroy(c);  // rd_kafka_new owns it only when it succeeds
     return sdk::Status::config("topic", "kafka sink: topic " + topic + " takes batches of at most " +
                                             std::to_string(limit) + " bytes (max.message.bytes): " + err);
   }
@@ -616,10 +612,11 @@ sdk::Status KafkaSink::changelog_gone(sdk::Status st) {
   // after message.timeout (an abort loop that named only a timeout).
   return sdk::Status::config(
       "changelog.topic",
-      "kafka sink: changelog topic " + gone + " no longer exists: it was deleted while the pipeline ran, "
-      "and no round that writes to it can commit (" + st.message() + "). The dedupe stores of the hosts "
-      "still hold their claims. Fix: create it again (kafka-topics.sh --bootstrap-server " +
-          cluster_.bootstrap + " --create --topic " + gone +
+      "kafka sink: changelog topic " + gone + " no longer exists: it was deleted while the pipeline ran "
+      "(and, on a broker that creates topics on first use, made again as an ordinary topic, not "
+      "compacted), and no round that writes to it can commit (" + st.message() + "). The dedupe stores "
+      "of the hosts still hold their claims. Fix: delete what is there now and create it again "
+      "(kafka-topics.sh --bootstrap-server " + cluster_.bootstrap + " --create --topic " + gone +
           " --config cleanup.policy=compact --partitions <as many as the input>) and start the pipeline "
           "again; a store ahead of the new changelog is refused until on.store.behind: ignore lets the "
           "stage keep it (plugins/dedupe/README.md)");
