@@ -200,26 +200,8 @@ sdk::Status ChangelogStore::check_policy(const std::string& topic) {
 }
 
 sdk::Status ChangelogStore::describe_policy(const std::string& topic, std::string& policy) {
-  rd_kafka_ConfigResource_t* r = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic.c_str());
-  QueuePtr q(rd_kafka_queue_new(producer_));
-  rd_kafka_DescribeConfigs(producer_, &r, 1, nullptr, q.get());
-  rd_kafka_ConfigResource_destroy(r);
-  EventPtr ev;
-  sdk::Status st = admin_result(q.get(), RD_KAFKA_EVENT_DESCRIBECONFIGS_RESULT, timeout_ms_,
-                                "describing changelog " + topic, ev);
-  if (!st) return st;
-  size_t n = 0;
-  const rd_kafka_ConfigResource_t** res =
-      rd_kafka_DescribeConfigs_result_resources(rd_kafka_event_DescribeConfigs_result(ev.get()), &n);
-  for (size_t i = 0; i < n; ++i) {
-    size_t cn = 0;
-    const rd_kafka_ConfigEntry_t** entries = rd_kafka_ConfigResource_configs(res[i], &cn);
-    for (size_t j = 0; j < cn; ++j)
-      if (std::string(rd_kafka_ConfigEntry_name(entries[j])) == "cleanup.policy" &&
-          rd_kafka_ConfigEntry_value(entries[j]) != nullptr)
-        policy = rd_kafka_ConfigEntry_value(entries[j]);
-  }
-  return sdk::Status::ok();
+  return describe_topic_config(producer_, topic, "cleanup.policy", timeout_ms_, "describing changelog " + topic,
+                               policy);
 }
 
 sdk::Status ChangelogStore::judge_policy(const std::string& topic, const std::string& policy) {

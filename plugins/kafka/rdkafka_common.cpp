@@ -47,6 +47,46 @@ void refresh_metadata(rd_kafka_t* rk, const std::string& topic, int timeout_ms) 
   rd_kafka_topic_destroy(rkt);
 }
 
+sdk::Status describe_topic_config(rd_kafka_t* rk, const std::string& topic, const std::string& key,
+                                  int64_t timeout_ms, const std::string& what, std::string& value) {
+  value.clear();
+  rd_kafka_ConfigResource_t* r = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic.c_str());
+  rd_kafka_queue_t* q = rd_kafka_queue_new(rk);
+  rd_kafka_DescribeConfigs(rk, &r, 1, nullptr, q);
+  rd_kafka_ConfigResource_destroy(r);
+  sdk::Status st = sdk::Status::retriable("kafka sink: " + what + " timed out");
+  const int64_t deadline = now_ms() + timeout_ms;
+  while (now_ms() < deadline) {
+    rd_kafka_event_t* ev = rd_kafka_queue_poll(q, 200);
+    if (ev == nullptr) continue;
+    if (rd_kafka_event_type(ev) != RD_KAFKA_EVENT_DESCRIBECONFIGS_RESULT) {
+      rd_kafka_event_destroy(ev);
+      continue;
+    }
+    if (rd_kafka_event_error(ev) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      st = sdk::Status::retriable("kafka sink: " + what + ": " + rd_kafka_event_error_string(ev));
+    } else {
+      st = sdk::Status::ok();
+      size_t n = 0;
+      const rd_kafka_ConfigResource_t** res =
+          rd_kafka_DescribeConfigs_result_resources(rd_kafka_event_DescribeConfigs_result(ev), &n);
+      for (size_t i = 0; i < n; ++i) {
+        size_t cn = 0;
+        const rd_kafka_ConfigEntry_t** entries = rd_kafka_ConfigResource_configs(res[i], &cn);
+        for (size_t j = 0; j < cn; ++j) {
+          const char* name = rd_kafka_ConfigEntry_name(entries[j]);
+          const char* v = rd_kafka_ConfigEntry_value(entries[j]);
+          if (name != nullptr && v != nullptr && key == name) value = v;
+        }
+      }
+    }
+    rd_kafka_event_destroy(ev);
+    break;
+  }
+  rd_kafka_queue_destroy(q);
+  return st;
+}
+
 rd_kafka_resp_err_t query_watermarks(rd_kafka_t* rk, const std::string& topic, int32_t partition,
                                      int64_t& low, int64_t& high, int timeout_ms) {
   const int64_t deadline = now_ms() + timeout_ms;
