@@ -66,27 +66,14 @@ void InfoLog::Logv(const char* format, va_list ap) {
     size_ = 0;
   }
   // A disk that was full may have room again: the file is opened anew when it is missing.
-  if (!open_locked()) {
-    ++dropped_;
-    return;
-  }
-  ssize_t w = ::write(fd_, line, len);
-  if (w < 0 || static_cast<size_t>(w) != len) {
-    ++dropped_;
-    if (w > 0) size_ += static_cast<size_t>(w);
-    return;
-  }
-  size_ += len;
+  if (!open_locked()) return;
+  const ssize_t w = ::write(fd_, line, len);
+  if (w > 0) size_ += static_cast<size_t>(w);
 }
 
 size_t InfoLog::GetLogFileSize() const {
   std::lock_guard<std::mutex> g(mu_);
   return size_;
-}
-
-size_t InfoLog::dropped() const {
-  std::lock_guard<std::mutex> g(mu_);
-  return dropped_;
 }
 
 std::shared_ptr<rocksdb::Logger> open_info_log(const std::string& dir, size_t max_bytes) {

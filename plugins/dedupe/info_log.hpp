@@ -24,9 +24,6 @@ class InfoLog final : public rocksdb::Logger {
   void Logv(const char* format, va_list ap) override;
   size_t GetLogFileSize() const override;
 
-  // How many lines could not be written (a test reads it).
-  size_t dropped() const;
-
  private:
   rocksdb::Status CloseImpl() override;
   bool open_locked();
@@ -36,7 +33,6 @@ class InfoLog final : public rocksdb::Logger {
   mutable std::mutex mu_;
   int fd_ = -1;
   size_t size_ = 0;
-  size_t dropped_ = 0;
 };
 
 std::shared_ptr<rocksdb::Logger> open_info_log(const std::string& dir, size_t max_bytes);

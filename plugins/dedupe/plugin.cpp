@@ -53,8 +53,9 @@ const ex_config_field kFields[] = {
           "duplicate", kConflict),
     field("on.store.behind", EX_CFG_STRING,
           "a store (or changelog) older than the committed position (deleted, truncated, or "
-          "written without a changelog): fail = refuse the partition and say how to repair, "
-          "ignore = warn and go on",
+          "written without a changelog), or a store ahead of a changelog re-created while the "
+          "group kept its offsets: fail = refuse the partition and say how to repair, "
+          "ignore = warn and go on (keeping such a store)",
           "fail", kBehind),
     field("store.behind.tolerance", EX_CFG_INT,
           "offsets the committed position may run ahead of the store before it counts as "

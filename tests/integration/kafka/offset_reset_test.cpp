@@ -9,7 +9,6 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
-#include <cstdlib>
 
 #include "hosts.hpp"
 #include "kafka_env.hpp"
@@ -36,7 +35,7 @@ TEST(OffsetReset, GroupOffsetsMovedBackDoNotEmitTheCommittedRangeAgain) {
       << "committed " << committed_total(group, in) << "\n" << host.log_tail();
   EXPECT_EQ(host.stop(SIGTERM), 0) << host.log_tail();
   wait_output_settled(out);
-  const long long out_before = std::atoll(kafka_tool("count --topic " + out + " --read-committed").out.c_str());
+  const long long out_before = count_committed(out);
 
   // The group is empty now: reset it to the start of every partition.
   auto reset = kafka_tool("reset-group-offsets --group " + group + " --topic " + in + " --to 0", false);

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <thread>
 
@@ -68,6 +69,11 @@ inline void expect_markers_visible(const std::string& out) {
 
 // The independent reader's verdict on a dedupe pipeline's output: every distinct input
 // id exactly once, with its first payload, nothing else. Returns the answer for more checks.
+// Records of `topic` a read_committed reader sees.
+inline long long count_committed(const std::string& topic) {
+  return std::atoll(kafka_tool("count --topic " + topic + " --read-committed").out.c_str());
+}
+
 inline RunResult expect_dedupe_exactly_once(const std::string& in, const std::string& out,
                                             long long records) {
   auto v = kafka_tool("verify --input-topic " + in + " --output-topic " + out +

@@ -7,8 +7,6 @@
 // takes goes to the error policy (a dead-letter topic) instead of stopping the pipeline.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-
 #include "hosts.hpp"
 #include "kafka_env.hpp"
 #include "output_checks.hpp"
@@ -17,10 +15,6 @@
 using namespace exactly::test;
 
 namespace {
-
-long long count_committed(const std::string& topic) {
-  return std::atoll(kafka_tool("count --topic " + topic + " --read-committed").out.c_str());
-}
 
 TEST(TopicLimit, BatchesFitTheOutputTopicsMaxMessageBytesAndALargerRecordIsDeadLettered) {
   const std::string in = unique_name("limit-in"), out = unique_name("limit-out"),

@@ -57,6 +57,13 @@ inline std::vector<OwnedRecord> range(int from, int to, int64_t& offset, int32_t
 
 inline std::vector<size_t> kept(const TransformOutput& o) { return o.kept; }
 
+// Whether the stage logged a line containing `what`.
+inline bool logged(const FakeHost& h, const std::string& what) {
+  for (const auto& [level, text] : h.logs)
+    if (text.find(what) != std::string::npos) return true;
+  return false;
+}
+
 // SST files in a store's directory: one per fold, while the store is a row of them.
 // Files of folded claims in a store: SST files (claims.format sst, and the sequence
 // index's own flushes) or the store's own claims files (claims-<end>.xc).

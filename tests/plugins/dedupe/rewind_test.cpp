@@ -1,22 +1,13 @@
 // Input the source's committed offsets were moved back over (an operator's
-// kafka-consumer-groups --reset-offsets). With a changelog, records whose round was
-// committed are duplicates when they come again, even though each finds its own claim;
-// records of a round that may not have committed still come out again (no loss after a
-// crash). Without one the stage cannot tell a rewind from a sink's unfinished work, and
-// replays come out.
+// kafka-consumer-groups --reset-offsets), without a changelog: the stage cannot tell a
+// rewind from a sink's unfinished work, and replays come out. With a changelog a
+// committed range is dropped as duplicates (changelog_test.cpp, "MovedBack").
 #include "dedupe_fixture.hpp"
 
 using namespace dedupe_test;
 using ::testing::ElementsAre;
-using ::testing::HasSubstr;
 
 namespace {
-
-bool logged(const FakeHost& h, const std::string& what) {
-  for (const auto& [level, text] : h.logs)
-    if (text.find(what) != std::string::npos) return true;
-  return false;
-}
 
 // Without a changelog the store's position is where the source had read to, not what the
 // sink committed: an http sink's window keeps records in flight across rounds and commits
@@ -55,50 +46,6 @@ TEST_F(DedupeTest, NoCommittedPositionAtAllReadsTheInputAgainAsTheFirstTime) {
   auto& t2 = start({}, {part(0, "events-0", -1)});
   EXPECT_THAT(t2.process({event("a", 0), event("b", 1), event("a", 2)}).kept, ElementsAre(0u, 1u));
   EXPECT_FALSE(logged(host_, "were moved back"));
-}
-
-class RewindChangelogTest : public DedupeTest {
- protected:
-  void SetUp() override {
-    DedupeTest::SetUp();
-    host_.enable_state();
-  }
-  Pairs on(const std::string& state_dir) {
-    return {{"changelog", "on"}, {"changelog.topic", "cl"}, {"changelog.catch.up.timeout", "200"},
-            {"state.dir", (dir_ / state_dir).string()}};
-  }
-  void read_up_to(int64_t next) { ASSERT_TRUE(stage_->positions({part(0, "events-0", next)}).is_ok()); }
-};
-
-// With a changelog the local store is written only after the commit: its position is
-// committed output, locally and on a host that restores it.
-TEST_F(RewindChangelogTest, OffsetsMovedBackAreDuplicatesHereAndOnAnotherHost) {
-  auto& a = start(on("host-a"));
-  EXPECT_THAT(a.process({event("a", 0), event("b", 1), event("c", 2)}).kept, ElementsAre(0u, 1u, 2u));
-  read_up_to(3);
-  commit_round();
-  auto& a2 = start(on("host-a"), {part(0, "events-0", 1)});
-  EXPECT_TRUE(logged(host_, "resumes at offset 1, before offset 3"));
-  EXPECT_THAT(a2.process({event("b", 1), event("c", 2), event("d", 3)}).kept, ElementsAre(2u));
-  read_up_to(4);
-  commit_round();
-  // Another host, restoring from the changelog, rewound to the start.
-  auto& b = start(on("host-b"), {part(0, "events-0", 0)});
-  EXPECT_THAT(b.process({event("a", 0), event("b", 1), event("c", 2), event("d", 3), event("e", 4)}).kept,
-              ElementsAre(4u));
-}
-
-TEST_F(RewindChangelogTest, AnAbortedRoundStillReplaysAfterTheRewindCheck) {
-  auto& a = start(on("host-a"));
-  a.process({event("a", 0)});
-  read_up_to(1);
-  commit_round();
-  a.process({event("b", 1)});
-  read_up_to(2);
-  ASSERT_TRUE(a.prepare_commit().is_ok());
-  host_.abort_state();  // the sink's transaction aborted: the changelog never got the round
-  auto& a2 = start(on("host-a"), {part(0, "events-0", 1)});
-  EXPECT_THAT(a2.process({event("b", 1), event("a", 2)}).kept, ElementsAre(0u));
 }
 
 }  // namespace
