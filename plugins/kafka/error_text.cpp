@@ -16,4 +16,22 @@ std::string with_reason(const std::string& what, const std::string& reason) {
   return what + " (" + reason + ")";
 }
 
+std::string fenced_hint(const std::string& txn_id, const std::string& identity_file, double process_age_s) {
+  std::string hint = ". Another producer with transactional.id " + txn_id + " has taken over";
+  if (identity_file.empty())
+    return hint + " (the transactional.id set for this sink is in use elsewhere?)";
+  const std::string copy =
+      "another live host uses a copy of this state.dir: each host needs its own; on the host "
+      "with the copy, stop exactly and delete the id file, here " + identity_file +
+      ", so that it takes a new id";
+  // The group's members see a departed one after its session timeout (45 s by default)
+  // and a description (at most 30 s later): past that, a restart explains nothing.
+  constexpr double kRecentStartS = 180;
+  if (process_age_s < 0 || process_age_s > kRecentStartS) return hint + " (if this repeats, " + copy + ")";
+  return hint + ". This host started " + std::to_string(static_cast<long>(process_age_s)) +
+         " s ago: the group fences the id of a host that left, and this host's previous "
+         "run had it; the pipeline is rebuilt and takes it back, nothing lost or doubled. "
+         "If this repeats, " + copy;
+}
+
 }  // namespace exactly::kafka

@@ -18,4 +18,12 @@ std::string fit_error(const std::string& head, const std::string& tail, std::siz
 // fatal reason is often the very text of the error that reported it).
 std::string with_reason(const std::string& what, const std::string& reason);
 
+// The hint after a producer fenced by another with its transactional.id. `identity_file`:
+// where the id was kept ("" when the id was configured); `process_age_s`: how long this
+// process has run (negative when unknown). In a process that started minutes ago or less,
+// the likely cause is named first: the group's other hosts fence the id of a member that
+// left, and a host restarted before its previous run was seen leaving has that run's id;
+// that happens once or twice and passes. Only if it repeats is a copied state.dir the cause.
+std::string fenced_hint(const std::string& txn_id, const std::string& identity_file, double process_age_s);
+
 }  // namespace exactly::kafka

@@ -3,6 +3,7 @@
 #include "cluster_endpoint.hpp"
 #include "error_text.hpp"
 #include "kafka_settings.hpp"
+#include "process_age.hpp"
 #include "topic_limit.hpp"
 #include "txn_instance_id.hpp"
 #include "visible_text.hpp"
@@ -334,19 +335,15 @@ sdk::Status KafkaSink::fatal_status(const std::string& what) {
   std::string reason = fatal_reason(rk_);
   std::string hint;
   const rd_kafka_resp_err_t err = rd_kafka_fatal_error(rk_, nullptr, 0);
-  // Fenced: a newer producer with our transactional.id took over. Usually a restart of
-  // this very pipeline elsewhere (fine: this instance is rebuilt and takes it back once
-  // that one is gone); if it repeats, two live hosts share one id, which only a copied
-  // state.dir (a cloned VM, a restored backup) does, as a second process on one
-  // state.dir is refused by its lock.
+  // Fenced: a newer producer with our transactional.id took over. Usually the group's
+  // other hosts fencing this host's previous run after a quick restart (fence.departed),
+  // or a restart of this very pipeline elsewhere (fine either way: this instance is rebuilt
+  // and takes the id back); if it repeats, two live hosts share one id, which only a
+  // copied state.dir (a cloned VM, a restored backup) does, as a second process on one
+  // state.dir is refused by its lock. fenced_hint() words it by the process's age.
   if (err == RD_KAFKA_RESP_ERR__FENCED || err == RD_KAFKA_RESP_ERR_PRODUCER_FENCED ||
       err == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH)
-    hint = ". Another producer with transactional.id " + txn_id_ + " has taken over" +
-           (identity_file_.empty()
-                ? std::string(" (the transactional.id set for this sink is in use elsewhere?)")
-                : " (if this repeats, another live host uses a copy of this state.dir: each "
-                  "host needs its own; on the host with the copy, stop exactly and delete the "
-                  "id file, here " + identity_file_ + ", so that it takes a new id)");
+    hint = fenced_hint(txn_id_, identity_file_, process_age_seconds());
   return sdk::Status::fatal(fit_error("kafka sink: " + with_reason(what, reason), hint, EX_ERROR_MESSAGE_MAX));
 }
 

@@ -2,9 +2,11 @@
 
 #include <exactly/plugin_abi.h>
 
+#include <fstream>
 #include <string>
 
 #include "error_text.hpp"
+#include "process_age.hpp"
 
 using exactly::kafka::fit_error;
 using exactly::kafka::with_reason;
@@ -57,4 +59,44 @@ TEST(KafkaErrorText, AReasonAlreadyInTheErrorIsNotRepeated) {
   EXPECT_EQ(with_reason("commit: " + fenced_text(), fenced_text()), "commit: " + fenced_text());
   EXPECT_EQ(with_reason("commit: timed out", "broker down"), "commit: timed out (broker down)");
   EXPECT_EQ(with_reason("commit: timed out", ""), "commit: timed out");
+}
+
+// A host restarted before the group saw its previous run leave is fenced by the other
+// hosts' departed-member fencing (the previous run had its id). That passes once or
+// twice; the text must say so first, and keep the copied-state.dir advice for repeats.
+TEST(KafkaErrorText, AFenceSoonAfterTheStartNamesTheRestartBeforeACopiedStateDir) {
+  using exactly::kafka::fenced_hint;
+  const std::string id = "exactly-orders-33b18d1725ff0744";
+  const std::string file = "/var/lib/exactly/kafka-sink/orders.instance-id";
+  const std::string young = fenced_hint(id, file, 7.9);
+  EXPECT_NE(young.find("This host started 7 s ago"), std::string::npos) << young;
+  EXPECT_NE(young.find("previous run"), std::string::npos) << young;
+  const auto restart = young.find("previous run");
+  const auto copy = young.find("another live host uses a copy of this state.dir");
+  ASSERT_NE(copy, std::string::npos) << young;
+  EXPECT_LT(restart, copy) << young;
+  EXPECT_NE(young.find("delete the id file, here " + file), std::string::npos) << young;
+  EXPECT_LT(young.size() + 1, static_cast<size_t>(EX_ERROR_MESSAGE_MAX) / 2) << young;
+
+  for (double age : {600.0, -1.0}) {  // long running, or the age unknown
+    const std::string old = fenced_hint(id, file, age);
+    EXPECT_EQ(old.find("started"), std::string::npos) << old;
+    EXPECT_EQ(old, ". Another producer with transactional.id " + id +
+                       " has taken over (if this repeats, another live host uses a copy of this "
+                       "state.dir: each host needs its own; on the host with the copy, stop "
+                       "exactly and delete the id file, here " + file + ", so that it takes a new id)");
+  }
+  const std::string configured = fenced_hint("my-own-id", "", 5);
+  EXPECT_NE(configured.find("the transactional.id set for this sink is in use elsewhere"), std::string::npos)
+      << configured;
+}
+
+TEST(KafkaErrorText, TheProcessAgeIsReadFromProc) {
+  // Never negative, never older than the machine's uptime (a misread field would be).
+  const double age = exactly::kafka::process_age_seconds();
+  ASSERT_GE(age, 0.0);
+  std::ifstream up("/proc/uptime");
+  double uptime = 0;
+  ASSERT_TRUE(up >> uptime);
+  EXPECT_LE(age, uptime);
 }
