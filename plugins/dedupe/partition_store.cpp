@@ -3,6 +3,7 @@
 #include "background_priority.hpp"
 #include "changelog_codec.hpp"
 #include "claim_fold.hpp"
+#include "empty_wals.hpp"
 #include "fold_files.hpp"
 #include "info_log.hpp"
 
@@ -120,6 +121,8 @@ sdk::Status PartitionStore::open(const std::string& dir, const StoreTuning& tuni
   if (!st.ok()) return sdk::Status::fatal("dedupe: cannot open store " + dir + ": " + st.ToString());
   s->claims_ = handles[0];
   s->seq_ = handles[1];
+  std::unique_ptr<rocksdb::LogFile> wal;
+  if (s->db_->GetCurrentWalFile(&wal).ok() && wal) remove_empty_wals(dir, wal->LogNumber());
 
   std::string meta;
   st = s->db_->Get(rocksdb::ReadOptions(), s->seq_, rocksdb::Slice(), &meta);
