@@ -2,6 +2,9 @@
 // processes (or two pipelines of one process) pointed at the same directory get a clear
 // error naming the holder instead of corrupting each other's state. flock() locks are
 // released by the kernel when the holder dies, so a kill -9 never leaves a stale lock.
+// The directory itself is locked as well as the file that names the holder: a lock file
+// deleted by hand (QA did) let the next process make a new one and lock that, beside
+// the live holder; the directory cannot be deleted while it holds the state.
 #pragma once
 
 #include <exactly/sdk.hpp>
@@ -47,12 +50,21 @@ class StateDirLock {
       path_ = path;
       return Status::ok();
     }
+    // Where directories cannot be flock()ed (some network filesystems), the file alone.
+    int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    const bool dir_taken = dir_fd >= 0 && ::flock(dir_fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
     int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) return Status::fatal("cannot open " + path + ": " + std::strerror(errno));
-    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (fd < 0) {
+      const int open_errno = errno;
+      if (dir_fd >= 0) ::close(dir_fd);
+      return Status::fatal("cannot open " + path + ": " + std::strerror(open_errno));
+    }
+    if (dir_taken || ::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      if (dir_fd >= 0) ::close(dir_fd);
       char buf[256] = {0};
       ssize_t n = ::pread(fd, buf, sizeof(buf) - 1, 0);
-      std::string holder = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "another holder";
+      std::string holder = n > 0 ? std::string(buf, static_cast<size_t>(n))
+                                 : "another process (its lock file " + path + " was deleted)";
       while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
       ::close(fd);
       return Status::fatal("state directory " + dir + " is in use by " + holder +
@@ -60,7 +72,7 @@ class StateDirLock {
     }
     std::string me = what + " (pid " + std::to_string(::getpid()) + ")\n";
     if (::ftruncate(fd, 0) == 0) (void)!::pwrite(fd, me.data(), me.size(), 0);
-    r.held.emplace(path, Held{fd, what, 1});
+    r.held.emplace(path, Held{fd, dir_fd, what, 1});
     path_ = path;
     return Status::ok();
   }
@@ -72,6 +84,7 @@ class StateDirLock {
     auto held = r.held.find(path_);
     if (held != r.held.end() && --held->second.users == 0) {
       ::close(held->second.fd);
+      if (held->second.dir_fd >= 0) ::close(held->second.dir_fd);
       r.held.erase(held);
     }
     path_.clear();
@@ -80,6 +93,7 @@ class StateDirLock {
  private:
   struct Held {
     int fd;
+    int dir_fd;  // -1 where the directory could not be opened
     std::string what;
     int users;
   };
