@@ -38,8 +38,9 @@ TEST(HttpSinkRate, ClassRateMeasuredAtTheServerOthersFlow) {
 // A slow class holds no more than its share of the slots while another class could send:
 // turns alone handed it every slot a fast class gave back, until it held them all and the
 // fast class went at the slow one's pace. With 4 slots and two classes, class a (each
-// request 1 s) holds 2; b's 20 requests (answered at once) all reach the server before a's
-// third, which waits for a slot of a's own.
+// request 2.5 s: long enough that b's 20 requests fit before it on a loaded machine; 1 s
+// failed once beside a QA cluster) holds 2; b's 20 requests (answered at once) all reach
+// the server before a's third, which waits for a slot of a's own.
 TEST(HttpSinkRate, ASlowClassHoldsItsShareOfTheSlotsNotAll) {
   HttpTestServer srv;
   SinkHarness s(lib(), "http",
@@ -47,12 +48,12 @@ TEST(HttpSinkRate, ASlowClassHoldsItsShareOfTheSlotsNotAll) {
   ASSERT_TRUE(s.ok()) << s.create_status().message();
   std::vector<OwnedRecord> in;
   for (int i = 0; i < 20; ++i) {
-    if (i < 6) in.push_back(job("sleep", "1000", "9", "a", std::to_string(i)));
+    if (i < 6) in.push_back(job("sleep", "2500", "9", "a", std::to_string(i)));
     in.push_back(ok_job("b", std::to_string(i)));
   }
   EXPECT_TRUE(s.write(in).empty());
   auto seen = srv.requests();
-  auto a = with_prefix(seen, "/sleep/1000/9/a-"), b = with_prefix(seen, "/ok/x/x/b-");
+  auto a = with_prefix(seen, "/sleep/2500/9/a-"), b = with_prefix(seen, "/ok/x/x/b-");
   ASSERT_EQ(a.size(), 6u);
   ASSERT_EQ(b.size(), 20u);
   std::vector<double> ta;
@@ -86,14 +87,15 @@ TEST(HttpSinkRate, FusedByHandSendsNothingWhileOthersFlow) {
 }
 
 // Three failures in a row open a's fuse: the rest of a's records are not sent. After the
-// cool-down one probe goes; its success closes the fuse.
+// cool-down one probe goes; its success closes the fuse. The cool-down is long enough
+// that a loaded machine does not pass it between two writes (400 ms did once).
 TEST(HttpSinkRate, FuseOpensAfterConsecutiveFailuresAndProbesAfterCooldown) {
   HttpTestServer srv;
   SinkHarness s(lib(), "http",
                 job_config(srv, {{"max.in.flight", "1"},
                                  {"retry.max", "0"},
                                  {"classes.a.fuse.failures", "3"},
-                                 {"classes.a.fuse.cooldown", "400ms"}}));
+                                 {"classes.a.fuse.cooldown", "2s"}}));
   ASSERT_TRUE(s.ok()) << s.create_status().message();
   std::vector<OwnedRecord> in;
   for (int i = 0; i < 10; ++i) {
@@ -114,7 +116,7 @@ TEST(HttpSinkRate, FuseOpensAfterConsecutiveFailuresAndProbesAfterCooldown) {
   ASSERT_EQ(rejected.size(), 1u);
   EXPECT_EQ(with_prefix(srv.requests(), "/ok/x/x/a-").size(), 0u);
 
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  std::this_thread::sleep_for(std::chrono::milliseconds(2200));
   std::vector<OwnedRecord> later;
   for (int i = 0; i < 5; ++i) later.push_back(ok_job("a", "late" + std::to_string(i)));
   EXPECT_TRUE(s.write(later).empty());
