@@ -1,5 +1,7 @@
 #include "kafka_settings.hpp"
 
+#include "client_files.hpp"
+
 #include <regex.h>
 
 #include <algorithm>
@@ -136,6 +138,7 @@ SourceSettings SourceSettings::parse(const sdk::Config& cfg) {
     throw sdk::ConfigError("fetch.stall.timeout", "must be 0 (off) or at least 1s");
   s.user = cfg.get_map("rdkafka");
   reject_forced_consumer(s.user);
+  check_client_files(s.user);
   int64_t replicas = cfg.get_int("standby.replicas", 0);
   if (replicas < 0 || replicas > 16) throw sdk::ConfigError("standby.replicas", "must be between 0 and 16");
   s.standby_replicas = static_cast<int>(replicas);
@@ -224,6 +227,7 @@ SinkSettings SinkSettings::parse(const sdk::Config& cfg) {
   if (s.open_timeout_ms < 0) throw sdk::ConfigError("open.timeout", "must not be negative");
   s.user = cfg.get_map("rdkafka");
   reject_forced_producer(s.user);
+  check_client_files(s.user);
   if (router.is_fixed()) {
     require_visible_text("topic", router.fixed_topic());
     require_legal_topic("topic", router.fixed_topic());
@@ -256,10 +260,22 @@ void apply_producer_defaults(ConfBuilder& b, const SinkSettings& s) {
   b.apply_user(s.user);
 }
 
+// A client is made and destroyed here, with no bootstrap.servers (so it connects to
+// nothing): librdkafka checks the settings together only then (an unknown sasl.mechanism,
+// a CA it cannot load, settings that contradict each other), and `exactly validate` passed
+// what `run` then refused at once (QA).
+namespace {
+void try_client(ConfBuilder& b, rd_kafka_type_t type) {
+  b.set("log_level", "0", "rdkafka.log_level");  // "no bootstrap.servers" is the point here
+  rd_kafka_destroy(b.create(type));
+}
+}  // namespace
+
 sdk::Status validate_source(const sdk::Config& c) {
   SourceSettings s = SourceSettings::parse(c);
   ConfBuilder b;
   apply_consumer_defaults(b, without_plugin_libraries(s.user));
+  try_client(b, RD_KAFKA_CONSUMER);
   return sdk::Status::ok();
 }
 
@@ -268,6 +284,7 @@ sdk::Status validate_sink(const sdk::Config& c) {
   s.user = without_plugin_libraries(std::move(s.user));
   ConfBuilder b;
   apply_producer_defaults(b, s);
+  try_client(b, RD_KAFKA_PRODUCER);
   return sdk::Status::ok();
 }
 

@@ -74,6 +74,21 @@ INSTANTIATE_TEST_SUITE_P(
              "{ plugin: kafka, config: { bootstrap.servers: 127.0.0.1:1, group.id: g, topics: [t], "
              "rdkafka: { no.such.property: 1 } } }",
              "", kFileSink, 3, "rdkafka.no.such.property", "No such configuration property"},
+        // librdkafka checks some settings together only when a client is made: validate
+        // passed them and run refused them at once (QA).
+        Case{"KafkaSourceSaslMechanism",
+             "{ plugin: kafka, config: { bootstrap.servers: 127.0.0.1:1, group.id: g, topics: [t], "
+             "rdkafka: { security.protocol: SASL_SSL, sasl.mechanism: FOO } } }",
+             "", kFileSink, 3, "rdkafka", "Unsupported SASL mechanism: FOO"},
+        Case{"KafkaSinkCaMissing", kGen, "",
+             "{ plugin: kafka, config: { bootstrap.servers: 127.0.0.1:1, topic: t, "
+             "rdkafka: { security.protocol: SSL, ssl.ca.location: /nonexistent/ca.pem } } }",
+             4, "rdkafka.ssl.ca.location", "/nonexistent/ca.pem: No such file or directory"},
+        // A FIFO there blocked the client's creation for ever; a device is refused alike.
+        Case{"KafkaSourceCaNotAFile",
+             "{ plugin: kafka, config: { bootstrap.servers: 127.0.0.1:1, group.id: g, topics: [t], "
+             "rdkafka: { security.protocol: SSL, ssl.ca.location: /dev/null } } }",
+             "", kFileSink, 3, "rdkafka.ssl.ca.location", "/dev/null: is not a regular file or directory"},
         Case{"KafkaSinkIdempotence", kGen, "",
              "{ plugin: kafka, config: { bootstrap.servers: 127.0.0.1:1, topic: t, state.dir: st, "
              "rdkafka: { enable.idempotence: false } } }",
@@ -130,6 +145,25 @@ TEST(ValidatePluginChecks, AValidConfigStillPassesAndCreatesNothing) {
   EXPECT_FALSE(fs::exists(dir / "st2"));
   EXPECT_FALSE(fs::exists(dir / "st3"));
   EXPECT_FALSE(fs::exists(fs::current_path() / "st1"));
+}
+
+// The client made to check the settings is made without bootstrap servers: it connects
+// nowhere, and a valid secured config passes.
+TEST(ValidatePluginChecks, AValidSecuredConfigPasses) {
+  fs::path dir = temp_dir("validate-plugin-sasl");
+  write_file(dir / "p.yaml",
+             "pipelines:\n"
+             "  - name: p\n"
+             "    delivery: exactly_once\n"
+             "    source: { plugin: kafka, config: { bootstrap.servers: 127.0.0.1:1, group.id: g, topics: [t], "
+             "rdkafka: { security.protocol: SASL_SSL, sasl.mechanism: SCRAM-SHA-512, sasl.username: u, "
+             "sasl.password: p, ssl.ca.location: probe } } }\n"
+             "    sink: { plugin: kafka, config: { bootstrap.servers: 127.0.0.1:1, topic: t2, state.dir: st, "
+             "rdkafka: { security.protocol: SASL_SSL, sasl.mechanism: PLAIN, sasl.username: u, "
+             "sasl.password: p, ssl.ca.location: " + dir.string() + " } } }\n");
+  auto r = run(exactly_bin() + " validate " + (dir / "p.yaml").string(), dir);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_FALSE(fs::exists(dir / "st"));
 }
 
 // The sink is checked with the pipeline's delivery, as create() gets it.
