@@ -76,7 +76,7 @@ const std::vector<Field>& file_fields() {
           "that has not returned after this long; 0 = never"),
       fld("shutdown.timeout", EX_CFG_DURATION, "60s",
           "how long pipelines may take to stop after a signal or when a reload replaces "
-          "them; past it the host prints the calls still running and exits with code 3"),
+          "them (at least 1s); past it the host prints the calls still running and exits with code 3"),
       fld("pipelines", EX_CFG_LIST, nullptr, "pipeline definitions"),
   };
   return f;

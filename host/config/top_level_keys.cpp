@@ -79,10 +79,16 @@ void read_top_level(const std::vector<Flat>& flat, const std::string& file, Host
       spec->metrics_mark = c.marks[k];
     } else if (k == "stage.timeout" || k == "shutdown.timeout") {
       auto ms = parse_duration_ms(v);
-      if (!ms || *ms < 0 || (k == "shutdown.timeout" && *ms == 0)) {
-        ctx.error(c.marks[k], fmt::format("{} '{}': {}", k, v,
-                                          k == "shutdown.timeout" ? "must be a positive duration (e.g. 30s; at most 36500d)"
-                                                                  : "must be a duration (e.g. 60s; 0 = never; at most 36500d)"));
+      // A stop or a reload that replaces a pipeline waits this long for its running round
+      // to commit: under a second that is no wait at all (1ms was accepted, and the next
+      // reload that restarted a pipeline ended the host with exit 3: QA).
+      if (!ms || *ms < 0) {
+        ctx.error(c.marks[k], fmt::format("{} '{}': must be a duration (e.g. 60s; at most 36500d)", k, v));
+        continue;
+      }
+      if (k == "shutdown.timeout" && *ms < 1000) {
+        ctx.error(c.marks[k], fmt::format("shutdown.timeout is {} ms: it must be at least 1s (a stop "
+                                          "waits this long for the running rounds to commit)", *ms));
         continue;
       }
       int64_t& slot = k == "stage.timeout" ? spec->stage_timeout_ms : spec->shutdown_timeout_ms;

@@ -372,6 +372,15 @@ TEST_F(ValidateTest, DurationsAndSizesPastTheirMaximumAreRefused) {
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("key 'shutdown.timeout' expects a duration such as 500ms, 5s, 2m, 1h (at most 36500d), got '999999999999d'"),
             std::string::npos) << r.err;
+  // A stop needs time to commit: 1ms was accepted and made the next reload exit 3 (QA).
+  for (const auto& [short_one, ms] : {std::pair{"1ms", "1"}, {"999ms", "999"}, {"0s", "0"}}) {
+    auto s = validate("shutdown.timeout: " + std::string(short_one) + "\n" + std::string(kGood));
+    EXPECT_EQ(s.exit_code, 2) << short_one << ": " << s.err;
+    EXPECT_NE(s.err.find("p.yaml:2:19: error: shutdown.timeout is " + std::string(ms) + " ms: it must be at least 1s"),
+              std::string::npos) << s.err;
+  }
+  auto one = validate("shutdown.timeout: 1s\n" + std::string(kGood));
+  EXPECT_EQ(one.exit_code, 0) << one.err;
   std::string y = kGood;
   y.insert(y.find("    source:"), "    commit: { interval: 36500d }\n");
   auto ok = validate(y);
