@@ -1,5 +1,7 @@
 #include "dedupe_transform.hpp"
 
+#include "unlogged_claims.hpp"
+
 #include <map>
 #include <mutex>
 
@@ -241,6 +243,11 @@ Status DedupeTransform::restore(Part& part, const std::atomic<bool>* cancel) {
     st = open_changelog(p, info);
     if (!st) return st;
   }
+  // Claims this store made without a changelog (a store kept from before
+  // UNLOGGED_SINCE existed: any claim of a store that never had one).
+  const std::optional<uint64_t> marked = unlogged_since(dir);
+  const uint64_t unlogged_from = marked ? *marked : (from < 0 && !local_empty ? 0 : m.next_seq);
+  const uint64_t unlogged_end = m.next_seq;
   bool wipe = false;
   if (from > info.end && p.start_offset < 0) {
     // Re-created along with the group's offsets: the pipeline starts over.
@@ -328,6 +335,14 @@ Status DedupeTransform::restore(Part& part, const std::atomic<bool>* cancel) {
     host_.info("dedupe: restored partition " + describe(p) + ": " + std::to_string(restored) +
                " claims in " + std::to_string(secs) + " s");
   }
+  if (!wipe && unlogged_end > unlogged_from)
+    host_.warn("dedupe: store " + dir + " holds claims made while its changelog was off "
+               "(sequence numbers " + std::to_string(unlogged_from) + ".." + std::to_string(unlogged_end - 1) +
+               "): changelog " + changelog_topic_ + " lacks them, so a host that restores partition " +
+               describe(p) + " from it (the partition moved, or this store was lost) lets "
+               "duplicates of those ids through until they leave the window; this store keeps "
+               "them while it lives");
+  if (marked) clear_unlogged(dir);
   const StoreMeta& now = part.store->durable();
   if (is_behind(now, p.start_offset)) {
     if (now.position >= 0)
@@ -422,6 +437,9 @@ Status DedupeTransform::open_partition(const sdk::Partition& p, std::unique_ptr<
     }
   }
 
+  // Claims made from here on reach no changelog (unlogged_claims.hpp).
+  st = mark_unlogged(part->store->dir(), part->store->durable().next_seq);
+  if (!st) return st;
   const StoreMeta& m = part->store->durable();
   if (is_behind(m, p.start_offset)) {
     const int64_t covered = covered_by(m);
