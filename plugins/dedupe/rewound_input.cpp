@@ -24,12 +24,23 @@ namespace exactly::dedupe {
 
 void DedupeTransform::find_rewind(Part& part) {
   part.replays_from = -1;
-  if (!changelog_on()) return;
   const int64_t committed = covered_by(part.store->durable());
   const int64_t start = part.partition.start_offset;
   // No committed position at all (a new group, offsets deleted to start over): the input
   // is read again from its start and its first copies come out again, as the first time.
-  // Only an explicit position below the committed output is a rewind.
+  // Only an explicit position below the committed output is a rewind. A group.id changed
+  // by a reload did that without a word (QA: 675,945 records out again), so it is said.
+  if (start < 0 && committed > 0) {
+    host_.warn("dedupe: partition " + part.partition.name + " has no committed offset in the "
+               "source's group (a new group.id, or its offsets deleted), but its store has seen "
+               "the input up to offset " + std::to_string(committed - 1) + ": the source reads "
+               "it again from its auto.offset.reset position, and the first copy of every id "
+               "it has seen comes out again, as the first time (later copies are still dropped). "
+               "If the group changed by mistake, set group.id back; the old group's offsets "
+               "are still there.");
+    return;
+  }
+  if (!changelog_on()) return;
   if (start < 0 || committed <= 0 || start >= committed) return;
   part.replays_from = committed;
   host_.warn("dedupe: partition " + part.partition.name + " resumes at offset " + std::to_string(start) +

@@ -21,6 +21,7 @@ TEST_F(DedupeTest, WithoutAChangelogRecordsPastTheSinksCommittedPositionComeOutA
   // The sink committed the source up to 1 only (b, c, d still in flight), then the host died.
   auto& t2 = start({}, {part(0, "events-0", 1)});
   EXPECT_FALSE(logged(host_, "were moved back"));
+  EXPECT_FALSE(logged(host_, "has no committed offset"));
   EXPECT_THAT(t2.process({event("b", 1), event("c", 2), event("d", 3), event("e", 4)}).kept,
               ElementsAre(0u, 1u, 2u, 3u));
   EXPECT_EQ(metric("dedupe_replays_total"), 3);
@@ -46,6 +47,10 @@ TEST_F(DedupeTest, NoCommittedPositionAtAllReadsTheInputAgainAsTheFirstTime) {
   auto& t2 = start({}, {part(0, "events-0", -1)});
   EXPECT_THAT(t2.process({event("a", 0), event("b", 1), event("a", 2)}).kept, ElementsAre(0u, 1u));
   EXPECT_FALSE(logged(host_, "were moved back"));
+  // Said, with the partition and how far the store had seen (a group.id changed by a
+  // reload did this without a word: QA).
+  EXPECT_TRUE(logged(host_, "partition events-0 has no committed offset in the source's group"));
+  EXPECT_TRUE(logged(host_, "has seen the input up to offset 2"));
 }
 
 }  // namespace
