@@ -218,8 +218,10 @@ Status DedupeTransform::check_changelog_name(const Part& part) {
             ", but this stage's changelog is " + changelog_topic_ +
             " (its default name, exactly-<pipeline>-<stage>-changelog, changes when the stage "
             "moves in the chain or the pipeline is renamed). Set changelog.topic: " + kept +
-            " on this stage to keep its claims; to start it over on the new changelog instead, "
-            "remove the store directory " + part.store->dir(),
+            " on this stage to keep its claims; to start it over on the new changelog instead "
+            "(ids it has seen pass again), remove the store directory " + part.store->dir() +
+            " and set on.store.behind: ignore (the group's offsets are past the new, empty "
+            "changelog, which is refused otherwise)",
         "changelog.topic");
   if (kept.empty()) return sdk::replace_file_atomically(file.string(), changelog_topic_ + "\n");
   return Status::ok();
@@ -230,6 +232,10 @@ Status DedupeTransform::restore(Part& part, const std::atomic<bool>* cancel) {
   const std::string dir = part.store->dir();
   sdk::StateInfo info;
   Status st = open_changelog(p, info);
+  if (!st) return st;
+  // Only once the sink keeps changelogs: with changelog: auto beside a file sink the name
+  // was recorded, and a renamed pipeline was refused for a changelog it never had (QA).
+  st = check_changelog_name(part);
   if (!st) return st;
   const StoreMeta& m = part.store->durable();
   const bool local_empty = m.fresh && m.next_seq == 0;
@@ -414,8 +420,6 @@ Status DedupeTransform::open_partition(const sdk::Partition& p, std::unique_ptr<
   }
 
   if (use_changelog_) {
-    st = check_changelog_name(*part);
-    if (!st) return st;
     // A long restore runs in its own thread while the host holds only this partition
     // back; a short one (or a host that cannot hold) restores here.
     if (restore_backlog(*part) > kBackgroundRestorePositions && host_.hold(p)) {

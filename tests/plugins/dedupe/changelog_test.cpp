@@ -243,9 +243,29 @@ TEST_F(ChangelogTest, AStoreKeptWithAnotherChangelogIsRefusedNotWiped) {
   EXPECT_EQ(st.key(), "changelog.topic");
   EXPECT_THAT(st.message(), HasSubstr("holds the claims of changelog cl, but this stage's changelog is cl-moved"));
   EXPECT_THAT(st.message(), HasSubstr("Set changelog.topic: cl on this stage to keep its claims"));
+  // Starting over takes both steps: the group's offsets are past the new, empty changelog.
+  EXPECT_THAT(st.message(), HasSubstr("and set on.store.behind: ignore"));
   // Nothing was wiped: with its own changelog again, both ids are still known.
   auto& again = start(on("host-a"), {part(0, "events-0", 2)});
   EXPECT_TRUE(again.process({event("a", 2), event("b", 3)}).kept.empty());
+}
+
+// changelog: auto beside a sink that keeps no changelogs (the file sink) recorded the
+// default changelog name anyway, and the pipeline renamed (which renames that default)
+// was refused for a changelog it never had, with advice to remove its only copy (QA).
+TEST_F(ChangelogTest, AStoreThatNeverHadAChangelogIsNotTiedToAChangelogName) {
+  host_.refuse_state_opens();
+  Pairs autos = on("host-a");
+  for (auto& [k, v] : autos)
+    if (k == "changelog") v = "auto";
+  auto& a = start(autos);
+  EXPECT_THAT(a.process({event("a", 0), event("b", 1)}).kept, ElementsAre(0u, 1u));
+  commit_round();
+  EXPECT_FALSE(fs::exists(dir_ / "host-a" / "events-0" / "CHANGELOG_TOPIC"));
+  for (auto& [k, v] : autos)
+    if (k == "changelog.topic") v = "cl-renamed";
+  auto& renamed = start(autos, {part(0, "events-0", 2)});
+  EXPECT_THAT(renamed.process({event("a", 2), event("c", 3)}).kept, ElementsAre(1u));
 }
 
 TEST_F(ChangelogTest, ARestoredStoreFoldsItsNextFillAtItsStaggeredSize) {
