@@ -1,5 +1,7 @@
 #include "error_text.hpp"
 
+#include <cstdio>
+
 namespace exactly::kafka {
 
 std::string fit_error(const std::string& head, const std::string& tail, std::size_t max) {
@@ -32,6 +34,18 @@ std::string fenced_hint(const std::string& txn_id, const std::string& identity_f
          " s ago: the group fences the id of a host that left, and this host's previous "
          "run had it; the pipeline is rebuilt and takes it back, nothing lost or doubled. "
          "If this repeats, " + copy;
+}
+
+std::string timed_out_transaction_hint(int64_t open_ms, int64_t timeout_ms) {
+  auto secs = [](int64_t ms) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%.1f s", static_cast<double>(ms) / 1000.0);
+    return std::string(buf);
+  };
+  return ". The transaction had been open for " + secs(open_ms) + ", longer than transaction.timeout (" +
+         secs(timeout_ms) + "): the transaction coordinator aborted it and fenced this producer "
+         "(a broker outage or a stalled round does that). The pipeline is rebuilt and the round "
+         "replayed, nothing lost or doubled; if it recurs without an outage, raise transaction.timeout";
 }
 
 }  // namespace exactly::kafka

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace exactly::kafka {
@@ -25,5 +26,9 @@ std::string with_reason(const std::string& what, const std::string& reason);
 // left, and a host restarted before its previous run was seen leaving has that run's id;
 // that happens once or twice and passes. Only if it repeats is a copied state.dir the cause.
 std::string fenced_hint(const std::string& txn_id, const std::string& identity_file, double process_age_s);
+
+// The hint after a fence that came while the transaction had been open `open_ms`, past
+// `timeout_ms` (transaction.timeout): the coordinator aborted it and bumped the epoch.
+std::string timed_out_transaction_hint(int64_t open_ms, int64_t timeout_ms);
 
 }  // namespace exactly::kafka

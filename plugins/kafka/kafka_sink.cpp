@@ -342,8 +342,13 @@ sdk::Status KafkaSink::fatal_status(const std::string& what) {
   // copied state.dir (a cloned VM, a restored backup) does, as a second process on one
   // state.dir is refused by its lock. fenced_hint() words it by the process's age.
   if (err == RD_KAFKA_RESP_ERR__FENCED || err == RD_KAFKA_RESP_ERR_PRODUCER_FENCED ||
-      err == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH)
-    hint = fenced_hint(txn_id_, identity_file_, process_age_seconds());
+      err == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH) {
+    // The coordinator also bumps the epoch of a transaction it aborts for outliving
+    // transaction.timeout (a broker outage stalled the round: QA); that is no other producer.
+    const int64_t open_ms = txn_open_ ? now_ms() - txn_began_ms_ : 0;
+    hint = open_ms > txn_timeout_ms_ ? timed_out_transaction_hint(open_ms, txn_timeout_ms_)
+                                     : fenced_hint(txn_id_, identity_file_, process_age_seconds());
+  }
   return sdk::Status::fatal(fit_error("kafka sink: " + with_reason(what, reason), hint, EX_ERROR_MESSAGE_MAX));
 }
 
@@ -413,6 +418,7 @@ sdk::Status KafkaSink::begin_if_needed() {
   ErrorPtr e(rd_kafka_begin_transaction(rk_));
   if (e) return fatal_status("begin_transaction failed: " + describe(e.get()));
   txn_open_ = true;
+  txn_began_ms_ = now_ms();
   return sdk::Status::ok();
 }
 

@@ -133,6 +133,7 @@ class KafkaSink final : public sdk::Sink, public ClientContext {
 
   bool opened_ = false;
   bool txn_open_ = false;
+  int64_t txn_began_ms_ = 0;  // steady ms of the open transaction's begin
   bool broken_ = false;  // fatal: only destroy is left
   uint64_t dr_failed_ = 0;
   std::string dr_first_error_;

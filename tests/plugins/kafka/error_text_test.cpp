@@ -100,3 +100,14 @@ TEST(KafkaErrorText, TheProcessAgeIsReadFromProc) {
   ASSERT_TRUE(up >> uptime);
   EXPECT_LE(age, uptime);
 }
+
+// A transaction that outlived transaction.timeout (a broker outage stalled the round) is
+// aborted by its coordinator with the producer's epoch bumped: librdkafka reports it as a
+// fence, and the text blamed another producer (QA).
+TEST(KafkaErrorText, AFenceAfterTheTransactionTimedOutNamesTheTimeoutNotAnotherProducer) {
+  const std::string h = exactly::kafka::timed_out_transaction_hint(21400, 10000);
+  EXPECT_NE(h.find("open for 21.4 s, longer than transaction.timeout (10.0 s)"), std::string::npos) << h;
+  EXPECT_NE(h.find("coordinator aborted it"), std::string::npos) << h;
+  EXPECT_EQ(h.find("Another producer"), std::string::npos) << h;
+  EXPECT_EQ(h.find("state.dir"), std::string::npos) << h;
+}
