@@ -323,6 +323,12 @@ Status DedupeTransform::restore(Part& part, const std::atomic<bool>* cancel) {
   while (is_behind(part.store->durable(), p.start_offset) &&
          std::chrono::steady_clock::now() < deadline) {
     if (cancel != nullptr && cancel->load()) return Status::fatal("dedupe: restore cancelled");
+    // A stop (or a reload draining this pipeline) does not wait out the catch-up: it held
+    // a SIGTERM for up to changelog.catch.up.timeout, and past shutdown.timeout the host
+    // exited 3 (QA). The next owner restores the partition again.
+    if (host_.stopping())
+      return Status::retriable("dedupe: stopped while partition " + describe(p) +
+                               " waited for changelog " + changelog_topic_ + " to catch up");
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     st = open_changelog(p, info);
     if (!st) return st;

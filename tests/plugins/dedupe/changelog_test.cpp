@@ -268,6 +268,29 @@ TEST_F(ChangelogTest, AStoreThatNeverHadAChangelogIsNotTiedToAChangelogName) {
   EXPECT_THAT(renamed.process({event("a", 2), event("c", 3)}).kept, ElementsAre(1u));
 }
 
+// A partition waiting for its changelog to catch up (changelog.catch.up.timeout, 30 s by
+// default) held a stop that long, and past shutdown.timeout the host exited 3 (QA). A
+// stop ends the wait: the partition is left for its next owner, not refused.
+TEST_F(ChangelogTest, AStopEndsTheWaitForTheChangelogToCatchUp) {
+  auto& a = start(on("host-a"));
+  a.process({event("a", 0), event("b", 1)});
+  read_up_to(2);
+  commit_round();
+  stage_.reset();
+  Pairs empty = on("host-b");
+  for (auto& [k, v] : empty) {
+    if (k == "changelog.catch.up.timeout") v = "20000";
+    if (k == "changelog.topic") v = "cl-empty";  // the group's offsets are past it
+  }
+  TransformHarness t(library(), "dedupe", config(empty), &host_);
+  ASSERT_TRUE(t.ok()) << t.create_status().message();
+  host_.ask_stop();
+  auto st = t.assign({part(0, "events-0", 2)});
+  EXPECT_EQ(st.code(), EX_ERR_RETRIABLE) << st.message();
+  EXPECT_THAT(st.message(), HasSubstr("stopped while partition"));
+  EXPECT_THAT(st.message(), HasSubstr("waited for changelog cl-empty to catch up"));
+}
+
 TEST_F(ChangelogTest, ARestoredStoreFoldsItsNextFillAtItsStaggeredSize) {
   // Partition 1 folds its first fill at 3/4 of the ~21,845-claim threshold (16,384). A
   // restore folds everything it reads; the fill after it is a first fill again, so

@@ -13,6 +13,7 @@
 #include <exactly/sdk.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -159,7 +160,12 @@ class FakeHost {
       ++h->standby_calls;
       return int32_t{EX_OK};
     };
+    api_.stopping = [](ex_host_ctx ctx) {
+      return int32_t{reinterpret_cast<FakeHost*>(ctx)->stop_asked_.load() ? 1 : 0};
+    };
   }
+  // ABI 1.5: what stopping() answers from now on, as a host asked to stop (any thread).
+  void ask_stop() { stop_asked_.store(true); }
   const ex_host_api* api() const { return &api_; }
 
   // ABI 1.2 holds: a stage may hold back a partition; release() may come from any thread.
@@ -281,6 +287,7 @@ class FakeHost {
   std::string pipeline_;
   ex_host_api api_{};
   mutable std::mutex mu_;
+  std::atomic<bool> stop_asked_{false};
   std::condition_variable cv_;
   std::vector<std::string> held_, released_;
   std::map<std::string, std::vector<StateRecord>> state_;
