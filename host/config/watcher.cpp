@@ -42,14 +42,14 @@ Watcher::Watcher(const std::vector<std::string>& paths, std::chrono::millisecond
       }
     } else {
       files_.insert(abs.string());
-      watch(abs.parent_path().string(), kContents);
-      // A named file that is a symlink (a ConfigMap's `p.yaml -> ..data/p.yaml`, a link to
-      // a file kept elsewhere): edits land on its target, in another directory.
-      const fs::path target = fs::canonical(abs, ec);
-      if (!ec && target != abs) {
-        files_.insert(target.string());
-        watch(target.parent_path().string(), kContents);
+      Chain c;
+      c.file = abs.string();
+      for (fs::path d = abs.parent_path();; d = d.parent_path()) {
+        c.dirs.insert(c.dirs.begin(), d.string());
+        if (d == d.parent_path()) break;
       }
+      chains_.push_back(std::move(c));
+      watch_chain(chains_.back(), 0);
     }
   }
 }
@@ -58,12 +58,15 @@ Watcher::~Watcher() {
   if (fd_ >= 0) close(fd_);
 }
 
-void Watcher::watch(const std::string& dir, uint32_t mask) {
+void Watcher::watch(const std::string& dir, uint32_t mask, bool quiet) {
   // IN_MASK_ADD: one directory can be both watched for its files and, as a parent, for
   // its entries; a second add must not narrow the first.
   int wd = inotify_add_watch(fd_, dir.c_str(), mask | IN_MASK_ADD);
   if (wd < 0) {
-    log::warn("reload", "cannot watch {}: {}", dir, std::strerror(errno));
+    if (quiet)
+      log::debug("reload", "cannot watch {}: {}", dir, std::strerror(errno));
+    else
+      log::warn("reload", "cannot watch {}: {}", dir, std::strerror(errno));
     return;
   }
   // A replaced directory: drop the watch of the inode that was there (it now lives
@@ -77,6 +80,32 @@ void Watcher::watch(const std::string& dir, uint32_t mask) {
     }
   }
   watches_[wd] = dir;
+}
+
+void Watcher::watch_chain(const Chain& c, size_t from) {
+  // Watched by path: inotify resolves it, so a directory (or a symlink on the way) that
+  // was replaced is watched anew where the path now leads.
+  for (size_t i = from; i < c.dirs.size(); ++i)
+    watch(c.dirs[i], i + 1 == c.dirs.size() ? kContents : kEntries, i + 1 < c.dirs.size());
+  // A named file that is a symlink (a ConfigMap's `p.yaml -> ..data/p.yaml`, a link to
+  // a file kept elsewhere): edits land on its target, in another directory.
+  std::error_code ec;
+  const fs::path target = fs::canonical(c.file, ec);
+  if (!ec && target.string() != c.file && files_.insert(target.string()).second)
+    watch(target.parent_path().string(), kContents);
+}
+
+bool Watcher::follow_chains(const std::string& dir, const std::string& name) {
+  bool moved = false;
+  for (const auto& c : chains_)
+    for (size_t i = 0; i + 1 < c.dirs.size(); ++i)
+      if (c.dirs[i] == dir && fs::path(c.dirs[i + 1]).filename() == name) {
+        watch_chain(c, i + 1);
+        log::info("reload", "{} was replaced: watching {} where its path now leads", c.dirs[i + 1], c.file);
+        moved = true;
+        break;
+      }
+  return moved;
 }
 
 bool Watcher::relevant(const std::string& dir, const std::string& name) const {
@@ -101,6 +130,7 @@ void Watcher::on_event(int wd, const std::string& name) {
   if (w == watches_.end() || name.empty()) return;
   const std::string dir = w->second;
   bool changed = relevant(dir, name);
+  if (follow_chains(dir, name)) changed = true;
   auto p = parents_.find(dir);
   if (p != parents_.end()) {
     const std::string child = (fs::path(dir) / name).lexically_normal().string();

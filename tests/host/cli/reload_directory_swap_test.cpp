@@ -89,4 +89,53 @@ TEST(ReloadDirectorySwap, ASwappedConfigMapIsFollowedWhenTheFileIsNamed) {
   EXPECT_EQ(host.wait(), 0) << read_file(log);
 }
 
+// A named file in a directory a deploy replaces: a release directory reached through a
+// `current` symlink swapped by rename (Capistrano's `mv -T`), and a plain directory
+// renamed over. Both used to end hot reload for that file in silence: the watch stayed
+// on the old directory, and edits of the new file were never seen (QA).
+TEST(ReloadDirectorySwap, ANamedFileIsFollowedWhenItsDirectoryIsReplaced) {
+  const fs::path dir = temp_dir("reload-named-parent"), log = dir / "host.log";
+  fs::create_directories(dir / "releases" / "v1");
+  write_file(dir / "releases" / "v1" / "p.yaml", "pipelines:\n" + pipeline("rel1", dir));
+  fs::create_directory_symlink("releases/v1", dir / "current");
+  fs::create_directories(dir / "conf");
+  write_file(dir / "conf" / "q.yaml", "pipelines:\n" + pipeline("plain1", dir));
+
+  Child host({exactly_bin(), "run", (dir / "current" / "p.yaml").string(), (dir / "conf" / "q.yaml").string()},
+             log);
+  ASSERT_TRUE(wait_for_text(log, "started 2 pipeline", 20)) << read_file(log);
+
+  // The release: a new directory, the symlink swapped by a rename over it.
+  fs::create_directories(dir / "releases" / "v2");
+  write_file(dir / "releases" / "v2" / "p.yaml", "pipelines:\n" + pipeline("rel1", dir) + pipeline("rel2", dir));
+  fs::create_directory_symlink("releases/v2", dir / "current.tmp");
+  ASSERT_EQ(std::rename((dir / "current.tmp").c_str(), (dir / "current").c_str()), 0);
+  EXPECT_TRUE(wait_for_text(log, "added=rel2", 20)) << read_file(log);
+  // Later edits land in v2, and are seen; the old release going away changes nothing.
+  write_file(dir / "releases" / "v2" / "p.yaml",
+             "pipelines:\n" + pipeline("rel1", dir) + pipeline("rel2", dir) + pipeline("rel3", dir));
+  EXPECT_TRUE(wait_for_text(log, "added=rel3", 20)) << read_file(log);
+  fs::remove_all(dir / "releases" / "v1");
+  write_file(dir / "releases" / "v2" / "p.yaml", "pipelines:\n" + pipeline("rel1", dir) + pipeline("rel4", dir));
+  EXPECT_TRUE(wait_for_text(log, "added=rel4", 20)) << read_file(log);
+
+  // A plain directory renamed over the named file's own.
+  fs::create_directories(dir / "conf.new");
+  write_file(dir / "conf.new" / "q.yaml", "pipelines:\n" + pipeline("plain1", dir) + pipeline("plain2", dir));
+  fs::rename(dir / "conf", dir / "conf.old");
+  fs::rename(dir / "conf.new", dir / "conf");
+  EXPECT_TRUE(wait_for_text(log, "added=plain2", 20)) << read_file(log);
+  write_file(dir / "conf" / "q.yaml",
+             "pipelines:\n" + pipeline("plain1", dir) + pipeline("plain2", dir) + pipeline("plain3", dir));
+  EXPECT_TRUE(wait_for_text(log, "added=plain3", 20)) << read_file(log);
+  // The old directory is not the config any more: its edits reload nothing.
+  const auto reloads = read_file(log).size();
+  write_file(dir / "conf.old" / "q.yaml", "pipelines:\n" + pipeline("stale", dir));
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  EXPECT_EQ(read_file(log).substr(reloads).find("stale"), std::string::npos) << read_file(log);
+
+  host.kill(SIGTERM);
+  EXPECT_EQ(host.wait(), 0) << read_file(log);
+}
+
 }  // namespace
