@@ -29,6 +29,17 @@ std::string Mark::str() const {
 Mark ComponentSpec::mark_of(const std::string& key) const {
   auto it = key_marks.find(key);
   if (it != key_marks.end()) return it->second;
+  // A map named whole ("rdkafka": a plugin that cannot tell which of its entries is at
+  // fault, such as librdkafka refusing a login) is only known by its entries: the first
+  // of them in the file. Before, such an error pointed at the block's first line, another
+  // key (QA: auth errors "at" bootstrap.servers).
+  const std::string prefix = key + ".";
+  const Mark* first = nullptr;
+  for (auto e = key_marks.lower_bound(prefix); e != key_marks.end() && e->first.compare(0, prefix.size(), prefix) == 0; ++e)
+    if (e->second.line > 0 && (first == nullptr || e->second.line < first->line ||
+                               (e->second.line == first->line && e->second.col < first->col)))
+      first = &e->second;
+  if (first != nullptr) return *first;
   // A map entry "rdkafka.x" is reported at its own mark if known, else the block.
   return config_mark.line > 0 ? config_mark : mark;
 }

@@ -147,6 +147,30 @@ TEST(ValidatePluginChecks, AValidConfigStillPassesAndCreatesNothing) {
   EXPECT_FALSE(fs::exists(fs::current_path() / "st1"));
 }
 
+// An error about a map as a whole ("rdkafka": librdkafka refusing the settings together)
+// is placed at the map's first entry, not at the block's first key (QA: login and CA
+// errors pointed at bootstrap.servers).
+TEST(ValidatePluginChecks, AnErrorAboutAWholeMapPointsAtItsFirstEntry) {
+  fs::path dir = temp_dir("validate-plugin-map");
+  write_file(dir / "p.yaml",
+             "pipelines:\n"                                 // 1
+             "  - name: p\n"                                // 2
+             "    source:\n"                                // 3
+             "      plugin: kafka\n"                        // 4
+             "      config:\n"                              // 5
+             "        bootstrap.servers: 127.0.0.1:1\n"     // 6
+             "        group.id: g\n"                        // 7
+             "        topics: [t]\n"                        // 8
+             "        rdkafka:\n"                           // 9
+             "          security.protocol: SASL_SSL\n"      // 10
+             "          sasl.mechanism: FOO\n"              // 11
+             "    sink: " + kFileSink + "\n");
+  auto r = run(exactly_bin() + " validate " + (dir / "p.yaml").string(), dir);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find((dir / "p.yaml").string() + ":10:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("key 'rdkafka': Unsupported SASL mechanism: FOO"), std::string::npos) << r.err;
+}
+
 // The client made to check the settings is made without bootstrap servers: it connects
 // nowhere, and a valid secured config passes.
 TEST(ValidatePluginChecks, AValidSecuredConfigPasses) {
