@@ -29,7 +29,16 @@ std::string ClientContext::fatal_reason(rd_kafka_t* rk) const {
 void ClientContext::log_cb(const rd_kafka_t* rk, int level, const char* fac, const char* buf) {
   auto* self = static_cast<ClientContext*>(rd_kafka_opaque(rk));
   if (self == nullptr) return;
-  self->host_.log(host_log_level(level), std::string("librdkafka ") + fac + ": " + buf);
+  std::string line = std::string("librdkafka ") + fac + ": " + buf;
+  uint64_t suppressed = 0;
+  {
+    std::lock_guard<std::mutex> g(self->repeats_mu_);
+    if (!self->repeats_.pass(line, now_ms(), suppressed)) return;
+  }
+  if (suppressed > 0)
+    line += " (" + std::to_string(suppressed) + " more like it since it was last logged, within " +
+            std::to_string(self->repeats_.window_ms() / 1000) + " s each, not logged)";
+  self->host_.log(host_log_level(level), line);
 }
 
 ex_log_level host_log_level(int syslog_level) {

@@ -6,10 +6,13 @@
 #include <exactly/sdk.hpp>
 #include <librdkafka/rdkafka.h>
 
+#include "repeat_filter.hpp"
+
 #include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -67,6 +70,10 @@ class ClientContext {
   // Set by error_cb, which runs inside the component's own poll calls (its thread).
   std::string security_failure_;
   bool security_failure_tls_ = false;
+
+ private:
+  std::mutex repeats_mu_;
+  RepeatFilter repeats_{5000};  // librdkafka's own lines (repeat_filter.hpp)
 };
 
 // Builds an rd_kafka_conf_t. Errors become ConfigError naming the YAML key, so a typo in

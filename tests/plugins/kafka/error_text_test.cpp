@@ -7,6 +7,7 @@
 
 #include "error_text.hpp"
 #include "process_age.hpp"
+#include "repeat_filter.hpp"
 
 using exactly::kafka::fit_error;
 using exactly::kafka::with_reason;
@@ -110,4 +111,22 @@ TEST(KafkaErrorText, AFenceAfterTheTransactionTimedOutNamesTheTimeoutNotAnotherP
   EXPECT_NE(h.find("coordinator aborted it"), std::string::npos) << h;
   EXPECT_EQ(h.find("Another producer"), std::string::npos) << h;
   EXPECT_EQ(h.find("state.dir"), std::string::npos) << h;
+}
+
+// librdkafka's lines repeated while a broker is away (QA: 1,826 a minute): one a window,
+// the count with the next one.
+TEST(KafkaLogRepeats, ALineRepeatedWithinTheWindowIsCountedAndTheCountGoesWithTheNext) {
+  exactly::kafka::RepeatFilter f(5000);
+  uint64_t held = 99;
+  EXPECT_TRUE(f.pass("GETPID: coordinator not available", 1000, held));
+  EXPECT_EQ(held, 0u);
+  for (int i = 1; i <= 30; ++i) EXPECT_FALSE(f.pass("GETPID: coordinator not available", 1000 + i * 33, held));
+  EXPECT_TRUE(f.pass("another line", 2000, held));  // others are not held back by it
+  EXPECT_EQ(held, 0u);
+  EXPECT_FALSE(f.pass("GETPID: coordinator not available", 5999, held));
+  EXPECT_TRUE(f.pass("GETPID: coordinator not available", 6000, held));
+  EXPECT_EQ(held, 31u);
+  EXPECT_FALSE(f.pass("GETPID: coordinator not available", 6001, held));
+  EXPECT_TRUE(f.pass("GETPID: coordinator not available", 20000, held));
+  EXPECT_EQ(held, 1u);
 }
