@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <set>
 #include <thread>
 
@@ -33,6 +34,7 @@ void ClientContext::log_cb(const rd_kafka_t* rk, int level, const char* fac, con
   uint64_t suppressed = 0;
   {
     std::lock_guard<std::mutex> g(self->repeats_mu_);
+    if (std::strstr(buf, "security.protocol") != nullptr) self->protocol_suspicion_ = buf;
     if (!self->repeats_.pass(line, now_ms(), suppressed)) return;
   }
   if (suppressed > 0)
@@ -189,10 +191,20 @@ std::map<std::string, std::string> connection_settings(const std::map<std::strin
 namespace {
 
 sdk::Status security_status(const ClientContext& ctx, const std::string& servers) {
-  if (ctx.security_failure_is_tls())
-    return sdk::Status::config("rdkafka", "TLS connection to " + servers + " failed: " +
-                                              ctx.security_failure() +
-                                              " (check rdkafka ssl.ca.location and the other ssl.* settings)");
+  if (ctx.security_failure_is_tls()) {
+    // librdkafka says "certificate verify failed" for an unknown CA and for a certificate
+    // that does not name the host dialled alike, and points at ssl.ca.location either way
+    // (QA: a host name the certificate lacked, read as a CA problem).
+    const bool verify = ctx.security_failure().find("certificate verify failed") != std::string::npos ||
+                        ctx.security_failure().find("could not be verified") != std::string::npos;
+    return sdk::Status::config(
+        "rdkafka", "TLS connection to " + servers + " failed: " + ctx.security_failure() +
+                       (verify ? " (check rdkafka ssl.ca.location and the other ssl.* settings; with the "
+                                 "right CA, the broker's certificate may not name the host in "
+                                 "bootstrap.servers: compare its subjectAltName, or connect by a name it "
+                                 "holds)"
+                               : " (check rdkafka ssl.ca.location and the other ssl.* settings)"));
+  }
   return sdk::Status::config("rdkafka", "authentication to " + servers + " failed: " +
                                             ctx.security_failure() +
                                             " (check rdkafka sasl.mechanism, sasl.username and sasl.password)");
@@ -227,10 +239,16 @@ sdk::Status check_cluster(rd_kafka_t* rk, const std::string& servers, int64_t ti
         ctx->host().info("kafka: stop asked while waiting for " + servers + "; not waiting any longer");
         return sdk::Status::retriable("stopped while waiting for " + servers);
       }
-      if (now_ms() >= deadline)
-        return sdk::Status::retriable("cannot reach " + servers + ": " + rd_kafka_err2str(err) +
-                                      " (no metadata within " + std::to_string(timeout_ms) +
-                                      " ms)");
+      if (now_ms() >= deadline) {
+        const std::string suspicion = ctx != nullptr ? ctx->protocol_suspicion() : std::string();
+        return sdk::Status::retriable(
+            "cannot reach " + servers + ": " + rd_kafka_err2str(err) + " (no metadata within " +
+            std::to_string(timeout_ms) + " ms)" +
+            (suspicion.empty() ? std::string()
+                               : "; librdkafka suspects rdkafka security.protocol (" + suspicion +
+                                     "): check that it is the brokers' listener's (PLAINTEXT, SSL, "
+                                     "SASL_PLAINTEXT or SASL_SSL)"));
+      }
     }
     std::set<std::string> have;
     for (int i = 0; i < md->topic_cnt; ++i)

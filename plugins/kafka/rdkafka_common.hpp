@@ -58,6 +58,13 @@ class ClientContext {
   // instead of waiting out open.timeout for metadata that cannot come.
   const std::string& security_failure() const { return security_failure_; }
   bool security_failure_is_tls() const { return security_failure_tls_; }
+  // librdkafka's last line that suspects the connection's security.protocol (a plaintext
+  // client at a TLS listener, or the other way round), or "": a broker that cannot be
+  // reached for that reason is otherwise reported as unreachable, and retried for ever.
+  std::string protocol_suspicion() const {
+    std::lock_guard<std::mutex> g(repeats_mu_);
+    return protocol_suspicion_;
+  }
   // librdkafka's fatal error text, or "".
   std::string fatal_reason(rd_kafka_t* rk) const;
 
@@ -72,8 +79,9 @@ class ClientContext {
   bool security_failure_tls_ = false;
 
  private:
-  std::mutex repeats_mu_;
+  mutable std::mutex repeats_mu_;
   RepeatFilter repeats_{5000};  // librdkafka's own lines (repeat_filter.hpp)
+  std::string protocol_suspicion_;
 };
 
 // Builds an rd_kafka_conf_t. Errors become ConfigError naming the YAML key, so a typo in

@@ -208,6 +208,22 @@ TEST(KafkaSaslSsl, MovesRecordsEndToEndAndNeverPrintsThePassword) {
       << tls.err.substr(tls.err.size() > 6000 ? tls.err.size() - 6000 : 0);
   EXPECT_NE(tls.err.find("check rdkafka ssl.ca.location"), std::string::npos);
 
+  // A plaintext client at the TLS listener: librdkafka only retries, and only its own
+  // log line suspected the protocol; the sink's "cannot reach" now says so (QA).
+  const fs::path pdir = temp_dir("sasl-plaintext");
+  write_file(pdir / "p.yaml",
+             "pipelines:\n"
+             "  - name: plain-at-tls\n"
+             "    source: { plugin: generator, config: { count: 10 } }\n"
+             "    sink:\n      plugin: kafka\n      config:\n"
+             "        bootstrap.servers: " + b.bootstrap + "\n        topic: " + s.out + "\n"
+             "        open.timeout: 5s\n");
+  auto plain = run("timeout 25 " + exactly_bin() + " run --no-watch " + (pdir / "p.yaml").string(), pdir);
+  EXPECT_NE(plain.err.find("cannot reach " + b.bootstrap), std::string::npos)
+      << plain.err.substr(plain.err.size() > 6000 ? plain.err.size() - 6000 : 0);
+  EXPECT_NE(plain.err.find("librdkafka suspects rdkafka security.protocol"), std::string::npos)
+      << plain.err.substr(plain.err.size() > 6000 ? plain.err.size() - 6000 : 0);
+
   // Nowhere.
   const std::vector<std::pair<std::string, std::string>> outputs = {
       {"validate", v.out + v.err}, {"plugins --json", p.out + p.err}, {"run", out},
