@@ -26,8 +26,9 @@ std::string fenced_hint(const std::string& txn_id, const std::string& identity_f
       "another live host uses a copy of this state.dir: each host needs its own; on the host "
       "with the copy, stop exactly and delete the id file, here " + identity_file +
       ", so that it takes a new id";
-  // The group's members see a departed one after its session timeout (45 s by default)
-  // and a description (at most 30 s later): past that, a restart explains nothing.
+  // The group's members see a departed one after its session timeout (6 s, the source's
+  // default; librdkafka's own is 45 s) and a description (at most 30 s later): past that, a
+  // restart explains nothing.
   constexpr double kRecentStartS = 180;
   if (process_age_s < 0 || process_age_s > kRecentStartS) return hint + " (if this repeats, " + copy + ")";
   return hint + ". This host started " + std::to_string(static_cast<long>(process_age_s)) +

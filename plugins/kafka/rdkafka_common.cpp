@@ -33,7 +33,7 @@ void ClientContext::log_cb(const rd_kafka_t* rk, int level, const char* fac, con
   std::string line = std::string("librdkafka ") + fac + ": " + buf;
   uint64_t suppressed = 0;
   {
-    std::lock_guard<std::mutex> g(self->repeats_mu_);
+    std::lock_guard<std::mutex> g(self->log_mu_);
     if (std::strstr(buf, "security.protocol") != nullptr) self->protocol_suspicion_ = buf;
     if (!self->repeats_.pass(line, now_ms(), suppressed)) return;
   }

@@ -62,7 +62,7 @@ class ClientContext {
   // client at a TLS listener, or the other way round), or "": a broker that cannot be
   // reached for that reason is otherwise reported as unreachable, and retried for ever.
   std::string protocol_suspicion() const {
-    std::lock_guard<std::mutex> g(repeats_mu_);
+    std::lock_guard<std::mutex> g(log_mu_);
     return protocol_suspicion_;
   }
   // librdkafka's fatal error text, or "".
@@ -79,7 +79,7 @@ class ClientContext {
   bool security_failure_tls_ = false;
 
  private:
-  mutable std::mutex repeats_mu_;
+  mutable std::mutex log_mu_;
   RepeatFilter repeats_{5000};  // librdkafka's own lines (repeat_filter.hpp)
   std::string protocol_suspicion_;
 };

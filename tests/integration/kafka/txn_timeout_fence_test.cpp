@@ -32,6 +32,8 @@ TEST(TxnTimeoutFence, ATransactionAbortedForItsAgeIsNamedNotBlamedOnAnotherProdu
   host.signal(SIGSTOP);
   std::this_thread::sleep_for(std::chrono::seconds(16));
   host.signal(SIGCONT);
+  int code = -1;
+  EXPECT_FALSE(producer->exited(&code)) << "the input was complete before the host froze";
   const std::string said = "longer than transaction.timeout (1.0 s): the transaction coordinator aborted it";
   EXPECT_TRUE(wait_for([&] { return read_file(host.log()).find(said) != std::string::npos; },
                        std::chrono::seconds(60)))

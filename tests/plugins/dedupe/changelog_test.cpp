@@ -233,9 +233,7 @@ TEST_F(ChangelogTest, AStoreKeptWithAnotherChangelogIsRefusedNotWiped) {
   read_up_to(2);
   commit_round();
   stage_.reset();
-  Pairs moved = on("host-a");
-  for (auto& [k, v] : moved)
-    if (k == "changelog.topic") v = "cl-moved";
+  Pairs moved = with(on("host-a"), "changelog.topic", "cl-moved");
   TransformHarness t(library(), "dedupe", config(moved), &host_);
   ASSERT_TRUE(t.ok());
   auto st = t.assign({part(0, "events-0", 2)});
@@ -255,16 +253,12 @@ TEST_F(ChangelogTest, AStoreKeptWithAnotherChangelogIsRefusedNotWiped) {
 // was refused for a changelog it never had, with advice to remove its only copy (QA).
 TEST_F(ChangelogTest, AStoreThatNeverHadAChangelogIsNotTiedToAChangelogName) {
   host_.refuse_state_opens();
-  Pairs autos = on("host-a");
-  for (auto& [k, v] : autos)
-    if (k == "changelog") v = "auto";
+  Pairs autos = with(on("host-a"), "changelog", "auto");
   auto& a = start(autos);
   EXPECT_THAT(a.process({event("a", 0), event("b", 1)}).kept, ElementsAre(0u, 1u));
   commit_round();
   EXPECT_FALSE(fs::exists(dir_ / "host-a" / "events-0" / "CHANGELOG_TOPIC"));
-  for (auto& [k, v] : autos)
-    if (k == "changelog.topic") v = "cl-renamed";
-  auto& renamed = start(autos, {part(0, "events-0", 2)});
+  auto& renamed = start(with(autos, "changelog.topic", "cl-renamed"), {part(0, "events-0", 2)});
   EXPECT_THAT(renamed.process({event("a", 2), event("c", 3)}).kept, ElementsAre(1u));
 }
 
@@ -277,11 +271,8 @@ TEST_F(ChangelogTest, AStopEndsTheWaitForTheChangelogToCatchUp) {
   read_up_to(2);
   commit_round();
   stage_.reset();
-  Pairs empty = on("host-b");
-  for (auto& [k, v] : empty) {
-    if (k == "changelog.catch.up.timeout") v = "20000";
-    if (k == "changelog.topic") v = "cl-empty";  // the group's offsets are past it
-  }
+  // The group's offsets are past the empty changelog cl-empty.
+  Pairs empty = with(with(on("host-b"), "changelog.catch.up.timeout", "20000"), "changelog.topic", "cl-empty");
   TransformHarness t(library(), "dedupe", config(empty), &host_);
   ASSERT_TRUE(t.ok()) << t.create_status().message();
   host_.ask_stop();
@@ -714,12 +705,6 @@ TEST_P(NoChangelogKillTest, EveryStoreOfAnAssignmentKeepsItsRoundsInItsWal) {
 
 namespace {
 
-std::string all_logs(const FakeHost& h) {
-  std::string out;
-  for (const auto& [level, text] : h.logs) out += text + "\n";
-  return out;
-}
-
 // Claims made while the changelog was off never reach it. Turned on again, the store
 // says so once (a restore elsewhere would let those ids pass again); nothing said it
 // before (QA: 59,983 duplicated after the store was moved away).
@@ -728,9 +713,7 @@ TEST_F(ChangelogTest, ClaimsMadeWhileTheChangelogWasOffAreNamedWhenItIsOnAgain) 
   EXPECT_THAT(a.process({event("a", 0), event("b", 1)}).kept, ElementsAre(0u, 1u));
   read_up_to(2);
   commit_round();
-  Pairs off = on("host-a");
-  for (auto& kv : off)
-    if (kv.first == "changelog") kv.second = "off";
+  Pairs off = with(on("host-a"), "changelog", "off");
   auto& unlogged = start(off, {part(0, "events-0", 2)});
   EXPECT_THAT(unlogged.process({event("c", 2), event("d", 3), event("a", 4)}).kept, ElementsAre(0u, 1u));
   read_up_to(5);
@@ -755,9 +738,7 @@ TEST_F(ChangelogTest, ClaimsMadeWhileTheChangelogWasOffAreNamedWhenItIsOnAgain) 
 // A store kept without any changelog, which the changelog is then turned on for, is kept
 // (the changelog is empty) and said to hold claims the changelog lacks.
 TEST_F(ChangelogTest, AStoreThatNeverHadAChangelogIsNamedWhenOneIsTurnedOn) {
-  Pairs off = on("host-a");
-  for (auto& kv : off)
-    if (kv.first == "changelog") kv.second = "off";
+  Pairs off = with(on("host-a"), "changelog", "off");
   auto& local = start(off);
   EXPECT_THAT(local.process({event("a", 0), event("b", 1)}).kept, ElementsAre(0u, 1u));
   read_up_to(2);

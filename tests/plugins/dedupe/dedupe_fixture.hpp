@@ -64,6 +64,24 @@ inline bool logged(const FakeHost& h, const std::string& what) {
   return false;
 }
 
+// Every line the stage logged, for a failed assertion's message.
+inline std::string all_logs(const FakeHost& h) {
+  std::string out;
+  for (const auto& [level, text] : h.logs) out += text + "\n";
+  return out;
+}
+
+// `config` with `key` set to `value` in place (added when absent).
+inline Pairs with(Pairs config, const std::string& key, const std::string& value) {
+  for (auto& [k, v] : config)
+    if (k == key) {
+      v = value;
+      return config;
+    }
+  config.emplace_back(key, value);
+  return config;
+}
+
 // SST files in a store's directory: one per fold, while the store is a row of them.
 // Files of folded claims in a store: SST files (claims.format sst, and the sequence
 // index's own flushes) or the store's own claims files (claims-<end>.xc).
