@@ -48,7 +48,9 @@ const ex_config_field kSourceFields[16] = {
                "A fetchable (not paused) partition from which no record arrived for this long "
                "although the broker holds records past its position is warned about and its "
                "fetch restarted at that position (and the topic's metadata refreshed); counted "
-               "in kafka_source_fetch_restarts_total. 0 = never checked",
+               "in kafka_source_fetch_restarts_total. One whose leader does not answer the "
+               "check is warned about (with the client's latest error) and counted in "
+               "kafka_source_fetch_stalls_unanswered_total. 0 = never checked",
                "30000"),
     sdk::field("static.membership", EX_CFG_BOOL,
                "Join with a group.instance.id kept in state.dir (one per host, the same YAML "
@@ -401,6 +403,7 @@ void KafkaSource::on_assign(rd_kafka_topic_partition_list_t* parts) {
     p.rd_paused = false;
     p.not_before_ms = 0;
     p.progress_ms = now_ms();
+    p.unanswered_since_ms = 0;
     added_ids.push_back(id);
     host_parts.push_back(sdk::Partition{id, p.name, p.topic, p.number, start >= 0 ? start : -1});
   }
@@ -494,6 +497,8 @@ sdk::Status KafkaSource::handle_message_error(rd_kafka_message_t* m) {
                 std::to_string(m->partition) + "])";
       host_.warn(std::string("kafka source: consumer error") + where + ": " +
                  rd_kafka_message_errstr(m));
+      recent_error_ = std::string(rd_kafka_err2name(m->err)) + where + ": " + rd_kafka_message_errstr(m);
+      recent_error_ms_ = now_ms();
       return sdk::Status::ok();
     }
   }
@@ -636,6 +641,7 @@ sdk::Status KafkaSource::poll(int timeout_ms, std::vector<ex_record>& out, bool&
     r.timestamp_ms = rd_kafka_message_timestamp(m, &tstype);
     p->next = m->offset + 1;
     p->progress_ms = polled_ms;
+    p->unanswered_since_ms = 0;
     out.push_back(r);
   }
   if (!msgs_.empty()) host_.counter("kafka_source_records_total", static_cast<double>(msgs_.size()));

@@ -80,6 +80,9 @@ class KafkaSource final : public sdk::Source, public ClientContext {
     // When a record of it last arrived, or it last was (re)started or paused: the fetch
     // stall check (kafka_source_stall.cpp) measures from here.
     int64_t progress_ms = 0;
+    // When it was last heard of before a stall check's question to its leader went
+    // unanswered (0: not so): the warning says how long it has not been read.
+    int64_t unanswered_since_ms = 0;
   };
 
   static void rebalance_cb(rd_kafka_t* rk, rd_kafka_resp_err_t err,
@@ -177,6 +180,7 @@ class KafkaSource final : public sdk::Source, public ClientContext {
   int64_t stall_timeout_ms_ = 30000;
   int64_t last_stall_check_ms_ = 0;
   void check_stalls();
+  void warn_unanswered(PartState& p, int64_t now, rd_kafka_resp_err_t err);
   // The offset a partition's next record comes from (RD_KAFKA_OFFSET_BEGINNING when it
   // has none yet and starts at the earliest), or RD_KAFKA_OFFSET_INVALID when unknown.
   int64_t resume_point(const PartState& p) const;

@@ -13,6 +13,7 @@
 // offset): records behind an open transaction are not a stall.
 #include "kafka_source.hpp"
 
+#include <algorithm>
 #include <memory>
 #include <string>
 
@@ -40,6 +41,7 @@ void KafkaSource::check_stalls() {
     // by design, so the clock starts again once it fetches.
     if (p.rd_paused || wants_pause(p, paused_) || !p.buffered.empty()) {
       p.progress_ms = now;
+      p.unanswered_since_ms = 0;
       continue;
     }
     if (now - p.progress_ms < stall_timeout_ms_) continue;
@@ -55,18 +57,45 @@ void KafkaSource::check_stalls() {
             RD_KAFKA_RESP_ERR_NO_ERROR &&
         hi >= 0 && at >= 0 && hi <= at) {
       p.progress_ms = now;
+      p.unanswered_since_ms = 0;
       continue;
     }
     if (asked) continue;  // its turn comes at the next check
     asked = true;
-    p.progress_ms = now;  // asked about at most once per timeout
     // None cached (never fetched) or records past the position: ask the broker.
-    if (query_watermarks(rk_, p.topic, p.number, lo, hi, 2000) != RD_KAFKA_RESP_ERR_NO_ERROR)
-      continue;  // the broker did not answer: asked again after another timeout
+    const int64_t heard_ms = p.unanswered_since_ms > 0 ? p.unanswered_since_ms : p.progress_ms;
+    p.progress_ms = now;  // asked about at most once per timeout
+    if (const rd_kafka_resp_err_t err = query_watermarks(rk_, p.topic, p.number, lo, hi, 2000);
+        err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      // Not restarted (nothing says records wait), but not silent either: a leader that
+      // cannot be reached, or refuses this client's credentials, leaves the partition
+      // unread for as long as that lasts (QA: minutes, with a revoked password).
+      p.unanswered_since_ms = heard_ms;
+      warn_unanswered(p, now, err);
+      continue;  // asked again after another timeout
+    }
+    p.unanswered_since_ms = 0;
     const int64_t from = at >= 0 ? at : lo;
     if (hi <= from) continue;  // nothing waiting: a quiet partition
     restart_fetch(p, at, hi - from);
   }
+}
+
+void KafkaSource::warn_unanswered(PartState& p, int64_t now, rd_kafka_resp_err_t err) {
+  std::string text = "kafka source: " + p.name + " has not been read for " +
+                     std::to_string((now - p.unanswered_since_ms) / 1000) +
+                     " s and its leader did not answer for its end offset (" + rd_kafka_err2str(err) +
+                     "): it is not being read while that lasts (librdkafka retries by itself";
+  // librdkafka reports a repeated error once and then suppresses it, so the latest one may
+  // be older than a timeout and still be the cause.
+  const std::string last = recent_error(now, std::max<int64_t>(3 * stall_timeout_ms_, 120000));
+  if (!last.empty())
+    text += "; the client's latest error, " + std::to_string((now - recent_error_ms()) / 1000) +
+            " s ago: " + last;
+  text += "); asked again every " + std::to_string(stall_timeout_ms_ / 1000) + " s";
+  host_.warn(text);
+  std::string labels = "partition=" + p.name;
+  host_.counter("kafka_source_fetch_stalls_unanswered_total", 1, labels.c_str());
 }
 
 void KafkaSource::restart_fetch(PartState& p, int64_t at, int64_t waiting) {

@@ -133,8 +133,11 @@ void ClientContext::error_cb(rd_kafka_t* rk, int err, const char* reason, void* 
     self->security_failure_tls_ = err == RD_KAFKA_RESP_ERR__SSL;
   }
   // Transport-level trouble is retried by librdkafka itself; say so once per event.
-  self->host_.warn(std::string("kafka: ") + rd_kafka_err2name(static_cast<rd_kafka_resp_err_t>(err)) +
-                   ": " + (reason ? reason : ""));
+  std::string text = std::string(rd_kafka_err2name(static_cast<rd_kafka_resp_err_t>(err))) + ": " +
+                     (reason ? reason : "");
+  self->host_.warn("kafka: " + text);
+  self->recent_error_ = std::move(text);
+  self->recent_error_ms_ = now_ms();
 }
 
 ConfBuilder::ConfBuilder() : conf_(rd_kafka_conf_new()) {}

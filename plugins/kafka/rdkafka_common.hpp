@@ -65,6 +65,14 @@ class ClientContext {
     std::lock_guard<std::mutex> g(log_mu_);
     return protocol_suspicion_;
   }
+  // librdkafka's latest error event ("_AUTHENTICATION: SASL authentication error: ..."),
+  // when it came within `within_ms` of `now`, or "": a check that finds something not
+  // moving names what the client last complained of (a revoked password shows only
+  // there). Set and read on the component's own thread (error_cb runs in its polls).
+  std::string recent_error(int64_t now, int64_t within_ms) const {
+    return !recent_error_.empty() && now - recent_error_ms_ <= within_ms ? recent_error_ : std::string();
+  }
+  int64_t recent_error_ms() const { return recent_error_ms_; }
   // librdkafka's fatal error text, or "".
   std::string fatal_reason(rd_kafka_t* rk) const;
 
@@ -77,6 +85,8 @@ class ClientContext {
   // Set by error_cb, which runs inside the component's own poll calls (its thread).
   std::string security_failure_;
   bool security_failure_tls_ = false;
+  std::string recent_error_;
+  int64_t recent_error_ms_ = 0;
 
  private:
   mutable std::mutex log_mu_;

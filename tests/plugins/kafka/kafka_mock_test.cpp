@@ -548,11 +548,14 @@ TEST_F(StalledPartition, IsReportedAndRestartedWithoutLossOrRepeats) {
 }
 
 // With in-1's leader then down for three stall timeouts: the check's watermark request
-// for in-1 fails, so nothing is restarted or warned about while the broker is away (a
-// source that took a failed answer for "records waiting" would restart the partition
-// every timeout, and one that waited for the answer would hold the other partition's
-// records), and once the leader is back every record of both arrives once, in order.
-TEST_F(StalledPartition, WhileItsLeaderIsDownNothingIsRestartedAndNothingLost) {
+// for in-1 fails, so nothing is restarted while the broker is away (a source that took a
+// failed answer for "records waiting" would restart the partition every timeout, and one
+// that waited for the answer would hold the other partition's records), but a warning
+// says in-1 is not being read, with the client's latest error, and counts it (QA: a
+// partition whose leader refused revoked credentials sat unread for minutes with nothing
+// but librdkafka's own lines); once the leader is back every record of both arrives once,
+// in order.
+TEST_F(StalledPartition, WhileItsLeaderIsDownItIsReportedNotRestartedAndNothingLost) {
   poll_until(10, 0, kt::now_ms() + 20000);
   ASSERT_EQ(offsets_[0].size(), 10u) << "the healthy partition did not deliver";
   ASSERT_TRUE(offsets_[1].empty()) << "the injected fetch errors let in-1 through";
@@ -565,6 +568,14 @@ TEST_F(StalledPartition, WhileItsLeaderIsDownNothingIsRestartedAndNothingLost) {
   EXPECT_EQ(restarts("in-1"), 0.0)
       << "a partition whose leader does not answer was restarted as if its records were waiting";
   EXPECT_FALSE(warned_of_in1());
+  EXPECT_GE(h_.metric("kafka_source_fetch_stalls_unanswered_total{partition=in-1}"), 1.0);
+  EXPECT_EQ(h_.metric("kafka_source_fetch_stalls_unanswered_total{partition=in-0}"), 0.0);
+  std::string unread;
+  for (const auto& [level, text] : h_.logs)
+    if (text.find("in-1 has not been read for") != std::string::npos) unread = text;
+  EXPECT_NE(unread.find("its leader did not answer"), std::string::npos)
+      << "no warning that in-1 is not being read while its leader is down";
+  EXPECT_NE(unread.find("the client's latest error"), std::string::npos) << unread;
 
   ASSERT_EQ(rd_kafka_mock_broker_set_up(mc_.get(), 2), RD_KAFKA_RESP_ERR_NO_ERROR);
   poll_until(20, 10, kt::now_ms() + 40000);
