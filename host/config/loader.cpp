@@ -15,10 +15,10 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <set>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <tuple>
 
 namespace exactly::config {
@@ -156,6 +156,13 @@ LoadResult load(const std::vector<std::string>& paths, plugin::Registry& registr
   // Report in reading order, whatever order the checks ran in.
   std::stable_sort(r.errors.begin(), r.errors.end(), [](const Diagnostic& a, const Diagnostic& b) {
     return std::tie(a.mark.file, a.mark.line, a.mark.col) < std::tie(b.mark.file, b.mark.line, b.mark.col);
+  });
+  // Once each: a value under a YAML anchor is checked wherever the anchor is used, and an
+  // error in it points at the anchor's line every time (QA: the same line printed twice,
+  // counted as two errors).
+  std::set<std::tuple<std::string, int, int, std::string>> seen;
+  std::erase_if(r.errors, [&](const Diagnostic& d) {
+    return !seen.emplace(d.mark.file, d.mark.line, d.mark.col, d.message).second;
   });
   if (r.ok() && r.spec.pipelines.empty())
     r.errors.push_back({Mark{r.spec.files.empty() ? "" : r.spec.files[0], 0, 0},

@@ -28,7 +28,7 @@ namespace {
 std::string resolve_scalar(const std::string& text, const std::string& key, const Mark& at, ErrorSink& ctx) {
   Interpolated r = interpolate(text);
   if (!r.error.empty()) {
-    ctx.error(at, fmt::format("key '{}': {}", key, r.error));
+    ctx.unresolved(at, fmt::format("key '{}': {}", key, r.error));
     return text;
   }
   if (r.from_file || secrets::key_is_secret(key)) secrets::add(r.value);

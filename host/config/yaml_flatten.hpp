@@ -8,6 +8,7 @@
 
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace exactly::config {
@@ -15,8 +16,23 @@ namespace exactly::config {
 // Where the steps of one load put the problems they find.
 class ErrorSink {
  public:
+  explicit ErrorSink(std::vector<Diagnostic>* out) : errors(out) {}
   std::vector<Diagnostic>* errors;
-  void error(const Mark& m, std::string msg) { errors->push_back({m, std::move(msg)}); }
+  void error(const Mark& m, std::string msg) {
+    if (unresolved_.count(std::tie(m.file, m.line, m.col)) != 0) return;
+    errors->push_back({m, std::move(msg)});
+  }
+  // A value whose ${...} reference could not be resolved: this error, and no other at its
+  // place. The checks after it see the reference's own text, and each would report it
+  // again as a wrong value (QA: "expects an integer, got '${file:...}'" after the error
+  // that said the file was missing).
+  void unresolved(const Mark& m, std::string msg) {
+    errors->push_back({m, std::move(msg)});
+    unresolved_.emplace(m.file, m.line, m.col);
+  }
+
+ private:
+  std::set<std::tuple<std::string, int, int>> unresolved_;
 };
 
 // One leaf of a flattened YAML map: "retention.max.keys" -> node.

@@ -560,6 +560,29 @@ pipelines:
       << r.err;
 }
 
+// A value under an anchor is checked wherever the anchor is used; an error in it (here a
+// ${file:} that cannot be read, whose message names no pipeline) is reported once, not
+// once per use (QA: the same line twice, "2 error(s)").
+TEST_F(ValidateTest, AnErrorUnderAnAnchorUsedTwiceIsReportedOnce) {
+  auto r = validate(R"(x-count: &count
+  count: ${file:/nonexistent/exactly-count}
+pipelines:
+  - name: one
+    source: { plugin: counter, config: { <<: *count } }
+    sink: { plugin: faulty, config: { path: /tmp/x } }
+  - name: two
+    source: { plugin: counter, config: { <<: *count } }
+    sink: { plugin: faulty, config: { path: /tmp/x } }
+)");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  const std::string line = file() + ":3:";
+  size_t n = 0;
+  for (size_t at = r.err.find(line); at != std::string::npos; at = r.err.find(line, at + 1)) ++n;
+  EXPECT_EQ(n, 1u) << r.err;
+  EXPECT_NE(r.err.find("/nonexistent/exactly-count"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("1 error(s)"), std::string::npos) << r.err;
+}
+
 TEST_F(ValidateTest, AMergeKeyThatNamesNoMapIsRefusedAtItsLine) {
   // The third gives `<<` twice: refused at the second (line 9).
   for (const std::string bad : {"<<: 3", "<<: [*m, 3]", "<<: *m\n        <<: *m"}) {
