@@ -170,7 +170,7 @@ bool Dispatcher::finish(Slot& slot, CURLcode code, RateClasses& classes, const S
   if (r.last.retry_after_ms >= 0) {
     // The downstream named a time: the whole class waits, not only this record.
     delay = std::chrono::milliseconds(std::min(r.last.retry_after_ms, s.retry_after_max_ms));
-    c.paused_until = std::max(c.paused_until, now + delay);
+    c.limit->pause_until(now + delay);
   }
   if (r.attempts > s.retry_max) {
     // With a retry topic it may not be final: requeue.cpp counts it if it is.
@@ -239,8 +239,8 @@ void Dispatcher::start_ready(RateClasses& classes, const Settings& s, const Done
     if (slot.req != nullptr && slot.req->cls < n) ++busy[slot.req->cls];
   auto could_send = [&](size_t ci) {
     RateClass& c = classes[ci];
-    return !ready_[ci].empty() && !c.fuse.rejecting(now) && c.paused_until <= now &&
-           c.bucket.next_token(now) <= now;
+    return !ready_[ci].empty() && !c.fuse.rejecting(now) && c.limit->paused_until() <= now &&
+           c.limit->next_token(now) <= now;
   };
   bool progress = true;
   while (progress && !free_.empty()) {
@@ -273,12 +273,12 @@ void Dispatcher::start_ready(RateClasses& classes, const Settings& s, const Done
         }
         continue;
       }
-      if (c.paused_until > now) {
-        if (c.reroute_limited) reroute_limited(q, c, c.paused_until, now, s, done);
-        wake = std::min(wake, c.paused_until);
+      if (const auto paused_until = c.limit->paused_until(); paused_until > now) {
+        if (c.reroute_limited) reroute_limited(q, c, paused_until, now, s, done);
+        wake = std::min(wake, paused_until);
         continue;
       }
-      auto next = c.bucket.next_token(now);
+      auto next = c.limit->next_token(now);
       if (next > now) {
         if (c.reroute_limited) reroute_limited(q, c, next, now, s, done);
         wake = std::min(wake, next);
@@ -291,9 +291,16 @@ void Dispatcher::start_ready(RateClasses& classes, const Settings& s, const Done
         for (size_t k = 0; k < n && !other; ++k) other = k != ci && could_send(k);
         if (other) continue;
       }
+      // Another sink of the class's rate.group may have taken the token since.
+      if (!c.limit->try_take(now)) {
+        wake = std::min(wake, c.limit->next_token(now));
+        continue;
+      }
       auto d = c.fuse.decide(now);
-      if (d == Fuse::Decision::wait) continue;  // a probe is out; its answer wakes us
-      c.bucket.try_take(now);
+      if (d == Fuse::Decision::wait) {  // a probe is out; its answer wakes us
+        c.limit->give_back();
+        continue;
+      }
       Request& r = *q.front();
       q.pop_front();
       r.probe = d == Fuse::Decision::probe;

@@ -40,7 +40,7 @@ void Dispatcher::reroute_limited(std::deque<Request*>& q, RateClass& c, Clock::t
   // reroute.wait.max wait here, the later ones leave with that turn as their not-before
   // time, so that they come back spread at the class's rate rather than all at once.
   const auto wait_max = std::chrono::milliseconds(s.reroute_wait_max_ms);
-  const double rate = c.bucket.rate();
+  const double rate = c.limit->rate();
   size_t keep = 0;
   while (keep < q.size()) {
     auto at = turn;

@@ -157,6 +157,7 @@ Settings Settings::from(const sdk::Config& c) {
   if (!s.class_field_text.empty()) s.class_field = field_of("class.field", s.class_field_text);
 
   s.retry_topic = RetryTopicSettings::parse(c);
+  s.rate_group = c.get_string("rate.group");
   s.reroute_wait_max_ms = c.get_duration_ms("reroute.wait.max", 1000);
   if (s.reroute_wait_max_ms < 0) throw sdk::ConfigError("reroute.wait.max", "must not be negative");
   ClassSettings base;
@@ -183,7 +184,7 @@ bool Settings::same_connection_settings(const Settings& o) const {
          backoff_initial_ms == o.backoff_initial_ms && backoff_max_ms == o.backoff_max_ms &&
          retry_after_max_ms == o.retry_after_max_ms && response_max == o.response_max &&
          class_field_text == o.class_field_text && retry_topic == o.retry_topic &&
-         reroute_wait_max_ms == o.reroute_wait_max_ms;
+         reroute_wait_max_ms == o.reroute_wait_max_ms && rate_group == o.rate_group;
 }
 
 void Settings::check(const sdk::Config& c) {

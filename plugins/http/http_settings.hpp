@@ -57,6 +57,8 @@ struct Settings {
   // Always holds "default": records whose class is missing or not listed.
   std::map<std::string, ClassSettings> classes;
   RetryTopicSettings retry_topic;
+  // Sinks of the host with the same rate.group share each class's limit ("": own).
+  std::string rate_group;
   // With when.limited: reroute, a record waits for its class this long at most.
   int64_t reroute_wait_max_ms = 1000;
 

@@ -26,7 +26,8 @@ HttpSink::HttpSink(sdk::Host host, const sdk::Config& config)
     : host_(host), settings_(Settings::from(config)) {
   Settings::check(config);
   curl_once();
-  classes_.apply(settings_.classes, Clock::now());
+  for (const auto& line : classes_.apply(settings_.classes, settings_.rate_group, Clock::now()))
+    host_.warn(line);
   on_done_ = [this](Request& r) {
     window_.finished(r);
     progress_.notify_all();
@@ -240,7 +241,8 @@ sdk::Status HttpSink::reconfigure(const sdk::Config& config) {
         "only classes, fuse.failures, fuse.cooldown, when.limited and when.fused change in place");
   std::unique_lock<std::mutex> lk(mu_);
   settings_.classes = next.classes;
-  classes_.apply(settings_.classes, Clock::now());
+  for (const auto& line : classes_.apply(settings_.classes, settings_.rate_group, Clock::now()))
+    host_.warn(line);
   // Requests in the window keep their class by name; indexes may have moved.
   dispatcher_.reclass([this](Request& r) { r.cls = class_of(r); });
   host_.info("rate classes reconfigured in place (" + std::to_string(classes_.size()) + " classes)");
@@ -262,8 +264,8 @@ void HttpSink::publish() {
       host_.counter("http_sink_fuse_rejected_total", static_cast<double>(c.fuse_rejects), l);
     c.requests = c.ok = c.retries = c.failures = c.fuse_rejects = 0;
     publish_requeued(host_, c);
-    host_.gauge("http_sink_class_rate", c.bucket.rate(), l);
-    host_.gauge("http_sink_class_tokens", c.bucket.tokens(now), l);
+    host_.gauge("http_sink_class_rate", c.limit->rate(), l);
+    host_.gauge("http_sink_class_tokens", c.limit->tokens(now), l);
     host_.gauge("http_sink_fuse_state", static_cast<double>(static_cast<int>(c.fuse.state())), l);
     trips += c.fuse.trips();
   }

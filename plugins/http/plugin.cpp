@@ -64,6 +64,12 @@ const ex_config_field kSinkFields[] = {
           "rate classes: <name>: {rate: per second (0 = unlimited), burst, open: true to "
           "fuse by hand, fuse.failures, fuse.cooldown, when.limited, when.fused}; 'default' "
           "is the fallback class"),
+    field("rate.group", EX_CFG_STRING,
+          "http sinks of this host with the same rate.group share each class's rate (one "
+          "token bucket per class name) and a Retry-After pause: set it on a pipeline and "
+          "the one that reads its retry topic, which send to the same API. Empty = this "
+          "sink's own",
+          ""),
     field("fuse.failures", EX_CFG_INT,
           "consecutive connection errors/timeouts/5xx of a class that open its fuse (0 = "
           "never); every class unless it sets its own",

@@ -1,9 +1,22 @@
 #include "rate_classes.hpp"
 
+#include <cstdio>
+
 namespace exactly::http {
 
-void RateClasses::apply(const std::map<std::string, ClassSettings>& settings,
-                        Clock::time_point now) {
+namespace {
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g", v);
+  return buf;
+}
+}  // namespace
+
+std::vector<std::string> RateClasses::apply(const std::map<std::string, ClassSettings>& settings,
+                                           const std::string& rate_group, Clock::time_point now) {
+  std::vector<std::string> replaced;
+  const bool regroup = rate_group != group_;
+  group_ = rate_group;
   std::vector<RateClass> next;
   std::map<std::string, size_t, std::less<>> index;
   for (const auto& [name, cs] : settings) {
@@ -12,7 +25,12 @@ void RateClasses::apply(const std::map<std::string, ClassSettings>& settings,
     rc.name = name;
     rc.labels = "class=" + name;
     double burst = cs.burst > 0 ? cs.burst : std::max(1.0, cs.rate);
-    rc.bucket.set(cs.rate, burst, now);
+    if (!rc.limit || regroup) rc.limit = class_limit(rate_group, name);
+    if (!rc.limit->set(cs.rate, burst, now, !rate_group.empty()))
+      replaced.push_back("rate.group '" + rate_group + "' class '" + name + "': rate " +
+                         number(cs.rate) + "/s, burst " + number(burst) +
+                         " here replaces what another sink of the group set: the group has one "
+                         "rate per class, the one applied last");
     rc.fuse.configure(cs.open, cs.fuse_failures, cs.fuse_cooldown);
     rc.reroute_limited = cs.reroute_limited;
     rc.reroute_fused = cs.reroute_fused;
@@ -22,6 +40,7 @@ void RateClasses::apply(const std::map<std::string, ClassSettings>& settings,
   classes_ = std::move(next);
   by_name_ = std::move(index);
   default_ = by_name_.at("default");
+  return replaced;
 }
 
 size_t RateClasses::find(std::string_view name) const {

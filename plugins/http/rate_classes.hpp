@@ -1,5 +1,6 @@
-// The sink's rate classes: per class a token bucket, a fuse, a pause set by the
-// downstream (429 Retry-After) and counters. Rebuilt from new settings in place: buckets
+// The sink's rate classes: per class a limit (token bucket and the pause a downstream
+// set with 429 Retry-After; class_limit.hpp, shared within a rate.group), a fuse and
+// counters. Rebuilt from new settings in place: buckets
 // and fuses of classes that stay keep their state, so a live rate edit neither resets a
 // tripped fuse nor hands out a fresh burst.
 #pragma once
@@ -10,18 +11,17 @@
 #include <string_view>
 #include <vector>
 
+#include "class_limit.hpp"
 #include "fuse.hpp"
 #include "http_settings.hpp"
-#include "token_bucket.hpp"
 
 namespace exactly::http {
 
 struct RateClass {
   std::string name;
   std::string labels;  // "class=<name>" for metrics
-  TokenBucket bucket;
+  std::shared_ptr<ClassLimit> limit;
   Fuse fuse;
-  Clock::time_point paused_until{};  // the downstream said "not before" (429 + Retry-After)
   bool reroute_limited = false, reroute_fused = false;  // when.limited / when.fused: reroute
   // Counters since the last metrics flush.
   uint64_t requests = 0, ok = 0, retries = 0, failures = 0, fuse_rejects = 0;
@@ -31,7 +31,10 @@ struct RateClass {
 
 class RateClasses {
  public:
-  void apply(const std::map<std::string, ClassSettings>& settings, Clock::time_point now);
+  // Returns a line for each class whose rate or burst replaced another sink's setting in
+  // the same rate group (for the log).
+  std::vector<std::string> apply(const std::map<std::string, ClassSettings>& settings,
+                                 const std::string& rate_group, Clock::time_point now);
   // Index of the class named `name`, else of "default".
   size_t find(std::string_view name) const;
   size_t default_index() const { return default_; }
@@ -42,6 +45,7 @@ class RateClasses {
   std::vector<RateClass> classes_;
   std::map<std::string, size_t, std::less<>> by_name_;
   size_t default_ = 0;
+  std::string group_;
 };
 
 }  // namespace exactly::http

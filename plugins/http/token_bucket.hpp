@@ -38,6 +38,10 @@ class TokenBucket {
     tokens_ -= 1.0;
     return true;
   }
+  // A token taken but not used goes back (at most up to the burst).
+  void give_back() {
+    if (!unlimited()) tokens_ = std::min(burst_, tokens_ + 1.0);
+  }
   // When the next token is there (now if one is).
   Clock::time_point next_token(Clock::time_point now) {
     if (unlimited()) return now;

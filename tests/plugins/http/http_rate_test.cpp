@@ -2,6 +2,8 @@
 // a rate changed in place.
 #include "http_sink_fixture.hpp"
 
+#include <thread>
+
 namespace {
 
 using namespace http_test;
@@ -147,6 +149,45 @@ TEST(HttpSinkRate, TurningAnOpenFuseOffInPlaceSendsAgain) {
   for (int i = 0; i < 5; ++i) later.push_back(ok_job("a", "after" + std::to_string(i)));
   EXPECT_TRUE(s.write(later).empty());
   EXPECT_EQ(with_prefix(srv.requests(), "/ok/x/x/a-after").size(), 5u);
+}
+
+// Two sinks (a pipeline and the one that reads its retry topic) sending class a to one
+// API at rate 10, burst 2, at the same time: with a rate.group in common the server sees
+// the class's rate once, not once per sink (QA: the example's two pipelines sent up to
+// twice it); without one, each sink has its own bucket (the control: the test's load
+// does reach twice the rate). A third sink of the group with another rate says it
+// replaces the group's.
+TEST(HttpSinkRate, SinksOfOneRateGroupShareTheClassRate) {
+  auto run_pair = [](const std::string& group) {
+    HttpTestServer srv;
+    Pairs cfg = job_config(srv, {{"classes.a.rate", "10"}, {"classes.a.burst", "2"}});
+    if (!group.empty()) cfg.push_back({"rate.group", group});
+    SinkHarness one(lib(), "http", cfg), two(lib(), "http", cfg);
+    EXPECT_TRUE(one.ok() && two.ok());
+    auto records = [](const std::string& tag) {
+      std::vector<OwnedRecord> in;
+      for (int i = 0; i < 30; ++i) in.push_back(ok_job("a", tag + std::to_string(i)));
+      return in;
+    };
+    std::thread other([&] { EXPECT_TRUE(two.write(records("t")).empty()); });
+    EXPECT_TRUE(one.write(records("o")).empty());
+    other.join();
+    auto a = with_prefix(srv.requests(), "/ok/x/x/a-");
+    EXPECT_EQ(a.size(), 60u);
+    return max_in_window(a, 1.0);
+  };
+  EXPECT_LE(run_pair("api"), 13u) << "two sinks of one rate group went over the class's rate + burst";
+  EXPECT_GE(run_pair(""), 17u) << "without a group each sink has its own rate (the control)";
+
+  HttpTestServer srv;
+  Pairs cfg = job_config(srv, {{"classes.a.rate", "10"}, {"rate.group", "api"}});
+  SinkHarness first(lib(), "http", cfg);
+  SinkHarness second(lib(), "http", job_config(srv, {{"classes.a.rate", "20"}, {"rate.group", "api"}}));
+  ASSERT_TRUE(first.ok() && second.ok());
+  bool said = false;
+  for (const auto& [level, text] : second.host().logs)
+    said = said || text.find("rate.group 'api' class 'a': rate 20/s") != std::string::npos;
+  EXPECT_TRUE(said) << "no warning that the group's rate was replaced";
 }
 
 TEST(HttpSinkRate, ReconfigureChangesAClassRateInPlace) {
