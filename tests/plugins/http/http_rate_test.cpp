@@ -2,6 +2,7 @@
 // a rate changed in place.
 #include "http_sink_fixture.hpp"
 
+#include <future>
 #include <thread>
 
 namespace {
@@ -188,6 +189,44 @@ TEST(HttpSinkRate, SinksOfOneRateGroupShareTheClassRate) {
   for (const auto& [level, text] : second.host().logs)
     said = said || text.find("rate.group 'api' class 'a': rate 20/s") != std::string::npos;
   EXPECT_TRUE(said) << "no warning that the group's rate was replaced";
+}
+
+// A write() held by a full window (a class at 2/s, a window of 10, 80 records: 35 s of
+// holding) gives way
+// once the host is stopping: it returns, the round can commit what was delivered
+// (completed() lowers the positions to the first open record, past the delivered ones),
+// and the rest goes again at the next start. Held, a stop waited out the class (QA: rate
+// 20 and 15,000 records: past shutdown.timeout, exit 3, nothing committed). The window
+// gauge shows what waits while the in-flight gauge does not.
+TEST(HttpSinkRate, AWriteHeldByAFullWindowGivesWayToAStop) {
+  HttpTestServer srv;
+  SinkHarness s(lib(), "http",
+                job_config(srv, {{"classes.a.rate", "2"}, {"classes.a.burst", "1"}, {"window.records", "10"}}));
+  ASSERT_TRUE(s.ok()) << s.create_status().message();
+  std::vector<OwnedRecord> in;
+  for (int i = 0; i < 80; ++i) {
+    in.push_back(ok_job("a", std::to_string(i)));
+    in.back().offset = i;
+  }
+  exactly::sdk::Status st;
+  auto written = std::async(std::launch::async, [&] { return s.write_async(in, &st); });
+  // Held until the stop.
+  while (srv.requests().size() < 3) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_EQ(written.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout)
+      << "the full window did not hold the write";
+  EXPECT_GE(s.host().metric("http_sink_window_records"), 10.0);
+  s.host().ask_stop();
+  ASSERT_EQ(written.wait_for(std::chrono::seconds(20)), std::future_status::ready)
+      << "write() kept waiting for room after the host asked to stop";
+  EXPECT_TRUE(written.get().empty());
+  EXPECT_TRUE(st.is_ok()) << st.message();
+  std::vector<exactly::sdk::Partition> parts{exactly::sdk::Partition{0, "p0", "", 0, 80}};
+  std::vector<OwnedRecord> late;
+  ASSERT_TRUE(s.completed(parts, late).is_ok());
+  const size_t delivered = with_prefix(srv.requests(), "/ok/x/x/a-").size();
+  EXPECT_GE(parts[0].start_offset, 3) << "the delivered records' positions were not committable";
+  EXPECT_LE(parts[0].start_offset, static_cast<int64_t>(delivered));
+  EXPECT_LT(parts[0].start_offset, 80) << "records not sent counted as done";
 }
 
 TEST(HttpSinkRate, ReconfigureChangesAClassRateInPlace) {
