@@ -13,6 +13,8 @@
 #include "util/log_output.hpp"
 #include "util/secrets.hpp"
 
+#include <exactly/plugin_abi.h>
+
 #include <atomic>
 #include <csignal>
 #include <thread>
@@ -20,6 +22,7 @@
 #include <ctime>
 #include <functional>
 #include <memory>
+#include <string>
 #include <unistd.h>
 
 namespace exactly::cli {
@@ -45,6 +48,12 @@ void describe_metrics() {
              "1 if the last reload was valid and applied");
   m.describe("plugin_load_failures", metrics::Type::gauge,
              "Libraries on plugin.path that could not be loaded");
+  m.describe("build_info", metrics::Type::gauge,
+             "1, labelled with the host's version and the plugin ABI it speaks");
+  m.set("build_info",
+        {{"version", EXACTLY_VERSION},
+         {"abi", std::to_string(EX_ABI_VERSION_MAJOR) + "." + std::to_string(EX_ABI_VERSION_MINOR)}},
+        1);
 }
 
 // One reload: validate everything first; apply only a valid set. `stop_asked` is

@@ -59,6 +59,12 @@ Pipeline::Pipeline(config::PipelineSpec spec) : spec_(std::move(spec)) {
              "outside plugin calls. A plugin's own threads (librdkafka's, a store's "
              "background work) are not in it. Published once a round");
   m.describe("pipeline_up", metrics::Type::gauge, "1 while the pipeline runs");
+  // Every counter of the pipeline's own from its start, at 0: a series that appears only
+  // at its first increment has no earlier sample, and `increase(...[1h]) > 0` missed each
+  // pipeline's first restart and first abort (QA).
+  for (const char* counter : {"records_in_total", "records_out_total", "commits_total", "aborts_total",
+                              "restarts_total"})
+    m.add(counter, labels(), 0);
   m.describe("task_batches_fanned_out_total", metrics::Type::counter,
              "Batches of a pipeline with several tasks whose tasks were offered to the task threads");
   m.describe("task_batches_on_caller_total", metrics::Type::counter,

@@ -21,8 +21,45 @@ int handle_metrics(mg_connection* conn, void*) {
   return 200;
 }
 
+void reply(mg_connection* conn, int code, const char* status, const std::string& body) {
+  mg_printf(conn,
+            "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %zu\r\n"
+            "Connection: close\r\n\r\n",
+            code, status, body.size());
+  mg_write(conn, body.data(), body.size());
+}
+
+// Liveness: the host answers (a hung plugin call does not stop this thread; the stage
+// watchdog and shutdown.timeout deal with those).
+int handle_healthz(mg_connection* conn, void*) {
+  reply(conn, 200, "OK", "ok\n");
+  return 200;
+}
+
+// Readiness: every pipeline of the host is up (exactly_pipeline_up), one per line. Not
+// ready (503) while one starts, retries its open, has failed or there is none: a load
+// balancer or an orchestrator's readiness probe, not a restart trigger (a pipeline that
+// failed on its configuration stays failed until the file is fixed).
+int handle_readyz(mg_connection* conn, void*) {
+  std::string body;
+  bool ready = true;
+  const auto up = global().series_of("pipeline_up");
+  for (const auto& s : up) {
+    const bool on = s.value >= 1;
+    ready = ready && on;
+    body += "pipeline " + Registry::label_value(s.labels, "pipeline") + (on ? ": up\n" : ": down\n");
+  }
+  if (up.empty()) {
+    ready = false;
+    body = "no pipeline\n";
+  }
+  body = (ready ? "ready\n" : "not ready\n") + body;
+  reply(conn, ready ? 200 : 503, ready ? "OK" : "Service Unavailable", body);
+  return ready ? 200 : 503;
+}
+
 int handle_other(mg_connection* conn, void*) {
-  const char* msg = "exactly: metrics are at /metrics\n";
+  const char* msg = "exactly: metrics are at /metrics, liveness at /healthz, readiness at /readyz\n";
   mg_printf(conn,
             "HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n"
             "Connection: close\r\n\r\n%s",
@@ -77,6 +114,8 @@ bool HttpServer::start(const std::string& listen, std::string* why) {
     return false;
   }
   mg_set_request_handler(ctx_, "/metrics", handle_metrics, nullptr);
+  mg_set_request_handler(ctx_, "/healthz", handle_healthz, nullptr);
+  mg_set_request_handler(ctx_, "/readyz", handle_readyz, nullptr);
   mg_set_request_handler(ctx_, "/", handle_other, nullptr);
   mg_server_port ports[1];
   if (mg_get_server_ports(ctx_, 1, ports) > 0) port_ = ports[0].port;

@@ -112,6 +112,15 @@ void Registry::observe(const std::string& name, const Labels& labels, double v) 
   h.count += 1;
 }
 
+std::vector<Registry::Series> Registry::series_of(const std::string& name) const {
+  std::lock_guard<std::mutex> g(mu_);
+  std::vector<Series> out;
+  auto it = families_.find(name);
+  if (it == families_.end()) return out;
+  for (const auto& [labels, v] : it->second.values) out.push_back({name, labels, v});
+  return out;
+}
+
 double Registry::get(const std::string& name, const Labels& labels) const {
   std::lock_guard<std::mutex> g(mu_);
   auto it = families_.find(name);

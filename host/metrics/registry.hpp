@@ -35,6 +35,8 @@ class Registry {
     double value;
   };
   std::vector<Series> series_with(const std::string& k, const std::string& v) const;
+  // Every plain series of family `name` (labels rendered), in label order.
+  std::vector<Series> series_of(const std::string& name) const;
 
   static std::string render_labels(const Labels& labels);
   // The value of label `key` in labels rendered by render_labels (`a="x",b="y"`),

@@ -15,8 +15,9 @@
 
 namespace exactly::test {
 
-// GET /metrics from 127.0.0.1:port ("" when nothing answers).
-inline std::string scrape(int port) {
+// GET `path` (/metrics by default) from 127.0.0.1:port: the whole answer, status line
+// and headers first ("" when nothing answers).
+inline std::string scrape(int port, const std::string& path = "/metrics") {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) return {};
   sockaddr_in a{};
@@ -25,7 +26,7 @@ inline std::string scrape(int port) {
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   std::string out;
   if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
-    const std::string req = "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+    const std::string req = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
     if (write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) {
       char buf[65536];
       for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));

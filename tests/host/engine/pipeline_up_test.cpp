@@ -32,3 +32,47 @@ TEST(PipelineUp, IsZeroWhileOpenHangsAndOneOnceItRuns) {
   EXPECT_NE(body.find("exactly_pipeline_up{pipeline=\"fine\"} 1"), std::string::npos) << body;
   EXPECT_NE(body.find("exactly_pipeline_up{pipeline=\"stuck\"} 0"), std::string::npos) << body;
 }
+
+// What an orchestrator and an alert need from the same endpoint: /healthz answers while
+// the host runs; /readyz is 503 while a pipeline is down (its open hangs) and names it,
+// 200 once every pipeline is up; the host's own counters exist at 0 from the start (an
+// alert on `increase(exactly_restarts_total[1h]) > 0` had no earlier sample and missed
+// each pipeline's first restart, QA); exactly_build_info carries the version.
+TEST(PipelineUp, HealthAndReadinessEndpointsAndCountersFromZero) {
+  auto dir = temp_dir("pipeline-ready");
+  auto config = [&](const std::string& delay) {
+    write_file(dir / "p.yaml", "plugin.path: [" + std::string(EXACTLY_BUILD_DIR) + "/test-plugins]\n"
+                               "metrics: { listen: 127.0.0.1:0 }\n"
+                               "pipelines:\n"
+                               "  - name: slow\n"
+                               "    source: { plugin: counter, config: { count: 1000000000, poll.pace.ms: 5 } }\n"
+                               "    sink: { plugin: faulty, config: { path: " + (dir / "a.txt").string() +
+                               ", open.delay.ms: " + delay + " } }\n");
+  };
+  config("600000");
+  const fs::path log = dir / "log.txt";
+  Child c({exactly_bin(), "run", (dir / "p.yaml").string()}, log);
+  const std::string page = scrape_until(log, "exactly_pipeline_up{pipeline=\"slow\"} 0");
+  const int port = metrics_port(read_file(log));
+  ASSERT_NE(port, 0) << read_file(log);
+  for (const char* counter : {"records_in_total", "commits_total", "aborts_total", "restarts_total"})
+    EXPECT_NE(page.find(std::string("exactly_") + counter + "{pipeline=\"slow\"} 0"), std::string::npos)
+        << counter << " has no series before its first count:\n" << page;
+  EXPECT_NE(page.find("exactly_build_info{version=\""), std::string::npos) << page;
+  const std::string health = scrape(port, "/healthz");
+  EXPECT_EQ(health.rfind("HTTP/1.1 200", 0), 0u) << health;
+  const std::string down = scrape(port, "/readyz");
+  EXPECT_EQ(down.rfind("HTTP/1.1 503", 0), 0u) << down;
+  EXPECT_NE(down.find("pipeline slow: down"), std::string::npos) << down;
+
+  config("0");  // the reload restarts it with an open that returns
+  std::string ready;
+  for (int i = 0; i < 200 && ready.rfind("HTTP/1.1 200", 0) != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ready = scrape(port, "/readyz");
+  }
+  EXPECT_EQ(ready.rfind("HTTP/1.1 200", 0), 0u) << ready << read_file(log);
+  EXPECT_NE(ready.find("pipeline slow: up"), std::string::npos) << ready;
+  c.kill(SIGTERM);
+  c.wait();
+}
