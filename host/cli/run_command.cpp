@@ -50,7 +50,7 @@ void describe_metrics() {
              "Libraries on plugin.path that could not be loaded");
   m.describe("build_info", metrics::Type::gauge,
              "1, labelled with the host's version and the plugin ABI it speaks");
-  m.set("build_info",
+  metrics::global().set("build_info",
         {{"version", EXACTLY_VERSION},
          {"abi", std::to_string(EX_ABI_VERSION_MAJOR) + "." + std::to_string(EX_ABI_VERSION_MINOR)}},
         1);
