@@ -67,7 +67,14 @@ void read_classes(const sdk::Config& c, Settings& s, const ClassSettings& base) 
     auto [it, fresh] = s.classes.try_emplace(name, base);
     ClassSettings& cs = it->second;
     if (setting == "rate") cs.rate = parse_number(key, value);
-    else if (setting == "burst") cs.burst = parse_number(key, value);
+    else if (setting == "burst") {
+      // 0 read as "unset" gave the default, a whole second's worth (max(1, rate)): the
+      // opposite of what `burst: 0` says.
+      cs.burst = parse_number(key, value);
+      if (cs.burst < 1)
+        throw sdk::ConfigError(key, "must be at least 1 (1: one request at a time at the class's "
+                                    "rate; leave it out for the default, max(1, rate))");
+    }
     else if (setting == "open") cs.open = parse_bool(key, value);
     else if (setting == "fuse.failures") cs.fuse_failures = static_cast<int>(parse_number(key, value));
     else if (setting == "fuse.cooldown") cs.fuse_cooldown = parse_duration(key, value);
@@ -145,12 +152,18 @@ Settings Settings::from(const sdk::Config& c) {
   if (s.window_bytes < 1) throw sdk::ConfigError("window.bytes", "must be >= 1");
   s.connect_timeout_ms = c.get_duration_ms("connect.timeout", 5000);
   s.request_timeout_ms = c.get_duration_ms("request.timeout", 30000);
+  // libcurl reads 0 as "no timeout" (and a connect timeout of 0 as its 300 s): a request
+  // the API never answers would hold its slot for ever.
+  if (s.connect_timeout_ms < 1) throw sdk::ConfigError("connect.timeout", "must be at least 1ms");
+  if (s.request_timeout_ms < 1) throw sdk::ConfigError("request.timeout", "must be at least 1ms");
   s.ca_file = c.get_string("tls.ca.file");
   s.tls_verify = c.get_bool("tls.verify", true);
   s.retry_max = static_cast<int>(c.get_int("retry.max", 5));
   if (s.retry_max < 0) throw sdk::ConfigError("retry.max", "must be >= 0");
   s.backoff_initial_ms = c.get_duration_ms("retry.backoff.initial", 100);
   s.backoff_max_ms = c.get_duration_ms("retry.backoff.max", 10000);
+  if (s.backoff_initial_ms < 0 || s.backoff_max_ms < s.backoff_initial_ms)
+    throw sdk::ConfigError("retry.backoff.max", "must be at least retry.backoff.initial");
   s.retry_after_max_ms = c.get_duration_ms("retry.after.max", 60000);
   s.response_max = static_cast<size_t>(c.get_size("response.body.max", 512));
   s.class_field_text = c.get_string("class.field");

@@ -39,8 +39,8 @@ const ex_config_field kSinkFields[] = {
           "10000"),
     field("window.bytes", EX_CFG_SIZE, "bytes (value, key, headers) of the records in the window",
           "67108864"),
-    field("connect.timeout", EX_CFG_DURATION, "TCP + TLS connect timeout", "5000"),
-    field("request.timeout", EX_CFG_DURATION, "whole-request timeout; a timeout is retried",
+    field("connect.timeout", EX_CFG_DURATION, "TCP + TLS connect timeout (at least 1ms)", "5000"),
+    field("request.timeout", EX_CFG_DURATION, "whole-request timeout (at least 1ms); a timeout is retried",
           "30000"),
     field("tls.ca.file", EX_CFG_STRING, "CA bundle (PEM) to verify the server with; empty = "
           "the system's", ""),

@@ -9,7 +9,15 @@ RetryTopicSettings RetryTopicSettings::parse(const sdk::Config& c) {
   s.topic = c.get_string("retry.topic");
   s.servers = c.get_string("retry.topic.bootstrap.servers");
   s.rdkafka = c.get_map("retry.topic.rdkafka");
-  // (The other retry.topic.* keys arrive with their schema defaults whether set or not.)
+  // (The other retry.topic.* keys arrive with their schema defaults whether set or not:
+  // their ranges are checked either way, so a value out of range is refused before the
+  // retry topic is turned on.)
+  int64_t max = c.get_int("retry.topic.max", 3);
+  if (max < 0 || max > 1000) throw sdk::ConfigError("retry.topic.max", "must be between 0 and 1000");
+  s.backoff_initial_ms = c.get_duration_ms("retry.topic.backoff.initial", 1000);
+  s.backoff_max_ms = c.get_duration_ms("retry.topic.backoff.max", 300000);
+  if (s.backoff_initial_ms < 0 || s.backoff_max_ms < s.backoff_initial_ms)
+    throw sdk::ConfigError("retry.topic.backoff.max", "must be at least retry.topic.backoff.initial");
   if (!s.on()) {
     if (!s.rdkafka.empty()) throw sdk::ConfigError("retry.topic.rdkafka", "only applies with retry.topic");
     return s;
@@ -19,13 +27,7 @@ RetryTopicSettings RetryTopicSettings::parse(const sdk::Config& c) {
       throw sdk::ConfigError("retry.topic", "a topic name of visible ASCII characters");
   if (s.servers.empty())
     throw sdk::ConfigError("retry.topic.bootstrap.servers", "is required with retry.topic");
-  int64_t max = c.get_int("retry.topic.max", 3);
-  if (max < 0 || max > 1000) throw sdk::ConfigError("retry.topic.max", "must be between 0 and 1000");
   s.max = static_cast<int>(max);
-  s.backoff_initial_ms = c.get_duration_ms("retry.topic.backoff.initial", 1000);
-  s.backoff_max_ms = c.get_duration_ms("retry.topic.backoff.max", 300000);
-  if (s.backoff_initial_ms < 0 || s.backoff_max_ms < s.backoff_initial_ms)
-    throw sdk::ConfigError("retry.topic.backoff.max", "must be at least retry.topic.backoff.initial");
   s.open_timeout_ms = c.get_duration_ms("retry.topic.open.timeout", 30000);
   if (s.open_timeout_ms < 0) throw sdk::ConfigError("retry.topic.open.timeout", "must not be negative");
   for (const char* k : {"bootstrap.servers", "enable.idempotence", "transactional.id"})

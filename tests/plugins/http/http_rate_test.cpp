@@ -273,7 +273,12 @@ TEST(HttpSinkRate, OutOfRangeClassValuesAreConfigErrors) {
            {"classes.a.fuse.cooldown", "21111111111111111111s"},
            {"classes.a.fuse.cooldown", "nan"},
            {"classes.a.rate", "nan"},
-           {"classes.a.burst", "inf"}}) {
+           {"classes.a.burst", "inf"},
+           // 0 gave the default burst, a second's worth; 0 timeouts are libcurl's "none".
+           {"classes.a.burst", "0"},
+           {"classes.a.burst", "0.5"},
+           {"request.timeout", "0"},
+           {"connect.timeout", "0"}}) {
     auto st = exactly::testing::validate(lib(), EX_KIND_SINK, "http", job_config(srv, {{key, value}}));
     EXPECT_EQ(st.code(), EX_ERR_CONFIG) << key << "=" << value;
     EXPECT_EQ(st.key(), key);

@@ -29,6 +29,9 @@ TEST(HttpRetryConfig, RerouteWithoutARetryTopicAndBadRetrySettingsNameTheirKey) 
         {"retry.topic.rdkafka.enable.idempotence", "false"}},
        "retry.topic.rdkafka.enable.idempotence"},
       {{{"retry.topic.rdkafka.linger.ms", "5"}}, "retry.topic.rdkafka"},
+      // Out of range before the retry topic is on, too (QA: accepted until it was set).
+      {{{"retry.topic.max", "5000"}}, "retry.topic.max"},
+      {{{"retry.topic.backoff.initial", "5000"}, {"retry.topic.backoff.max", "1000"}}, "retry.topic.backoff.max"},
   };
   for (const auto& [extra, key] : cases) {
     auto st = exactly::testing::validate(lib(), EX_KIND_SINK, "http", job_config(srv, extra));
@@ -38,6 +41,12 @@ TEST(HttpRetryConfig, RerouteWithoutARetryTopicAndBadRetrySettingsNameTheirKey) 
     EXPECT_FALSE(s.ok()) << key;
     EXPECT_EQ(s.create_status().key(), key);
   }
+  // The inline retries' backoff is checked as the retry topic's (QA: accepted inverted).
+  // (job_config sets its own backoff first, which would win.)
+  Pairs inverted = {{"url", srv.base() + "/ok"}, {"retry.backoff.initial", "5000"}, {"retry.backoff.max", "1000"}};
+  auto inv = exactly::testing::validate(lib(), EX_KIND_SINK, "http", inverted);
+  EXPECT_EQ(inv.code(), EX_ERR_CONFIG) << inv.message();
+  EXPECT_EQ(inv.key(), "retry.backoff.max") << inv.message();
   // With the retry topic set, reroute is accepted (validate does not connect).
   Pairs good = {{"retry.topic", "r"}, {"retry.topic.bootstrap.servers", "127.0.0.1:1"},
                 {"classes.cash.when.fused", "reroute"}, {"when.limited", "reroute"}};
