@@ -31,6 +31,12 @@ class Fuse {
     }
   }
   State state() const { return manual_ ? State::open : state_; }
+  // As the gauge shows it: an open fuse whose cool-down is over is half-open (its next
+  // record goes as the probe), not open; with no record coming it stayed "open" (QA).
+  State state_at(Clock::time_point now) const {
+    if (manual_) return State::open;
+    return state_ == State::open && now >= open_until_ ? State::half_open : state_;
+  }
   bool manual() const { return manual_; }
   std::chrono::milliseconds cooldown() const { return cooldown_; }
 
@@ -55,6 +61,7 @@ class Fuse {
   }
   // The downstream answered in a way that shows it is up (2xx, or a 4xx about the request).
   void on_answer() {
+    if (state_ != State::closed) ++closes_;
     state_ = State::closed;
     consecutive_ = 0;
     probe_in_flight_ = false;
@@ -73,6 +80,7 @@ class Fuse {
   }
   Clock::time_point open_until() const { return open_until_; }
   uint64_t trips() const { return trips_; }
+  uint64_t closes() const { return closes_; }
 
  private:
   bool manual_ = false;
@@ -83,6 +91,7 @@ class Fuse {
   bool probe_in_flight_ = false;
   Clock::time_point open_until_{};
   uint64_t trips_ = 0;
+  uint64_t closes_ = 0;
 };
 
 }  // namespace exactly::http

@@ -210,7 +210,8 @@ sdk::Status HttpSink::completed(std::vector<sdk::Partition>& parts, const sdk::R
   if (!st) return st;  // the producer failed: the round is replayed
   window_.lower(parts);
   if (failed > 0)
-    host_.warn(std::to_string(failed) + " request(s) failed for good (to the error policy)");
+    host_.warn(std::to_string(failed) + " record(s) not delivered, to the error policy (retries used "
+               "up, a permanent answer, or turned away unsent by an open fuse)");
   publish();
   return sdk::Status::ok();
 }
@@ -258,7 +259,6 @@ sdk::Status HttpSink::reconfigure(const sdk::Config& config) {
 
 void HttpSink::publish() {
   auto now = Clock::now();
-  uint64_t trips = 0;
   for (size_t i = 0; i < classes_.size(); ++i) {
     RateClass& c = classes_[i];
     const char* l = c.labels.c_str();
@@ -272,19 +272,28 @@ void HttpSink::publish() {
     publish_requeued(host_, c);
     host_.gauge("http_sink_class_rate", c.limit->rate(), l);
     host_.gauge("http_sink_class_tokens", c.limit->tokens(now), l);
-    host_.gauge("http_sink_fuse_state", static_cast<double>(static_cast<int>(c.fuse.state())), l);
-    trips += c.fuse.trips();
+    host_.gauge("http_sink_fuse_state", static_cast<double>(static_cast<int>(c.fuse.state_at(now))), l);
+    // Each open and close of a class's fuse, by class: an operator watching an outage
+    // wants to see when its traffic stopped and when it went again.
+    if (c.fuse.trips() > c.trips_logged) {
+      host_.warn("fuse of class '" + c.name + "' opened" +
+                 (c.fuse.trips() - c.trips_logged > 1
+                      ? " (" + std::to_string(c.fuse.trips() - c.trips_logged) + " times since the last report)"
+                      : std::string()) +
+                 ": its records are not sent for " + std::to_string(c.fuse.cooldown().count() / 1000) +
+                 " s, then one probe request goes; " +
+                 (c.reroute_fused ? "meanwhile they go to the retry topic" : "meanwhile they go to the error policy"));
+      c.trips_logged = c.fuse.trips();
+    }
+    if (c.fuse.closes() > c.closes_logged) {
+      host_.info("fuse of class '" + c.name + "' closed: a probe request was answered, its records go again");
+      c.closes_logged = c.fuse.closes();
+    }
   }
   host_.gauge("http_sink_in_flight", static_cast<double>(dispatcher_.in_flight()));
   // What waits behind them: in_flight alone read 0 with 14,000 records held by a
   // throttled class (QA).
   host_.gauge("http_sink_window_records", static_cast<double>(window_.open_records()));
-  if (trips > fuse_trips_seen_) {
-    host_.warn("fuse opened " + std::to_string(trips - fuse_trips_seen_) +
-               " time(s); records of a class with an open fuse go to the error policy"
-               " (to the retry topic with when.fused: reroute)");
-    fuse_trips_seen_ = trips;
-  }
 }
 
 }  // namespace exactly::http

@@ -69,7 +69,6 @@ class HttpSink final : public sdk::Sink {
   Dispatcher::Done on_done_;
   RecordFields fields_;
   uint64_t waits_ = 0;  // write()'s waits for room, to publish every fifth
-  uint64_t fuse_trips_seen_ = 0;
   // With retry.topic. Used on the pipeline thread only (open, completed, prepare_commit):
   // librdkafka never runs on the transfer thread.
   std::unique_ptr<Requeue> requeue_;

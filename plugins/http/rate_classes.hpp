@@ -23,6 +23,8 @@ struct RateClass {
   std::shared_ptr<ClassLimit> limit;
   Fuse fuse;
   bool reroute_limited = false, reroute_fused = false;  // when.limited / when.fused: reroute
+  // The fuse's opens and closes already logged.
+  uint64_t trips_logged = 0, closes_logged = 0;
   // Counters since the last metrics flush.
   uint64_t requests = 0, ok = 0, retries = 0, failures = 0, fuse_rejects = 0;
   // Records re-enqueued to the retry topic, by why (requeue.cpp).

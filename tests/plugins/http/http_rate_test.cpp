@@ -119,12 +119,25 @@ TEST(HttpSinkRate, FuseOpensAfterConsecutiveFailuresAndProbesAfterCooldown) {
   ASSERT_EQ(rejected.size(), 1u);
   EXPECT_EQ(with_prefix(srv.requests(), "/ok/x/x/a-").size(), 0u);
 
+  auto logged = [&](const std::string& what) {
+    for (const auto& [level, text] : s.host().logs)
+      if (text.find(what) != std::string::npos) return true;
+    return false;
+  };
+  EXPECT_TRUE(logged("fuse of class 'a' opened")) << "no log line naming the class whose fuse opened";
+  EXPECT_FALSE(logged("fuse of class 'b'"));
+
   std::this_thread::sleep_for(std::chrono::milliseconds(2200));
+  // The cool-down is over: half-open (2), waiting for a record to probe with, not "open"
+  // (QA: the gauge said open for as long as no record came).
+  EXPECT_TRUE(s.write({}).empty());
+  EXPECT_DOUBLE_EQ(s.host().metric("http_sink_fuse_state{class=a}"), 2.0);
   std::vector<OwnedRecord> later;
   for (int i = 0; i < 5; ++i) later.push_back(ok_job("a", "late" + std::to_string(i)));
   EXPECT_TRUE(s.write(later).empty());
   EXPECT_EQ(with_prefix(srv.requests(), "/ok/x/x/a-late").size(), 5u);
   EXPECT_DOUBLE_EQ(s.host().metric("http_sink_fuse_state{class=a}"), 0.0);
+  EXPECT_TRUE(logged("fuse of class 'a' closed")) << "no log line when the fuse closed again";
 }
 
 // An operator who turns an open fuse off (fuse.failures: 0) gets the class's records
