@@ -68,6 +68,11 @@ Status Connection::reply_error(std::string_view what, const redisReply* r) const
   // operator may free. Anything else (a wrong key type, a broken script) will not.
   static const char* const kTransient[] = {"LOADING", "BUSY", "TRYAGAIN", "MASTERDOWN",
                                            "READONLY", "NOREPLICAS", "OOM", "CLUSTERDOWN"};
+  // A full server stays full until someone acts: say what to do (QA: a bare OOM line,
+  // retried for ever).
+  if (text.compare(0, 3, "OOM") == 0)
+    m += " (the server is at its maxmemory: raise it, or keep fewer ids with a shorter retention.max.age; "
+         "a maxmemory-policy that evicts keys would drop claims. Retried until it has room)";
   for (const char* p : kTransient)
     if (text.compare(0, std::strlen(p), p) == 0) return Status::retriable(m);
   // Credentials do not fix themselves: a config error names the key (the pipeline stops

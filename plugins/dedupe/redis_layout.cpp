@@ -180,7 +180,9 @@ Status Layout::wait_pipelined(int64_t replicas, int64_t timeout_ms) {
       return Status::retriable("dedupe-redis: " + s.conn->endpoint().text() + ": only " +
                                std::to_string(r->type == REDIS_REPLY_INTEGER ? r->integer : 0) +
                                " of " + want + " replicas acknowledged the round's claims within " +
-                               timeout + " ms (durability: replicas)");
+                               timeout + " ms (durability: replicas; a server with fewer "
+                               "connected replicas never acknowledges: see its INFO replication. "
+                               "Retried until enough are back)");
   }
   return Status::ok();
 }

@@ -102,6 +102,24 @@ TEST_F(RedisDedupeTest, AServerThatDoesNotAnswerInTimeIsRetriable) {
   EXPECT_THAT(t.process({event("b", 1), event("a", 2)}).kept, ElementsAre(0u));
 }
 
+// A server at its maxmemory (noeviction) refuses the claims: retriable, since memory may
+// be freed, and the message says what to do about it, not only Redis's own OOM line (QA:
+// retried for ever with no hint). With room again, the round goes through.
+TEST_F(RedisDedupeTest, AFullServerIsRetriableAndSaysWhatToDo) {
+  auto& t = start();
+  EXPECT_THAT(t.process({event("a", 0)}).kept, ElementsAre(0u));
+  redis_->cli("config set maxmemory-policy noeviction");
+  redis_->cli("config set maxmemory 1");
+  exactly::sdk::Status st;
+  t.process({event("b", 1)}, &st);
+  EXPECT_EQ(st.code(), EX_ERR_RETRIABLE) << st.message();
+  EXPECT_THAT(st.message(), HasSubstr("OOM"));
+  EXPECT_THAT(st.message(), HasSubstr("raise it, or keep fewer ids with a shorter retention.max.age"));
+  redis_->cli("config set maxmemory 0");
+  ASSERT_TRUE(t.abort().is_ok());
+  EXPECT_THAT(t.process({event("b", 2), event("a", 3)}).kept, ElementsAre(0u));
+}
+
 TEST_F(RedisDedupeTest, ALostScriptCacheFallsBackToEval) {
   auto& t = start();
   EXPECT_THAT(t.process({event("a", 0)}).kept, ElementsAre(0u));
