@@ -158,7 +158,7 @@ Settings Settings::from(const sdk::Config& c) {
   if (s.request_timeout_ms < 1) throw sdk::ConfigError("request.timeout", "must be at least 1ms");
   s.ca_file = c.get_string("tls.ca.file");
   s.tls_verify = c.get_bool("tls.verify", true);
-  s.retry_max = static_cast<int>(c.get_int("retry.max", 5));
+  s.retry_max = static_cast<int>(c.get_int("retry.max", 10));
   if (s.retry_max < 0) throw sdk::ConfigError("retry.max", "must be >= 0");
   s.backoff_initial_ms = c.get_duration_ms("retry.backoff.initial", 100);
   s.backoff_max_ms = c.get_duration_ms("retry.backoff.max", 10000);

@@ -47,7 +47,7 @@ struct Settings {
   int64_t request_timeout_ms = 30000;
   std::string ca_file;
   bool tls_verify = true;
-  int retry_max = 5;
+  int retry_max = 10;
   int64_t backoff_initial_ms = 100;
   int64_t backoff_max_ms = 10000;
   int64_t retry_after_max_ms = 60000;

@@ -48,7 +48,7 @@ const ex_config_field kSinkFields[] = {
     field("retry.max", EX_CFG_INT,
           "retries after the first attempt for connection errors, timeouts, 408, 429 and "
           "5xx; then the record goes to the error policy",
-          "5"),
+          "10"),
     field("retry.backoff.initial", EX_CFG_DURATION, "first retry delay (doubles, jittered)",
           "100"),
     field("retry.backoff.max", EX_CFG_DURATION, "longest retry delay", "10000"),
