@@ -44,7 +44,15 @@ FileSink::FileSink(sdk::Host host, SinkSettings s)
     : host_(host), path_(std::move(s.path)), commit_path_(path_ + ".commit"), fsync_(s.fsync) {}
 
 Status FileSink::validate(const sdk::Config& config) {
-  SinkSettings::parse(config);
+  const SinkSettings s = SinkSettings::parse(config);
+  // The file is made at open, its directory is not: a missing one passed validate and
+  // failed the pipeline at its first start (QA: a dead-letter file's).
+  const std::string dir = dir_of(s.path);
+  struct stat sb{};
+  if (::stat(dir.c_str(), &sb) != 0)
+    return Status::error(EX_ERR_CONFIG, errno_text("cannot use the directory", dir) + " (of " + s.path + ")", "path");
+  if (!S_ISDIR(sb.st_mode))
+    return Status::error(EX_ERR_CONFIG, dir + " (the directory of " + s.path + ") is not a directory", "path");
   return Status::ok();
 }
 

@@ -204,9 +204,32 @@ TEST(FailureLogging, AnOpenErrorOnAConfigKeyNamesItsFileLineAndColumn) {
              "        config:\n"
              "          path: " + (dir / "no" / "such" / "dir" / "dlq.jsonl").string() + "\n"
              "    sink: { plugin: file, config: { path: " + (dir / "out2.jsonl").string() + " } }\n");
+  // Refused before anything starts (exit 2, as `exactly validate` refuses it): the file
+  // sink's validate looks for the directory; it was an open error at the first start (QA).
   r = run(exactly_bin() + " run --no-watch " + (dir / "q.yaml").string(), dir);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find((dir / "q.yaml").string() + ":9:17: error: pipeline 't' errors.dead-letter (file): key "
+                                                   "'path': cannot use the directory " +
+                       (dir / "no" / "such" / "dir").string() + ": No such file or directory"),
+            std::string::npos)
+      << r.err;
+  // An open error still names its place: a path that is a directory passes validate (its
+  // directory exists) and is refused at open.
+  fs::create_directories(dir / "dlq.d");
+  write_file(dir / "r.yaml",
+             "pipelines:\n"
+             "  - name: t\n"
+             "    source: { plugin: generator, config: { count: 10 } }\n"
+             "    errors:\n"
+             "      policy: dead-letter\n"
+             "      dead-letter:\n"
+             "        plugin: file\n"
+             "        config:\n"
+             "          path: " + (dir / "dlq.d").string() + "\n"
+             "    sink: { plugin: file, config: { path: " + (dir / "out3.jsonl").string() + " } }\n");
+  r = run(exactly_bin() + " run --no-watch " + (dir / "r.yaml").string(), dir);
   EXPECT_EQ(r.exit_code, 1) << r.err;
-  EXPECT_NE(r.err.find((dir / "q.yaml").string() + ":9:17: error: errors.dead-letter (file) open: key 'path': "),
+  EXPECT_NE(r.err.find((dir / "r.yaml").string() + ":9:17: error: errors.dead-letter (file) open: key 'path': "),
             std::string::npos)
       << r.err;
 }
