@@ -193,17 +193,21 @@ TEST(FailureLogging, AnOpenErrorOnAConfigKeyNamesItsFileLineAndColumn) {
             std::string::npos)
       << r.err;
 
-  write_file(dir / "q.yaml",
-             "pipelines:\n"
-             "  - name: t\n"
-             "    source: { plugin: generator, config: { count: 10 } }\n"
-             "    errors:\n"
-             "      policy: dead-letter\n"
-             "      dead-letter:\n"
-             "        plugin: file\n"
-             "        config:\n"
-             "          path: " + (dir / "no" / "such" / "dir" / "dlq.jsonl").string() + "\n"
-             "    sink: { plugin: file, config: { path: " + (dir / "out2.jsonl").string() + " } }\n");
+  // A pipeline whose dead-letter sink writes to `dlq`, in file `name`.
+  auto with_dead_letter_file = [&](const std::string& name, const fs::path& dlq, const std::string& out) {
+    write_file(dir / name,
+               "pipelines:\n"
+               "  - name: t\n"
+               "    source: { plugin: generator, config: { count: 10 } }\n"
+               "    errors:\n"
+               "      policy: dead-letter\n"
+               "      dead-letter:\n"
+               "        plugin: file\n"
+               "        config:\n"
+               "          path: " + dlq.string() + "\n"
+               "    sink: { plugin: file, config: { path: " + (dir / out).string() + " } }\n");
+  };
+  with_dead_letter_file("q.yaml", dir / "no" / "such" / "dir" / "dlq.jsonl", "out2.jsonl");
   // Refused before anything starts (exit 2, as `exactly validate` refuses it): the file
   // sink's validate looks for the directory; it was an open error at the first start (QA).
   r = run(exactly_bin() + " run --no-watch " + (dir / "q.yaml").string(), dir);
@@ -216,17 +220,7 @@ TEST(FailureLogging, AnOpenErrorOnAConfigKeyNamesItsFileLineAndColumn) {
   // An open error still names its place: a path that is a directory passes validate (its
   // directory exists) and is refused at open.
   fs::create_directories(dir / "dlq.d");
-  write_file(dir / "r.yaml",
-             "pipelines:\n"
-             "  - name: t\n"
-             "    source: { plugin: generator, config: { count: 10 } }\n"
-             "    errors:\n"
-             "      policy: dead-letter\n"
-             "      dead-letter:\n"
-             "        plugin: file\n"
-             "        config:\n"
-             "          path: " + (dir / "dlq.d").string() + "\n"
-             "    sink: { plugin: file, config: { path: " + (dir / "out3.jsonl").string() + " } }\n");
+  with_dead_letter_file("r.yaml", dir / "dlq.d", "out3.jsonl");
   r = run(exactly_bin() + " run --no-watch " + (dir / "r.yaml").string(), dir);
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find((dir / "r.yaml").string() + ":9:17: error: errors.dead-letter (file) open: key 'path': "),

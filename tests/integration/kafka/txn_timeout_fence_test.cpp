@@ -20,7 +20,7 @@ TEST(TxnTimeoutFence, ATransactionAbortedForItsAgeIsNamedNotBlamedOnAnotherProdu
   const fs::path dir = temp_dir("txn-timeout-fence");
   create_in_out_topics(in, out);
   const fs::path stop_file = dir / "stop-input";
-  auto producer = produce_while_running(in, 200000, 2000, "0.05", 41, dir / "producer.log", stop_file);
+  auto producer = produce_while_running(in, 400000, 2000, "0.05", 41, dir / "producer.log", stop_file);
   write_file(dir / "host.yaml",
              dedupe_host_yaml("tto", in, out, group, dir / "state") +
                  "        transaction.timeout: 1s\n");
@@ -28,16 +28,21 @@ TEST(TxnTimeoutFence, ATransactionAbortedForItsAgeIsNamedNotBlamedOnAnotherProdu
   host.start();
   ASSERT_TRUE(wait_committed(group, in, 1000, std::chrono::seconds(90))) << host.log_tail();
   // Frozen with input arriving, so a round's transaction is open; the broker looks for
-  // timed-out transactions every 10 s (its default).
-  host.signal(SIGSTOP);
-  std::this_thread::sleep_for(std::chrono::seconds(16));
-  host.signal(SIGCONT);
-  int code = -1;
-  EXPECT_FALSE(producer->exited(&code)) << "the input was complete before the host froze";
+  // timed-out transactions every 10 s (its default). A freeze that lands between a commit
+  // and the next round's first record finds no transaction open (CI once: the round after
+  // it failed on the group's session instead, output exact): frozen again, up to 3 times.
   const std::string said = "longer than transaction.timeout (1.0 s): the transaction coordinator aborted it";
-  EXPECT_TRUE(wait_for([&] { return read_file(host.log()).find(said) != std::string::npos; },
-                       std::chrono::seconds(60)))
-      << host.log_tail();
+  bool named = false;
+  for (int freeze = 0; freeze < 3 && !named; ++freeze) {
+    host.signal(SIGSTOP);
+    std::this_thread::sleep_for(std::chrono::seconds(16));
+    host.signal(SIGCONT);
+    int code = -1;
+    EXPECT_FALSE(producer->exited(&code)) << "the input was complete before the host froze";
+    named = wait_for([&] { return read_file(host.log()).find(said) != std::string::npos; },
+                     std::chrono::seconds(30));
+  }
+  EXPECT_TRUE(named) << host.log_tail();
   EXPECT_EQ(read_file(host.log()).find("Another producer with transactional.id"), std::string::npos)
       << host.log_tail();
   const long long records = end_input(*producer, stop_file, dir / "producer.log", in);
