@@ -15,8 +15,6 @@ std::string number(double v) {
 std::vector<std::string> RateClasses::apply(const std::map<std::string, ClassSettings>& settings,
                                            const std::string& rate_group, Clock::time_point now) {
   std::vector<std::string> replaced;
-  const bool regroup = rate_group != group_;
-  group_ = rate_group;
   std::vector<RateClass> next;
   std::map<std::string, size_t, std::less<>> index;
   for (const auto& [name, cs] : settings) {
@@ -25,7 +23,8 @@ std::vector<std::string> RateClasses::apply(const std::map<std::string, ClassSet
     rc.name = name;
     rc.labels = "class=" + name;
     double burst = cs.burst > 0 ? cs.burst : std::max(1.0, cs.rate);
-    if (!rc.limit || regroup) rc.limit = class_limit(rate_group, name);
+    // rate.group itself does not change in place (a change restarts the pipeline).
+    if (!rc.limit) rc.limit = class_limit(rate_group, name);
     if (!rc.limit->set(cs.rate, burst, now, !rate_group.empty()))
       replaced.push_back("rate.group '" + rate_group + "' class '" + name + "': rate " +
                          number(cs.rate) + "/s, burst " + number(burst) +

@@ -47,7 +47,6 @@ class RateClasses {
   std::vector<RateClass> classes_;
   std::map<std::string, size_t, std::less<>> by_name_;
   size_t default_ = 0;
-  std::string group_;
 };
 
 }  // namespace exactly::http
