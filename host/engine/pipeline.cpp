@@ -59,6 +59,11 @@ Pipeline::Pipeline(config::PipelineSpec spec) : spec_(std::move(spec)) {
              "outside plugin calls. A plugin's own threads (librdkafka's, a store's "
              "background work) are not in it. Published once a round");
   m.describe("pipeline_up", metrics::Type::gauge, "1 while the pipeline runs");
+  m.describe("pipeline_aborts_in_a_row", metrics::Type::gauge,
+             "Rounds aborted since the pipeline's last commit (0 once a round commits)");
+  // pipeline_up stays 1 while every round aborts (a sink that cannot commit): this is
+  // what says so, and /readyz reads it.
+  m.set("pipeline_aborts_in_a_row", labels(), 0);
   // Every counter of the pipeline's own from its start, at 0: a series that appears only
   // at its first increment has no earlier sample, and `increase(...[1h]) > 0` missed each
   // pipeline's first restart and first abort (QA).

@@ -37,6 +37,9 @@ struct Stats {
   std::atomic<uint64_t> commits{0};
   std::atomic<uint64_t> aborts{0};
   std::atomic<uint64_t> restarts{0};
+  // Rounds aborted since the last commit, across instance rebuilds (a rebuild after
+  // errors.max.consecutive.aborts does not make the pipeline healthy).
+  std::atomic<uint64_t> aborts_in_a_row{0};
   // The active span, in µs since the pipeline started (-1: not yet): from the first record
   // polled to the last commit that carried records. The summary's rate is over it, so a
   // group join before the first record and an idle wait after the last do not dilute it.

@@ -120,6 +120,7 @@ Outcome Pipeline::commit_round(Instance& in, bool final) {
     metrics::global().observe("record_age_at_commit_seconds", labels(), age_seconds(in.round_oldest_ms));
   in.round_oldest_ms = std::numeric_limits<int64_t>::max();
   in.consecutive_aborts = 0;
+  if (stats_.aborts_in_a_row.exchange(0) != 0) metrics::global().set("pipeline_aborts_in_a_row", labels(), 0);
   stats_.commits++;
   metrics::global().add("commits_total", labels(), 1);
   const auto t_end = Clock::now();
@@ -157,6 +158,7 @@ void Pipeline::abort_round(Instance& in, const std::string& why) {
   in.dlq_pending.clear();
   in.window.clear();  // the sink dropped what was in flight; the source replays it
   in.consecutive_aborts++;
+  metrics::global().set("pipeline_aborts_in_a_row", labels(), static_cast<double>(++stats_.aborts_in_a_row));
   stats_.aborts++;
   metrics::global().add("aborts_total", labels(), 1);
 }

@@ -215,7 +215,8 @@ std::string render_summary(const std::vector<const Pipeline*>& pipelines, const 
   // dashboards). stage_timeouts_total and the tasks' batches are shown.
   static const std::set<std::string> host_families = {
       "records_in_total", "records_out_total", "records_rejected_total", "commits_total",
-      "aborts_total",     "restarts_total",    "pipeline_up",            "stage_cpu_seconds_total"};
+      "aborts_total",     "restarts_total",    "pipeline_up",            "stage_cpu_seconds_total",
+      "pipeline_aborts_in_a_row"};
   // One row per pipeline name: instances replaced by reloads are summed into it (and the
   // plugin counters, labelled by pipeline only, are shown once).
   std::vector<std::string> order;

@@ -5,7 +5,10 @@
 
 #include <civetweb.h>
 
+#include <fmt/format.h>
+
 #include <cstring>
+#include <map>
 #include <string>
 
 namespace exactly::metrics {
@@ -36,18 +39,27 @@ int handle_healthz(mg_connection* conn, void*) {
   return 200;
 }
 
-// Readiness: every pipeline of the host is up (exactly_pipeline_up), one per line. Not
-// ready (503) while one starts, retries its open, has failed or there is none: a load
-// balancer or an orchestrator's readiness probe, not a restart trigger (a pipeline that
-// failed on its configuration stays failed until the file is fixed).
+// Readiness: every pipeline of the host is up (exactly_pipeline_up) and its last round
+// committed (exactly_pipeline_aborts_in_a_row 0), one per line. Not ready (503) while one
+// starts, retries its open, has failed, aborts its rounds (a sink that cannot commit: the
+// pipeline is up and moves nothing), or there is none: a load balancer's or an
+// orchestrator's readiness probe, not a restart trigger (a pipeline that failed on its
+// configuration stays failed until the file is fixed).
 int handle_readyz(mg_connection* conn, void*) {
   std::string body;
   bool ready = true;
   const auto up = global().series_of("pipeline_up");
+  std::map<std::string, double> aborted;
+  for (const auto& s : global().series_of("pipeline_aborts_in_a_row"))
+    aborted[Registry::label_value(s.labels, "pipeline")] = s.value;
   for (const auto& s : up) {
+    const std::string name = Registry::label_value(s.labels, "pipeline");
     const bool on = s.value >= 1;
-    ready = ready && on;
-    body += "pipeline " + Registry::label_value(s.labels, "pipeline") + (on ? ": up\n" : ": down\n");
+    const double aborts = aborted.count(name) ? aborted[name] : 0;
+    ready = ready && on && aborts == 0;
+    body += "pipeline " + name + (on ? ": up" : ": down");
+    if (aborts > 0) body += fmt::format(", its last {} round(s) aborted", static_cast<int64_t>(aborts));
+    body += "\n";
   }
   if (up.empty()) {
     ready = false;

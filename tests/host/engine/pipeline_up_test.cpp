@@ -76,3 +76,47 @@ TEST(PipelineUp, HealthAndReadinessEndpointsAndCountersFromZero) {
   c.kill(SIGTERM);
   c.wait();
 }
+
+// A pipeline whose every round aborts (a sink that cannot commit) stays up between its
+// rebuilds and moves nothing: exactly_pipeline_up said 1 and /readyz said ready (QA).
+// exactly_pipeline_aborts_in_a_row counts the rounds since the last commit, /readyz is 503
+// and names it, and both clear once a round commits (here after a reload fixes the sink).
+TEST(PipelineUp, RoundsAbortingInARowMakeThePipelineNotReady) {
+  auto dir = temp_dir("pipeline-aborting");
+  auto config = [&](const std::string& p_abort) {
+    write_file(dir / "p.yaml", "plugin.path: [" + std::string(EXACTLY_BUILD_DIR) + "/test-plugins]\n"
+                               "metrics: { listen: 127.0.0.1:0 }\n"
+                               "pipelines:\n"
+                               "  - name: aborting\n"
+                               "    source: { plugin: counter, config: { count: 1000000000, poll.pace.ms: 5 } }\n"
+                               "    sink: { plugin: faulty, config: { path: " + (dir / "a.txt").string() +
+                               ", abort.probability: " + p_abort + ", seed: 7 } }\n"
+                               "  - name: fine\n"
+                               "    source: { plugin: counter, config: { count: 1000000000, poll.pace.ms: 5 } }\n"
+                               "    sink: { plugin: faulty, config: { path: " + (dir / "b.txt").string() + " } }\n");
+  };
+  config("1.0");
+  const fs::path log = dir / "log.txt";
+  Child c({exactly_bin(), "run", (dir / "p.yaml").string()}, log);
+  const std::string page = scrape_until(log, "exactly_pipeline_aborts_in_a_row{pipeline=\"aborting\"} 3");
+  EXPECT_NE(page.find("exactly_pipeline_aborts_in_a_row{pipeline=\"aborting\"} 3"), std::string::npos)
+      << page << read_file(log);
+  EXPECT_NE(page.find("exactly_pipeline_aborts_in_a_row{pipeline=\"fine\"} 0"), std::string::npos) << page;
+  const int port = metrics_port(read_file(log));
+  ASSERT_NE(port, 0) << read_file(log);
+  const std::string aborting = scrape(port, "/readyz");
+  EXPECT_EQ(aborting.rfind("HTTP/1.1 503", 0), 0u) << aborting;
+  EXPECT_NE(aborting.find("pipeline aborting: up, its last "), std::string::npos) << aborting;
+  EXPECT_NE(aborting.find("pipeline fine: up\n"), std::string::npos) << aborting;
+
+  config("0.0");  // the reload restarts it with a sink that commits
+  std::string ready;
+  for (int i = 0; i < 300 && ready.rfind("HTTP/1.1 200", 0) != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ready = scrape(port, "/readyz");
+  }
+  EXPECT_EQ(ready.rfind("HTTP/1.1 200", 0), 0u) << ready << read_file(log);
+  EXPECT_NE(scrape(port).find("exactly_pipeline_aborts_in_a_row{pipeline=\"aborting\"} 0"), std::string::npos);
+  c.kill(SIGTERM);
+  c.wait();
+}
