@@ -184,6 +184,14 @@ int cmd_run(const RunOptions& opts) {
   // a reload's validate() (a plugin's, that may take long), where it reads no signal, and
   // the running pipelines would go on committing until shutdown.timeout.
   stop.on_first_signal([&sup] { sup.request_stop_all_from_any_thread(); });
+  // Exit 3 skips the normal end: the counts so far still tell the operator what moved (the
+  // stuck pipelines' last rounds are not in them: they were not committed).
+  stop.on_give_up([&sup] {
+    if (auto s = sup.summary_from_any_thread())
+      std::fprintf(stdout, "\n%s", secrets::scrub(*s).c_str());
+    else
+      log::error("host", "no summary: a reload was changing the pipelines");
+  });
   // A signal during the first load's validate(): nothing is started.
   if (stop.requested()) {
     log::info("host", "stopped before any pipeline started");

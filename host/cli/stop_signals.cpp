@@ -29,6 +29,11 @@ void StopSignals::on_first_signal(std::function<void()> f) {
   if (requested_.load() && on_first_) on_first_();
 }
 
+void StopSignals::on_give_up(std::function<void()> f) {
+  std::lock_guard<std::mutex> g(on_first_mu_);
+  on_give_up_ = std::move(f);
+}
+
 void StopSignals::start_clock() {
   int64_t none = 0;
   deadline_ms_.compare_exchange_strong(none, engine::steady_ms() + timeout_ms_.load());
@@ -60,6 +65,13 @@ void StopSignals::loop() {
                  "the pipelines did not stop within shutdown.timeout ({} s); still running:\n{}"
                  "exiting with code 3 without committing them (their rounds are replayed on the next start)",
                  timeout_ms_.load() / 1000.0, engine::describe(engine::calls_running_longer_than(0)));
+      std::function<void()> give_up;
+      {
+        std::lock_guard<std::mutex> g(on_first_mu_);
+        give_up = on_give_up_;
+      }
+      if (give_up) give_up();
+      std::fflush(nullptr);
       std::_Exit(3);
     }
   }

@@ -30,6 +30,9 @@ class StopSignals {
   // already): asks the pipelines to stop while the main thread may be elsewhere (in a
   // reload's validate()).
   void on_first_signal(std::function<void()> f);
+  // Called on this object's thread when shutdown.timeout is over, just before exit 3:
+  // what the run did up to then (the summary), since the normal end will not come.
+  void on_give_up(std::function<void()> f);
 
  private:
   void loop();
@@ -42,6 +45,7 @@ class StopSignals {
   std::atomic<int64_t> deadline_ms_{0};  // steady ms; 0 = no stop under way
   std::mutex on_first_mu_;
   std::function<void()> on_first_;
+  std::function<void()> on_give_up_;
   std::thread thread_;
 };
 

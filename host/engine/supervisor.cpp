@@ -50,6 +50,8 @@ std::string ApplyReport::str() const {
 }
 
 ApplyReport Supervisor::apply(const config::HostSpec& spec, const std::function<bool()>& stop_asked) {
+  // live_ holds moved-from entries until the end: no summary from another thread meanwhile.
+  std::lock_guard<std::timed_mutex> lists(lists_mu_);
   ApplyReport rep;
   auto asked = [&] {
     if (!rep.interrupted && stop_asked && stop_asked()) rep.interrupted = true;
@@ -209,6 +211,12 @@ const Pipeline* Supervisor::find(const std::string& name) const {
 }
 
 std::string Supervisor::summary() const { return render_summary(all(), gone_counters_); }
+
+std::optional<std::string> Supervisor::summary_from_any_thread() const {
+  std::unique_lock<std::timed_mutex> lists(lists_mu_, std::defer_lock);
+  if (!lists.try_lock_for(std::chrono::milliseconds(200))) return std::nullopt;
+  return summary();
+}
 
 std::string render_summary(const std::vector<const Pipeline*>& pipelines, const GoneCounters& gone) {
   // The host's own families: the row's columns, or /metrics only (a stage's CPU, for

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,9 @@ class Supervisor {
   std::vector<const Pipeline*> all() const;
   // The summary of all(), with the counters of pipelines a reload removed.
   std::string summary() const;
+  // The same from another thread (a stop past shutdown.timeout, about to exit 3), or
+  // nothing while apply() changes the lists (a reload under way).
+  std::optional<std::string> summary_from_any_thread() const;
   const Pipeline* find(const std::string& name) const;
 
  private:
@@ -54,6 +58,8 @@ class Supervisor {
 
   std::vector<std::unique_ptr<Pipeline>> live_;
   std::vector<std::unique_ptr<Pipeline>> retired_;
+  // Held by apply() while it rebuilds live_ and retired_ (only the main thread changes them).
+  mutable std::timed_mutex lists_mu_;
   GoneCounters gone_counters_;
   std::mutex stop_mu_;
   bool stop_all_ = false;

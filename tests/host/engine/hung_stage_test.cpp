@@ -67,6 +67,11 @@ TEST(HungStage, AStopGivesUpAfterShutdownTimeoutWithAReportAndExitCode3) {
                      "    pipeline 'slow', stage 'transforms[0]/sleep-at': process() running for"),
             std::string::npos)
       << log;
+  // The summary still comes, after the report: what was committed before the hang.
+  const auto header = log.find("\npipeline ");
+  ASSERT_NE(header, std::string::npos) << "no summary at exit 3:\n" << log;
+  EXPECT_GT(header, log.find("did not stop within shutdown.timeout")) << log;
+  EXPECT_NE(log.find("\nslow ", header), std::string::npos) << log;
 }
 
 TEST(HungStage, AReloadThatReplacesAHungPipelineGivesUpAfterShutdownTimeout) {
