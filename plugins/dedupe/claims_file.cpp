@@ -544,10 +544,16 @@ void ClaimsFile::close() {
 bool ClaimsFile::open(const std::string& path, bool verify, std::string& error) {
   close();
   path_ = path;
+  damaged_ = false;
   auto bad = [&](const std::string& what) {
     error = "claims file " + path + ": " + what;
     close();
     return false;
+  };
+  // What is in the file is wrong, as against the system refusing it or a newer build's.
+  auto damaged = [&](const std::string& what) {
+    damaged_ = true;
+    return bad(what);
   };
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return bad(std::string("cannot open: ") + std::strerror(errno));
@@ -560,7 +566,7 @@ bool ClaimsFile::open(const std::string& path, bool verify, std::string& error) 
   const uint64_t size = static_cast<uint64_t>(st.st_size);
   if (size < kFooterBytes) {
     ::close(fd);
-    return bad("shorter (" + std::to_string(size) + " bytes) than its footer");
+    return damaged("shorter (" + std::to_string(size) + " bytes) than its footer");
   }
   void* m = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
   int e = errno;
@@ -571,12 +577,12 @@ bool ClaimsFile::open(const std::string& path, bool verify, std::string& error) 
 
   const char* f = map_ + size - kFooterBytes;
   if (get64(f + kMagicAt) != kMagic || get64(f + kTailMagicAt) != kMagic)
-    return bad("not a claims file (no magic in its last " + std::to_string(kFooterBytes) + " bytes)");
+    return damaged("not a claims file (no magic in its last " + std::to_string(kFooterBytes) + " bytes)");
   if (get32(f + kVersionAt) != kVersion)
     return bad("version " + std::to_string(get32(f + kVersionAt)) + ", this build reads " +
                std::to_string(kVersion));
   if (verify && XXH3_64bits(map_, size - (kFooterBytes - kChecksumAt)) != get64(f + kChecksumAt))
-    return bad("checksum mismatch (the file is damaged)");
+    return damaged("checksum mismatch (the file is damaged)");
   const uint32_t key_width = get32(f + kKeyWidthAt);
   seq_bytes_ = static_cast<uint8_t>(f[kWidthsAt]);
   dist_bytes_ = static_cast<uint8_t>(f[kWidthsAt + 1]);
@@ -593,15 +599,15 @@ bool ClaimsFile::open(const std::string& path, bool verify, std::string& error) 
       ((uint64_t{1} << dir_bits_) + 1) > (body - std::min(body, dir_at)) / 8 ||
       dir_at + ((uint64_t{1} << dir_bits_) + 1) * 8 > filter_at || filter_at > body ||
       filter_blocks_ > (body - filter_at) / 64 || filter_at + filter_blocks_ * 64 != body)
-    return bad("its footer's sections do not fit the file");
+    return damaged("its footer's sections do not fit the file");
   entries_ = map_;
   dir_ = reinterpret_cast<const uint64_t*>(map_ + dir_at);
   filter_ = map_ + filter_at;
   const uint64_t buckets = uint64_t{1} << dir_bits_;
   if (dir_[0] != 0 || dir_[buckets] != entries_bytes_)
-    return bad("its directory does not span its entries");
+    return damaged("its directory does not span its entries");
   for (uint64_t b = 0; b < buckets; ++b)
-    if (dir_[b] > dir_[b + 1]) return bad("its directory is out of order at bucket " + std::to_string(b));
+    if (dir_[b] > dir_[b + 1]) return damaged("its directory is out of order at bucket " + std::to_string(b));
   stats_.claims = get64(f + kClaimsAt);
   stats_.bytes = size;
   stats_.seq_base = get64(f + kSeqBaseAt);
@@ -611,7 +617,7 @@ bool ClaimsFile::open(const std::string& path, bool verify, std::string& error) 
   stats_.fp_bytes = fp_bytes_;
   stats_.merged_from = get64(f + kMergedFromAt);
   if (key_width != 0 && stats_.claims * (key_width + stats_.value_width) != entries_bytes_)
-    return bad("its entries do not add up to " + std::to_string(stats_.claims) + " claims");
+    return damaged("its entries do not add up to " + std::to_string(stats_.claims) + " claims");
   return true;
 }
 

@@ -97,6 +97,9 @@ class ClaimsFile {
   // Maps `path` and checks its footer, its sections' bounds and (when `verify`) its
   // checksum. False with `error` naming the file and what is wrong.
   bool open(const std::string& path, bool verify, std::string& error);
+  // After a failed open: the file's contents were wrong (short, no magic, checksum,
+  // sections), not the system's refusal or a newer build's version.
+  bool damaged() const { return damaged_; }
 
   // The claim of `key` whose XXH3 hash is `hash`, if this file holds one.
   bool find(std::string_view key, uint64_t hash, ClaimValue& out) const;
@@ -132,6 +135,7 @@ class ClaimsFile {
   void decode_value(const char* p, ClaimValue& out) const;
 
   std::string path_;
+  bool damaged_ = false;
   const char* map_ = nullptr;
   size_t map_size_ = 0;
   const char* entries_ = nullptr;

@@ -90,6 +90,10 @@ Settings Settings::parse(const sdk::Config& c) {
   else if (behind == "ignore") s.on_store_behind = BehindPolicy::ignore;
   else throw ConfigError("on.store.behind", "expected fail or ignore, got '" + behind + "'");
   s.store_behind_tolerance = non_negative(c, "store.behind.tolerance");
+  std::string damaged = c.get_string("on.store.damaged", "restore");
+  if (damaged == "restore") s.on_store_damaged = DamagedPolicy::restore;
+  else if (damaged == "fail") s.on_store_damaged = DamagedPolicy::fail;
+  else throw ConfigError("on.store.damaged", "expected restore or fail, got '" + damaged + "'");
 
   s.retention.max_keys = static_cast<uint64_t>(non_negative(c, "retention.max.keys"));
   s.retention.max_bytes = static_cast<uint64_t>(non_negative(c, "retention.max.bytes"));

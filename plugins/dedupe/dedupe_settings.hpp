@@ -14,6 +14,7 @@ namespace exactly::dedupe {
 
 enum class ConflictPolicy { duplicate, reject, stop };
 enum class BehindPolicy { fail, ignore };
+enum class DamagedPolicy { restore, fail };
 enum class ChangelogMode { auto_, on, off };
 
 // id.key / id.header / id.json / id.max.bytes, shared by the RocksDB and Redis stages.
@@ -28,6 +29,7 @@ struct Settings {
   int64_t standby_budget_ms = 200;  // per second of pipeline time
   ConflictPolicy on_conflict = ConflictPolicy::duplicate;
   BehindPolicy on_store_behind = BehindPolicy::fail;
+  DamagedPolicy on_store_damaged = DamagedPolicy::restore;
   int64_t store_behind_tolerance = 0;
   Retention retention;
   uint32_t fingerprint_bytes = 4;

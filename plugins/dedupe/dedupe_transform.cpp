@@ -12,6 +12,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
+#include <ctime>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -118,7 +120,7 @@ DedupeTransform::~DedupeTransform() {
 }
 
 Status DedupeTransform::open_store(const std::string& dir, int32_t id, bool wipe,
-                                   std::unique_ptr<PartitionStore>& out) {
+                                   std::unique_ptr<PartitionStore>& out, bool* damaged) {
   out.reset();
   if (wipe) {
     Status st = PartitionStore::destroy(dir);
@@ -127,9 +129,59 @@ Status DedupeTransform::open_store(const std::string& dir, int32_t id, bool wipe
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return Status::fatal("dedupe: cannot create state directory " + dir + ": " + ec.message());
-  Status st = PartitionStore::open(dir, settings_.tuning, cache_, static_cast<uint32_t>(id), out);
+  Status st = PartitionStore::open(dir, settings_.tuning, cache_, static_cast<uint32_t>(id), out, damaged);
   if (!st || !use_changelog_) return st;
   return out->set_changelog_backed(true);
+}
+
+// Kafka Streams wipes a corrupted task's state and restores it from its changelog; so
+// does this, with the damaged store kept aside for inspection rather than deleted. Only
+// where the changelog really is kept for this partition (a file sink keeps none: there
+// the store is the only copy, and it is refused as before), and not when the store was
+// set aside less than an hour ago already (kept on disk, so a restarted host knows it
+// too): a store damaged again right after its restore (a failing disk) is refused rather
+// than moved aside in a loop that fills the disk with copies. The restore that follows
+// makes the usual checks: a changelog behind the group's offsets is refused by
+// on.store.behind.
+Status DedupeTransform::set_aside_damaged(const sdk::Partition& p, const Status& why) {
+  if (settings_.on_store_damaged != DamagedPolicy::restore) return why;
+  if (!decide_changelog() || !use_changelog_) return why;
+  sdk::StateInfo info;
+  if (!open_changelog(p, info)) return why;
+  namespace fs = std::filesystem;
+  const fs::path dir = store_dir(p);
+  const std::string prefix = dir.filename().string() + ".damaged-";
+  const std::time_t now = std::time(nullptr);
+  std::error_code ec;
+  for (fs::directory_iterator it(dir.parent_path(), ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind(prefix, 0) != 0) continue;
+    std::tm tm{};
+    if (std::sscanf(name.c_str() + prefix.size(), "%4d%2d%2dT%2d%2d%2dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+                    &tm.tm_hour, &tm.tm_min, &tm.tm_sec) != 6)
+      continue;
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    const std::time_t at = timegm(&tm);
+    if (now - at < 3600)
+      return Status::fatal(why.message() + " (an earlier copy of it was set aside as " + it->path().string() +
+                           " less than an hour ago and the partition restored from changelog " +
+                           changelog_topic_ + ": damaged again so soon, it is refused, not set aside " +
+                           "again; check the disk)");
+  }
+  char stamp[32];
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+  const fs::path aside = dir.parent_path() / (prefix + stamp);
+  fs::rename(dir, aside, ec);
+  if (ec)
+    return Status::fatal(why.message() + " (moving it aside to " + aside.string() + " failed: " + ec.message() + ")");
+  host_.warn("dedupe: " + why.message() + ". on.store.damaged is restore: the store is moved to " +
+             aside.string() + " and partition " + describe(p) + " is restored from changelog " +
+             changelog_topic_ + " (remove " + aside.string() + " once it is not needed)");
+  host_.counter("dedupe_stores_set_aside_total", 1, ("partition=" + p.name).c_str());
+  return Status::ok();
 }
 
 int64_t DedupeTransform::covered_by(const StoreMeta& m) {
@@ -421,7 +473,12 @@ Status DedupeTransform::open_partition(const sdk::Partition& p, std::unique_ptr<
     st = part->store->set_changelog_backed(use_changelog_);
     if (!st) return st;
   } else {
-    st = open_store(dir.string(), p.id, false, part->store);
+    bool damaged = false;
+    st = open_store(dir.string(), p.id, false, part->store, &damaged);
+    if (!st && damaged) {
+      Status aside = set_aside_damaged(p, st);
+      st = aside ? open_store(dir.string(), p.id, false, part->store) : aside;
+    }
     if (!st) return st;
   }
 
@@ -491,10 +548,13 @@ Status DedupeTransform::assign(const std::vector<sdk::Partition>& parts) {
     warm.push_back(ready.back() != nullptr);
   }
   std::vector<Status> opened(todo.size());
-  Status st = open_stores_side_by_side(todo, ready, opened);
+  std::vector<char> damaged(todo.size(), 0);
+  Status st = open_stores_side_by_side(todo, ready, opened, damaged);
   if (!st) return st;
   for (size_t i = 0; i < todo.size(); ++i) {
     const sdk::Partition& p = *todo[i];
+    // Opened again, alone, by open_partition below.
+    if (!opened[i] && damaged[i]) opened[i] = set_aside_damaged(p, opened[i]);
     if (!opened[i]) return opened[i];  // in assignment order: the first failing one is named
     std::unique_ptr<Part> part;
     st = open_partition(p, part, std::move(ready[i]));
@@ -519,7 +579,7 @@ Status DedupeTransform::assign(const std::vector<sdk::Partition>& parts) {
 // goes to `opened`, which assign() reports in that order.
 Status DedupeTransform::open_stores_side_by_side(const std::vector<const sdk::Partition*>& todo,
                                                  std::vector<std::unique_ptr<PartitionStore>>& ready,
-                                                 std::vector<Status>& opened) {
+                                                 std::vector<Status>& opened, std::vector<char>& damaged) {
   std::vector<size_t> opens;
   for (size_t i = 0; i < todo.size(); ++i)
     if (!ready[i] && !todo[i]->name.empty()) opens.push_back(i);
@@ -531,7 +591,9 @@ Status DedupeTransform::open_stores_side_by_side(const std::vector<const sdk::Pa
   run_side_by_side(opens.size(), kSideBySideOpens, [&](size_t k) {
     const size_t i = opens[k];
     try {
-      opened[i] = open_store(store_dir(*todo[i]), todo[i]->id, false, ready[i]);
+      bool bad = false;
+      opened[i] = open_store(store_dir(*todo[i]), todo[i]->id, false, ready[i], &bad);
+      damaged[i] = bad;
     } catch (const std::exception& e) {
       opened[i] = Status::fatal("dedupe: cannot open store " + store_dir(*todo[i]) + ": " + e.what());
     }
@@ -868,6 +930,7 @@ Status DedupeTransform::reconfigure(const sdk::Config& config) {
   settings_.retention = next.retention;
   settings_.on_conflict = next.on_conflict;
   settings_.on_store_behind = next.on_store_behind;
+  settings_.on_store_damaged = next.on_store_damaged;
   settings_.store_behind_tolerance = next.store_behind_tolerance;
   // Stores opened later take it from settings_.tuning; open ones (warm copies too) now.
   settings_.tuning.own_files_max = next.tuning.own_files_max;

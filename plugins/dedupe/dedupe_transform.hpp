@@ -111,13 +111,16 @@ class DedupeTransform final : public sdk::Transform {
   // outcome in `opened` (by todo's index).
   sdk::Status open_stores_side_by_side(const std::vector<const sdk::Partition*>& todo,
                                        std::vector<std::unique_ptr<PartitionStore>>& ready,
-                                       std::vector<sdk::Status>& opened);
+                                       std::vector<sdk::Status>& opened, std::vector<char>& damaged);
   std::string store_dir(const sdk::Partition& p) const;
   sdk::Status catch_up(Warm& w, Clock::time_point deadline);
   // The standby copy of `p`, if there is one (it stops being a standby).
   std::unique_ptr<PartitionStore> take_warm(const sdk::Partition& p);
   sdk::Status open_store(const std::string& dir, int32_t id, bool wipe,
-                         std::unique_ptr<PartitionStore>& out);
+                         std::unique_ptr<PartitionStore>& out, bool* damaged = nullptr);
+  // A store of `p` that could not be read (`why`): moved aside, so that the partition is
+  // restored from its changelog (on.store.damaged: restore), and ok; else `why`.
+  sdk::Status set_aside_damaged(const sdk::Partition& p, const sdk::Status& why);
   // Changelog mode: bring the store up to the changelog's committed end.
   // `cancel` (background restores): stop early with a fatal status when it turns true.
   sdk::Status restore(Part& part, const std::atomic<bool>* cancel = nullptr);

@@ -100,7 +100,13 @@ size_t first_fold_at(size_t threshold, uint32_t id) {
 
 sdk::Status PartitionStore::open(const std::string& dir, const StoreTuning& tuning,
                                  const std::shared_ptr<rocksdb::Cache>& cache,
-                                 uint32_t partition_id, std::unique_ptr<PartitionStore>& out) {
+                                 uint32_t partition_id, std::unique_ptr<PartitionStore>& out,
+                                 bool* damaged) {
+  if (damaged != nullptr) *damaged = false;
+  auto unreadable = [damaged](sdk::Status st) {
+    if (damaged != nullptr) *damaged = true;
+    return st;
+  };
   std::unique_ptr<PartitionStore> s(new PartitionStore());
   s->dir_ = dir;
   s->read_ = make_lookup_read_options();
@@ -118,6 +124,7 @@ sdk::Status PartitionStore::open(const std::string& dir, const StoreTuning& tuni
     st = rocksdb::DB::Open(db_options, dir, cfs, &handles, &s->db_);
     s->compacting_ = true;
   }
+  if (st.IsCorruption()) return unreadable(sdk::Status::fatal("dedupe: cannot open store " + dir + ": " + st.ToString()));
   if (!st.ok()) return sdk::Status::fatal("dedupe: cannot open store " + dir + ": " + st.ToString());
   s->claims_ = handles[0];
   s->seq_ = handles[1];
@@ -128,7 +135,9 @@ sdk::Status PartitionStore::open(const std::string& dir, const StoreTuning& tuni
   st = s->db_->Get(rocksdb::ReadOptions(), s->seq_, rocksdb::Slice(), &meta);
   if (st.ok()) {
     if (!s->meta_.decode(meta))
-      return sdk::Status::fatal("dedupe: store " + dir + " has unreadable bookkeeping (meta)");
+      return unreadable(sdk::Status::fatal("dedupe: store " + dir + " has unreadable bookkeeping (meta)"));
+  } else if (st.IsCorruption()) {
+    return unreadable(sdk::Status::fatal("dedupe: cannot read store " + dir + ": " + st.ToString()));
   } else if (!st.IsNotFound()) {
     return sdk::Status::fatal("dedupe: cannot read store " + dir + ": " + st.ToString());
   }
@@ -144,7 +153,7 @@ sdk::Status PartitionStore::open(const std::string& dir, const StoreTuning& tuni
   s->cf_has_claims_ = s->int_property(s->claims_, "rocksdb.estimate-num-keys") != 0 ||
                       s->int_property(s->claims_, "rocksdb.total-sst-files-size") != 0;
   sdk::Status own = s->load_own_files();
-  if (!own) return own;
+  if (!own) return s->damaged_ ? unreadable(own) : own;
   s->own_mode_ = !s->own_files_.empty() || (tuning.own_files && !s->compacting_ && !s->cf_has_claims_);
   s->keep_fold_layout();
   s->fold_compression_ = fold_compression(tuning);
@@ -161,7 +170,7 @@ sdk::Status PartitionStore::open(const std::string& dir, const StoreTuning& tuni
   if (!s->own_files_.empty())
     s->meta_.indexed = std::max(s->meta_.indexed, s->own_files_.back()->stats().seq_end);
   sdk::Status replayed = s->replay_chunks(replay_from);
-  if (!replayed) return replayed;
+  if (!replayed) return s->damaged_ ? unreadable(replayed) : replayed;
   if (s->meta_.indexed > replay_from) {
     // The chunks those files hold keep only their time, and the meta says so.
     rocksdb::WriteBatch wb;
@@ -212,12 +221,14 @@ sdk::Status PartitionStore::replay_chunks(uint64_t from) {
     }
     // Skipping it would forget ids that were seen (their duplicates would pass): the
     // store refuses to open instead, and says what the operator can do.
-    if (!whole)
+    if (!whole) {
+      damaged_ = true;
       return sdk::Status::fatal(
           "dedupe: store " + dir_ + " has an unreadable chunk of claims (from claim " +
           std::to_string(first) + ", not yet folded into its files): the store cannot be "
           "trusted. Move the directory away to start the partition over (with a changelog "
           "it is restored from the changelog; without one, ids it had seen pass again)");
+    }
   }
   return sdk::Status::ok();
 }
@@ -763,11 +774,13 @@ sdk::Status PartitionStore::load_own_files() {
     }
     auto f = std::make_shared<ClaimsFile>();
     std::string error;
-    if (!f->open(path, true, error))
+    if (!f->open(path, true, error)) {
+      damaged_ = f->damaged();
       return sdk::Status::fatal(
           "dedupe: store " + dir_ + " has a damaged claims file (" + error + "): the store "
           "cannot be trusted. Move the directory away to start the partition over (with a "
           "changelog it is restored from the changelog; without one, ids it had seen pass again)");
+    }
     if (f->stats().merged_from != 0) covered_from = f->stats().merged_from;
     add_own_file(std::move(f));
   }

@@ -53,9 +53,12 @@ struct StoreGauges {
 class PartitionStore {
  public:
   // `partition_id` sets the size of the store's first fold (first_fold_at in the .cpp).
+  // On failure `damaged` (if given) says whether the store's contents could not be read
+  // (RocksDB's corruption, a claims file failing its check, a chunk or the bookkeeping
+  // not decoding), as against the system refusing (permissions, a full disk, a lock).
   static sdk::Status open(const std::string& dir, const StoreTuning& tuning,
                           const std::shared_ptr<rocksdb::Cache>& cache, uint32_t partition_id,
-                          std::unique_ptr<PartitionStore>& out);
+                          std::unique_ptr<PartitionStore>& out, bool* damaged = nullptr);
   ~PartitionStore();
   // Removes a store (before a restore starts it over): its RocksDB files and its own
   // claims files.
@@ -302,6 +305,7 @@ class PartitionStore {
   rocksdb::CompressionType fold_compression_ = rocksdb::kNoCompression;
   size_t fold_files_max_ = 256;
   bool compacting_ = false;
+  bool damaged_ = false;  // open() failed on the store's contents (see open)
   // Folds write claims files of the store's own (claims_file.hpp) instead of SST files:
   // a store made with claims.format own, or one that holds such files already. The
   // claims column family then only holds what a store had before (cf_has_claims_).

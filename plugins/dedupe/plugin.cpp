@@ -10,6 +10,7 @@ using exactly::sdk::required;
 
 const char* const kConflict[] = {"duplicate", "reject", "stop", nullptr};
 const char* const kBehind[] = {"fail", "ignore", nullptr};
+const char* const kDamaged[] = {"restore", "fail", nullptr};
 const char* const kChangelog[] = {"auto", "on", "off", nullptr};
 const char* const kFilters[] = {"bloom", "ribbon", nullptr};
 const char* const kCompression[] = {"none", "lz4", "zstd", nullptr};
@@ -57,6 +58,13 @@ const ex_config_field kFields[] = {
           "group kept its offsets: fail = refuse the partition and say how to repair, "
           "ignore = warn and go on (keeping such a store)",
           "fail", kBehind),
+    field("on.store.damaged", EX_CFG_STRING,
+          "a store whose contents cannot be read at open (RocksDB reports corruption, a "
+          "claims file fails its checksum, a chunk or the bookkeeping does not decode): "
+          "restore = with a changelog, move it aside (<dir>.damaged-<time>) and restore the "
+          "partition from the changelog (not again within the hour: a failing disk); fail = "
+          "refuse the partition and name the store (always so without a changelog)",
+          "restore", kDamaged),
     field("store.behind.tolerance", EX_CFG_INT,
           "offsets the committed position may run ahead of the store before it counts as "
           "behind (only needed for stores written before source positions were recorded)",

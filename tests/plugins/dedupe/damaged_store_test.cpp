@@ -1,0 +1,163 @@
+// A store whose contents cannot be read at open (on.store.damaged). With a changelog the
+// partition's claims are in the cluster: the store is moved aside and the partition
+// restored from the changelog, as Kafka Streams wipes a corrupted task's state and
+// restores it. Before, the partition (and with it the pipeline) was refused until an
+// operator moved the directory by hand. Through the real .so; the harness's FakeHost
+// plays the sink that keeps the changelog.
+#include <fstream>
+
+#include "dedupe_fixture.hpp"
+
+using namespace dedupe_test;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+namespace {
+
+class DamagedStoreTest : public DedupeTest {
+ protected:
+  void SetUp() override {
+    DedupeTest::SetUp();
+    host_.enable_state();
+  }
+  // Small fills and folds on the committing thread: the claims are in own claims files
+  // by the end of the first round.
+  Pairs with_changelog(Pairs extra = {}) {
+    extra.emplace_back("changelog", "on");
+    extra.emplace_back("changelog.topic", "cl");
+    extra.emplace_back("changelog.catch.up.timeout", "200");
+    extra.emplace_back("rocksdb.write.buffer.size", "1048576");
+    extra.emplace_back("rocksdb.fold.background", "false");
+    return extra;
+  }
+  // 30,000 ids claimed and committed, then the stage closed.
+  int64_t claim_and_close(const Pairs& cfg) {
+    auto& t = start(cfg);
+    int64_t off = 0;
+    EXPECT_EQ(t.process(range(0, 30000, off)).kept.size(), 30000u);
+    EXPECT_TRUE(stage_->positions({part(0, "events-0", off)}).is_ok());
+    commit_round();
+    stage_.reset();
+    return off;
+  }
+  // One byte changed in the middle of one of the store's claims files: its checksum fails.
+  fs::path damage_a_claims_file() {
+    fs::path damaged;
+    for (auto& e : fs::directory_iterator(dir_ / "events-0"))
+      if (e.path().extension() == ".xc") damaged = e.path();
+    EXPECT_FALSE(damaged.empty()) << "no claims file to damage";
+    std::fstream f(damaged.string(), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(100);
+    f.put('\x7f');
+    return damaged;
+  }
+  std::vector<fs::path> set_aside() const {
+    std::vector<fs::path> out;
+    for (auto& e : fs::directory_iterator(dir_))
+      if (e.path().filename().string().rfind("events-0.damaged-", 0) == 0) out.push_back(e.path());
+    return out;
+  }
+};
+
+TEST_F(DamagedStoreTest, WithAChangelogTheStoreIsSetAsideAndThePartitionRestored) {
+  const Pairs cfg = with_changelog();
+  const int64_t off = claim_and_close(cfg);
+  const fs::path damaged = damage_a_claims_file();
+  host_.logs.clear();
+
+  auto& again = start(cfg, {part(0, "events-0", off)});
+  ASSERT_EQ(set_aside().size(), 1u) << all_logs(host_);
+  EXPECT_TRUE(fs::exists(set_aside()[0] / damaged.filename())) << "the damaged store is kept for inspection";
+  EXPECT_TRUE(logged(host_, "checksum mismatch")) << all_logs(host_);
+  EXPECT_TRUE(logged(host_, "restored from changelog cl")) << all_logs(host_);
+  EXPECT_EQ(metric("dedupe_stores_set_aside_total"), 1);
+  EXPECT_EQ(metric("dedupe_restored_claims_total"), 30000);
+  // Every id seen before is a duplicate at a later offset (at its own, a replay of its
+  // owner, it would pass again: owner-aware); a new one passes.
+  int64_t next = off;
+  EXPECT_THAT(again.process(range(0, 30000, next)).kept, IsEmpty());
+  EXPECT_THAT(again.process(range(30000, 30001, next)).kept, ElementsAre(0u));
+}
+
+// RocksDB's own corruption (its CURRENT file garbled), in an assignment of two whose
+// stores open side by side: only the damaged one is set aside.
+TEST_F(DamagedStoreTest, RocksDbCorruptionAmongStoresOpenedSideBySide) {
+  const Pairs cfg = with_changelog();
+  auto& t = start(cfg, {part(0, "events-0"), part(1, "events-1")});
+  int64_t off0 = 0, off1 = 0;
+  EXPECT_EQ(t.process(range(0, 1000, off0, 0)).kept.size(), 1000u);
+  EXPECT_EQ(t.process(range(1000, 2000, off1, 1)).kept.size(), 1000u);
+  EXPECT_TRUE(stage_->positions({part(0, "events-0", off0), part(1, "events-1", off1)}).is_ok());
+  commit_round();
+  stage_.reset();
+  {
+    std::ofstream current(dir_ / "events-1" / "CURRENT", std::ios::trunc);
+    current << "not a manifest name";
+  }
+  host_.logs.clear();
+  auto& again = start(cfg, {part(0, "events-0", off0), part(1, "events-1", off1)});
+  EXPECT_TRUE(logged(host_, "side by side")) << all_logs(host_);
+  EXPECT_TRUE(logged(host_, "Corruption")) << all_logs(host_);
+  EXPECT_EQ(metric("dedupe_stores_set_aside_total", "events-1"), 1);
+  EXPECT_EQ(metric("dedupe_stores_set_aside_total", "events-0"), 0);
+  EXPECT_EQ(metric("dedupe_restored_claims_total", "events-1"), 1000);
+  EXPECT_THAT(again.process(range(1000, 2000, off1, 1)).kept, IsEmpty());
+  EXPECT_THAT(again.process(range(0, 1000, off0, 0)).kept, IsEmpty());
+}
+
+TEST_F(DamagedStoreTest, OnStoreDamagedFailRefusesThePartitionAndKeepsTheStore) {
+  const Pairs cfg = with_changelog({{"on.store.damaged", "fail"}});
+  const int64_t off = claim_and_close(cfg);
+  damage_a_claims_file();
+  TransformHarness stage(library(), "dedupe", config(cfg), &host_);
+  ASSERT_TRUE(stage.ok());
+  auto st = stage.assign({part(0, "events-0", off)});
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_THAT(st.message(), HasSubstr("damaged claims file"));
+  EXPECT_TRUE(set_aside().empty());
+  EXPECT_TRUE(fs::exists(dir_ / "events-0"));
+}
+
+// A store damaged again within the hour after being restored (a failing disk) is refused,
+// not moved aside in a loop that fills the disk with copies.
+TEST_F(DamagedStoreTest, AStoreDamagedAgainSoonAfterIsRefusedNotSetAsideAgain) {
+  const Pairs cfg = with_changelog();
+  const int64_t off = claim_and_close(cfg);
+  damage_a_claims_file();
+  auto& restored = start(cfg, {part(0, "events-0", off)});
+  int64_t next = off;
+  EXPECT_EQ(restored.process(range(30000, 60000, next)).kept.size(), 30000u);
+  EXPECT_TRUE(stage_->positions({part(0, "events-0", next)}).is_ok());
+  commit_round();
+  stage_.reset();
+  damage_a_claims_file();
+  TransformHarness stage(library(), "dedupe", config(cfg), &host_);
+  ASSERT_TRUE(stage.ok());
+  auto st = stage.assign({part(0, "events-0", next)});
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_THAT(st.message(), HasSubstr("damaged again so soon"));
+  EXPECT_EQ(set_aside().size(), 1u);
+}
+
+// A store that cannot be opened for a reason of the system's (here a claims file that
+// cannot be mapped: a directory in its place), not for what a file holds, is not damaged:
+// it is never moved aside.
+TEST_F(DamagedStoreTest, AFileTheSystemRefusesIsNotDamageAndIsNotSetAside) {
+  const Pairs cfg = with_changelog();
+  const int64_t off = claim_and_close(cfg);
+  fs::path file;
+  for (auto& e : fs::directory_iterator(dir_ / "events-0"))
+    if (e.path().extension() == ".xc") file = e.path();
+  ASSERT_FALSE(file.empty());
+  fs::remove(file);
+  fs::create_directory(file);
+  TransformHarness stage(library(), "dedupe", config(cfg), &host_);
+  ASSERT_TRUE(stage.ok());
+  auto st = stage.assign({part(0, "events-0", off)});
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_THAT(st.message(), HasSubstr("cannot map"));
+  EXPECT_TRUE(set_aside().empty());
+}
+
+}  // namespace
