@@ -3,6 +3,7 @@
 #include "engine/pipeline_instance.hpp"
 
 #include "engine/plugin_call.hpp"
+#include "engine/reject_reason.hpp"
 #include "util/log.hpp"
 
 #include <fmt/format.h>
@@ -113,7 +114,7 @@ void Pipeline::run_task(Task& task, const ex_batch* batch) {
                     auto* x = reinterpret_cast<EmitCtx*>(c);
                     if (idx >= x->in->count) return note_bad_index(x->bad_index, "reject", idx, x->in->count);
                     x->task->rejects.push_back(
-                        TaskReject{*x->stage, x->task->arena.copy(at(x->in, idx)), std::string(m, n)});
+                        TaskReject{*x->stage, x->task->arena.copy(at(x->in, idx)), reject_reason(m, n)});
                     return EX_OK;
                   }};
     if (cur->count > 0) set_next_call_origin(batch_origin(cur));
@@ -239,7 +240,7 @@ Outcome Pipeline::process_batch(Instance& in, const ex_batch* batch) {
                           if (idx >= x->batch->count)
                             return note_bad_index(x->bad_index, "reject", idx, x->batch->count);
                           ++*x->count;
-                          x->p->handle_reject(*x->in, x->stage, at(x->batch, idx), std::string(m, n));
+                          x->p->handle_reject(*x->in, x->stage, at(x->batch, idx), reject_reason(m, n));
                           return EX_OK;
                         },
                         nullptr};  // reject_record: only from completed() (pipeline_window.cpp)
@@ -279,7 +280,7 @@ Outcome Pipeline::write_dead_letters(Instance& in) {
                              auto* x = reinterpret_cast<DlqCtx*>(c);
                              if (x->n++ == 0) {
                                x->first = i;
-                               x->why.assign(why != nullptr ? why : "", why != nullptr ? len : 0);
+                               x->why = reject_reason(why, len);
                              }
                              return EX_OK;
                            },

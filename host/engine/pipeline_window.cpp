@@ -3,6 +3,7 @@
 // record, so a crash replays only unfinished work; records that failed after write()
 // returned reach the error policy in the round that moves the position past them.
 #include "engine/pipeline_instance.hpp"
+#include "engine/reject_reason.hpp"
 
 #include <fmt/format.h>
 
@@ -39,7 +40,7 @@ Outcome Pipeline::settle_window(Instance& in, bool final, std::string& format, s
                         [](ex_record_errors_ctx c, const ex_record* r, const char* m,
                            size_t n) -> int32_t {
                           if (r == nullptr) return EX_ERR_FATAL;
-                          reinterpret_cast<LateCtx*>(c)->reject(*r, std::string(m, n));
+                          reinterpret_cast<LateCtx*>(c)->reject(*r, reject_reason(m, n));
                           return EX_OK;
                         }};
   std::vector<ex_partition> parts;

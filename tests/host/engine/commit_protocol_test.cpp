@@ -303,6 +303,34 @@ TEST(ErrorPolicy, ARecordTheDeadLetterSinkRefusesStopsThePipelineAndIsNamed) {
   EXPECT_TRUE(parse_output(dir / "out.txt").values.empty()) << read_file(dir / "out.txt");
 }
 
+// A plugin's reject reason is its own bytes: a null one (with a length) threw inside the
+// host's callback and aborted the host; a 5 MB one made a 5 MB log line and a dead letter
+// the broker refused (QA). Both go to the dead-letter sink with a reason the host made.
+TEST(ErrorPolicy, ANullOrHugeRejectReasonIsSaidAndBounded) {
+  for (const std::string reason : {"reason.null: true", "reason.bytes: 5000000"}) {
+    auto dir = temp_dir("policy");
+    std::string dlq = "    errors:\n      policy: dead-letter\n      dead-letter: { plugin: faulty, "
+                      "config: { path: " + (dir / "dlq.txt").string() + " } }\n";
+    write_file(dir / "p.yaml",
+               pipeline_yaml(dir / "out.txt", 100, "", dlq,
+                             "    transforms: [ { plugin: reject-every, config: { every: 10, " + reason +
+                                 " } } ]\n"));
+    auto r = run(exactly_bin() + " run " + (dir / "p.yaml").string(), dir);
+    ASSERT_EQ(r.exit_code, 0) << reason << "\n" << r.err.substr(0, 3000);
+    EXPECT_EQ(parse_output(dir / "dlq.txt").values.size(), 9u) << reason;  // 10..90
+    EXPECT_EQ(parse_output(dir / "out.txt").values.size(), 91u) << reason;
+    size_t longest = 0;
+    for (const auto& line : lines_of(r.err)) longest = std::max(longest, line.size());
+    EXPECT_LT(longest, 8192u) << reason;
+    if (reason == "reason.null: true")
+      EXPECT_NE(r.err.find("rejected by transforms[0]/reject-every: (no reason given: the plugin passed a null reason)"),
+                std::string::npos)
+          << r.err;
+    else
+      EXPECT_NE(r.err.find("rrrr... (5000000 bytes; cut at 4096)"), std::string::npos) << r.err.substr(0, 3000);
+  }
+}
+
 TEST(CommitProtocol, ExactlyOnceRefusesASinkThatCannotStorePositions) {
   auto dir = temp_dir("eos");
   write_file(dir / "p.yaml", "plugin.path: [" + kPluginPath + "]\npipelines:\n  - name: t\n"
