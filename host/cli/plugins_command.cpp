@@ -1,4 +1,6 @@
+#include "cli/call_deadline.hpp"
 #include "cli/commands.hpp"
+#include "engine/fatal_signal.hpp"
 #include "config/loader.hpp"
 #include "plugin/loader.hpp"
 #include "util/json_string.hpp"
@@ -35,8 +37,13 @@ int cmd_plugins(const PluginsOptions& opts) {
   std::vector<std::string> dirs;
   for (const auto& d : opts.dirs) dirs.push_back(std::filesystem::absolute(d).lexically_normal().string());
   for (auto& d : plugin::default_plugin_path()) dirs.push_back(d);
+  // A library that crashes or hangs while it loads is named (see call_deadline.hpp).
+  engine::install_fatal_signal_report();
   plugin::Registry reg;
-  reg.scan(dirs);
+  {
+    CallDeadline deadline(60000, "the time a library may take to load");
+    reg.scan(dirs);
+  }
 
   if (as_json) {
     std::string o = "{\"libraries\":[";

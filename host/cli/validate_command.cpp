@@ -1,6 +1,7 @@
 #include "cli/commands.hpp"
 #include "config/loader.hpp"
-#include "engine/plugin_call.hpp"
+#include "cli/call_deadline.hpp"
+#include "engine/fatal_signal.hpp"
 
 #include <fmt/format.h>
 
@@ -14,51 +15,18 @@
 
 namespace exactly::cli {
 
-namespace {
-// A plugin's validate() that never returns must not hang a check run by CI: past the
-// deadline the call still running is named and the check fails (a plugin call cannot be
-// interrupted, so the process ends).
-class ValidateDeadline {
- public:
-  explicit ValidateDeadline(int64_t ms) : thread_([this, ms] { watch(ms); }) {}
-  ~ValidateDeadline() {
-    {
-      std::lock_guard<std::mutex> g(mu_);
-      done_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
-  }
-
- private:
-  void watch(int64_t ms) {
-    std::unique_lock<std::mutex> lk(mu_);
-    if (cv_.wait_for(lk, std::chrono::milliseconds(ms), [this] { return done_; })) return;
-    auto calls = engine::calls_running_longer_than(0);
-    std::fprintf(stderr, "error: a plugin call did not return within %s (--stage-timeout):\n%s"
-                 "nothing checked past it; exit 2\n",
-                 fmt::format("{:g} s", static_cast<double>(ms) / 1000.0).c_str(),
-                 calls.empty() ? "    (no plugin call is running: the configuration load itself hangs)\n"
-                               : engine::describe(calls).c_str());
-    std::fflush(nullptr);
-    std::_Exit(2);
-  }
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool done_ = false;
-  std::thread thread_;
-};
-}  // namespace
 
 int cmd_validate(const std::vector<std::string>& paths, int64_t stage_timeout_ms) {
   if (paths.empty()) {
     std::fprintf(stderr, "exactly validate: give at least one file or directory\n");
     return 2;
   }
+  // A library that crashes while it loads is named, not only "exit 139".
+  engine::install_fatal_signal_report();
   plugin::Registry registry;
   config::LoadResult r;
   {
-    ValidateDeadline deadline(stage_timeout_ms);
+    CallDeadline deadline(stage_timeout_ms, "--stage-timeout");
     r = config::load(paths, registry);
   }
   // Libraries on the plugin path that were not loaded, as `run` warns of them: one that

@@ -113,9 +113,13 @@ std::string describe(const std::vector<RunningCall>& calls) {
   if (calls.empty()) return "(no plugin call in progress: the pipelines were between calls)\n";
   std::string s;
   for (const auto& c : calls)
-    s += fmt::format("pipeline '{}', stage '{}': {}() running for {:.1f} s{}\n", c.pipeline, c.stage,
-                     c.fn, static_cast<double>(c.running_ms) / 1000.0,
-                     c.origin.empty() ? "" : " (at " + c.origin + ")");
+    if (c.pipeline.empty())  // a library being loaded (plugin/loader.cpp)
+      s += fmt::format("plugin library {}: {} running for {:.1f} s\n", c.stage, c.fn,
+                       static_cast<double>(c.running_ms) / 1000.0);
+    else
+      s += fmt::format("pipeline '{}', stage '{}': {}() running for {:.1f} s{}\n", c.pipeline, c.stage,
+                       c.fn, static_cast<double>(c.running_ms) / 1000.0,
+                       c.origin.empty() ? "" : " (at " + c.origin + ")");
   return s;
 }
 

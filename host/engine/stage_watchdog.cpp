@@ -38,6 +38,13 @@ void StageWatchdog::run() {
       Key k{c.pipeline, c.stage, c.since_ms};
       still.insert(k);
       if (reported.count(k)) continue;
+      if (c.pipeline.empty()) {  // a library being loaded (plugin/loader.cpp)
+        log::warn("plugins", "plugin library {}: {} has not returned for {:.1f} s (stage.timeout {:.0f} s): "
+                  "the library may hang while it loads; a stop waits for it up to shutdown.timeout",
+                  c.stage, c.fn, static_cast<double>(c.running_ms) / 1000.0,
+                  static_cast<double>(timeout_ms_) / 1000.0);
+        continue;
+      }
       log::warn("pipeline:" + c.pipeline,
                 "stage '{}': {}() has not returned for {:.1f} s{} (stage.timeout {:.0f} s): the "
                 "plugin may be hung; a stop or reload waits for it up to shutdown.timeout",

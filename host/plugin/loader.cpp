@@ -1,6 +1,7 @@
 #include "plugin/loader.hpp"
 #include "plugin/build_facts.hpp"
 #include "plugin/trust.hpp"
+#include "engine/plugin_call.hpp"
 #include "config/units.hpp"
 #include "util/log.hpp"
 
@@ -217,7 +218,15 @@ std::shared_ptr<Library> Registry::load(const std::string& path, std::string* wh
                             : "cannot load: " + why);
   auto lib = std::make_shared<Library>();
   lib->path = path;
+  // Loading runs the library's code (its static initializers, then its descriptor): a
+  // crash there is named by the fatal-signal report, a hang by the stage watchdog and the
+  // stop's report, as for any plugin call. Both said nothing before (QA: exit 139 or a
+  // silent hang of `validate` for a library on plugin.path that no pipeline used).
+  static const std::string no_pipeline;
+  const std::string label = "plugin library " + path;
+  const engine::CallSite site{&no_pipeline, &lib->path, &label};
   try {
+    engine::InPluginCall call(site, "load (its static initializers)");
     // rtld_local: plugins must not see each other's symbols (two plugins may bundle
     // different copies of a library).
     lib->handle.load(path, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
@@ -228,7 +237,11 @@ std::shared_ptr<Library> Registry::load(const std::string& path, std::string* wh
     return fail(fmt::format("not an exactly plugin: no exported function '{}'",
                             EX_PLUGIN_ENTRY_SYMBOL));
   auto entry = lib->handle.get<const ex_plugin_descriptor*(uint32_t)>(EX_PLUGIN_ENTRY_SYMBOL);
-  const ex_plugin_descriptor* d = entry(EX_ABI_VERSION);
+  const ex_plugin_descriptor* d = nullptr;
+  {
+    engine::InPluginCall call(site, EX_PLUGIN_ENTRY_SYMBOL);
+    d = entry(EX_ABI_VERSION);
+  }
   if (d == nullptr)
     return fail(fmt::format("the plugin refused this host's ABI {}.{}", EX_ABI_VERSION_MAJOR,
                             EX_ABI_VERSION_MINOR));
