@@ -490,4 +490,9 @@ int64_t ChangelogStore::position(const std::string& topic, int32_t partition) co
   return it == committed_.end() ? -1 : it->second;
 }
 
+bool ChangelogStore::keeps(std::string_view topic) {
+  std::lock_guard<std::mutex> g(topics_mu_);
+  return partitions_.count(std::string(topic)) > 0;
+}
+
 }  // namespace exactly::kafka

@@ -48,6 +48,8 @@ class ChangelogStore {
       it = it->first.second == partition ? committed_.erase(it) : std::next(it);
   }
   int64_t position(const std::string& topic, int32_t partition) const;
+  // Whether a stage of this sink keeps its changelog in `topic` (opened here).
+  bool keeps(std::string_view topic);
   // A changelog topic this sink has opened that the cluster no longer has as a changelog
   // (deleted while the pipeline ran, or made again as an ordinary topic by a broker that
   // creates topics on first use), or "" when all are there or the cluster cannot tell.

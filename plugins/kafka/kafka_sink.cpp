@@ -241,6 +241,15 @@ rd_kafka_topic_t* KafkaSink::routed_handle(std::string_view topic, std::string& 
     why = "kafka sink: " + router_.source() + " names " + illegal;
     return nullptr;
   }
+  // A dedupe changelog (this sink's, or one of exactly's default names): records routed
+  // there would be read back as claims by its restores (QA: a restore skipped them
+  // without a word).
+  const bool default_changelog = topic.starts_with("exactly-") && topic.ends_with("-changelog");
+  if (default_changelog || (changelog_ && changelog_->keeps(topic))) {
+    why = "kafka sink: " + router_.source() + " names topic '" + std::string(topic) +
+          "', the changelog of a stateful stage: records are not written into a changelog";
+    return nullptr;
+  }
   auto missing = [&] {
     why = missing_reason(topic);
     return nullptr;

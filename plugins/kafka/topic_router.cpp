@@ -44,6 +44,12 @@ std::string shown(std::string_view t) {
 }  // namespace
 
 std::string illegal_topic_reason(std::string_view topic) {
+  // The broker's own topics: a producer may not write them. An exactly-once transaction
+  // that adds one fails for good (the pipeline restarted into it for ever), and an
+  // at-least-once round is refused at delivery and replayed for ever, writing the records
+  // beside it again each time (QA).
+  if (topic == "__consumer_offsets" || topic == "__transaction_state" || topic == "__cluster_metadata")
+    return "topic " + shown(topic) + ", one of Kafka's internal topics, which no producer may write";
   if (legal_topic(topic)) return {};
   return "topic " + shown(topic) +
          " is not a legal Kafka topic name (1 to 249 characters of a-z A-Z 0-9 . _ -, not . or ..)";

@@ -362,6 +362,35 @@ TEST_F(KafkaBroker, RecordsNamingIllegalTopicsAreRejectedAndTheRestCommits) {
   EXPECT_EQ(read[1].value, "last");
 }
 
+// Kafka's internal topics and dedupe changelogs are names a record may not route to: the
+// broker refused the first (a transaction that failed for good, restarted into for ever;
+// at least once, a round replayed for ever that wrote the records beside it again each
+// time) and a restore read the records of the second as claims (QA). Rejected per record
+// with the reason; the rest of the round commits.
+TEST_F(KafkaBroker, RecordsRoutedToInternalTopicsOrChangelogsAreRejectedAndTheRestCommits) {
+  const std::string out = kt::unique("out");
+  kt::create_topic(servers(), out, 1);
+  SinkHarness sink(lib(), "kafka", routed_cfg());
+  ASSERT_TRUE(sink.open().is_ok()) << sink.create_status().message();
+  Status st;
+  auto rejected = sink.write({routed(out, "first"), routed("__consumer_offsets", "offsets"),
+                              routed("__transaction_state", "txn"), routed("exactly-p-transforms-0-dedupe-changelog", "cl"),
+                              routed(out, "last")},
+                             &st);
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  ASSERT_EQ(rejected.size(), 3u);
+  EXPECT_EQ(rejected[0].first, 1u);
+  EXPECT_NE(rejected[0].second.find("one of Kafka's internal topics"), std::string::npos) << rejected[0].second;
+  EXPECT_EQ(rejected[1].first, 2u);
+  EXPECT_NE(rejected[1].second.find("one of Kafka's internal topics"), std::string::npos) << rejected[1].second;
+  EXPECT_EQ(rejected[2].first, 3u);
+  EXPECT_NE(rejected[2].second.find("the changelog of a stateful stage"), std::string::npos) << rejected[2].second;
+  auto read = commit_and_read(sink, out, 2);
+  ASSERT_EQ(read.size(), 2u);
+  EXPECT_EQ(read[0].value, "first");
+  EXPECT_EQ(read[1].value, "last");
+}
+
 // A legal name of a topic the cluster does not have, on a cluster that does not create
 // topics on first use (here the client's allow.auto.create.topics=false; production
 // brokers often have auto.create.topics.enable=false): its records are rejected with the
