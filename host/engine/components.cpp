@@ -123,6 +123,10 @@ Outcome Source::poll(int32_t timeout_ms, ex_batch* out, bool* eoi) {
   InPluginCall in_call(site_, "poll");
   int32_t rc = vt().poll(self_, timeout_ms, out, &end, &e);
   *eoi = end != 0;
+  if (rc != EX_OK) return Outcome::from(rc, e);
+  if (out->count > 0 && out->records == nullptr)
+    return Outcome::make(EX_ERR_FATAL, fmt::format("poll() returned {} record(s) and no records (a null "
+                                                   "array): the plugin's bug", out->count));
   if (out->record_size < sizeof(ex_record) && out->count > 0)
     return Outcome::make(EX_ERR_FATAL, "source returned records smaller than ex_record");
   return Outcome::from(rc, e);

@@ -73,6 +73,8 @@ int32_t note_bad_index(std::string& first, const char* call, size_t idx, size_t 
   return EX_ERR_FATAL;
 }
 Outcome past_the_batch(const std::string& first) {
+  if (first.rfind("emit(NULL)", 0) == 0)
+    return Outcome::make(EX_ERR_FATAL, "emit() was given a null record: the plugin's bug; the round is not committed");
   return Outcome::make(EX_ERR_FATAL, fmt::format("a record index out of the batch ({}): the "
                                                  "plugin's bug; the round is not committed",
                                                  first));
@@ -107,6 +109,11 @@ void Pipeline::run_task(Task& task, const ex_batch* batch) {
                   },
                   [](ex_emitter_ctx c, const ex_record* r) -> int32_t {
                     auto* x = reinterpret_cast<EmitCtx*>(c);
+                    // Dereferenced, it crashed the host and the report blamed the host (QA).
+                    if (r == nullptr) {
+                      if (x->bad_index.empty()) x->bad_index = "emit(NULL)";
+                      return EX_ERR_FATAL;
+                    }
                     x->out->push_back(x->task->arena.copy(*r));
                     return EX_OK;
                   },

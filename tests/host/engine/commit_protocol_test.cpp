@@ -409,6 +409,34 @@ TEST(Shutdown, ASignalDuringAReloadsDrainStopsTheHostAndStartsNothing) {
   for (size_t i = 0; i < o.values.size(); ++i) ASSERT_EQ(o.values[i], static_cast<int64_t>(i));
 }
 
+// Raw-ABI plugins (tests/host/fixtures/raw_misuse_plugin.cpp) that hand the host a null
+// where a record is due: a transform's emit(NULL), a source's poll() with records and no
+// array. The host dereferenced them and crashed, its report blaming the host (QA); now
+// the round fails naming the stage, and the pipeline restarts as for any plugin failure.
+TEST(ErrorPolicy, ANullRecordFromAPluginFailsTheRoundByName) {
+  struct Case {
+    std::string source, transforms, want;
+  };
+  const std::vector<Case> cases = {
+      {"counter, config: { count: 50000000, batch.size: 64 }", "    transforms: [ { plugin: emit-null } ]\n",
+       "transforms[0]/emit-null: emit() was given a null record: the plugin's bug"},
+      {"null-records", "", "poll() returned 3 record(s) and no records (a null array): the plugin's bug"}};
+  for (const auto& k : cases) {
+    auto dir = temp_dir("null-record");
+    write_file(dir / "p.yaml", "plugin.path: [" + kPluginPath + "]\npipelines:\n  - name: t\n"
+                               "    source: { plugin: " + k.source + " }\n" + k.transforms +
+                               "    sink: { plugin: faulty, config: { path: " + (dir / "out.txt").string() + " } }\n"
+                               "    restart: { backoff.initial: 10ms, backoff.max: 50ms }\n");
+    Child c({exactly_bin(), "run", "--no-watch", (dir / "p.yaml").string()}, dir / "log.txt");
+    for (int i = 0; i < 200 && read_file(dir / "log.txt").find(k.want) == std::string::npos; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    c.kill(SIGTERM);
+    EXPECT_EQ(c.wait(), 0) << read_file(dir / "log.txt");
+    EXPECT_NE(read_file(dir / "log.txt").find(k.want), std::string::npos) << read_file(dir / "log.txt");
+    EXPECT_TRUE(parse_output(dir / "out.txt").values.empty()) << k.source;
+  }
+}
+
 // The same bug in a sink's write(): its reject(index past the batch) was ignored, and the
 // round committed with the record neither written nor handed to the error policy.
 TEST(ErrorPolicy, ASinkRejectPastTheBatchFailsTheRoundByName) {
