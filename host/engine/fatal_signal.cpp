@@ -53,6 +53,13 @@ void on_fatal(int sig, siginfo_t*, void* uc) {
     l.add(label);
     l.add(", during ");
     l.add(current_call_fn());
+    // The records it was given: a crash on a poison record repeats at every restart, and
+    // the operator has to find the record to skip.
+    if (const char* origin = current_call_origin()) {
+      l.add(" (working on ");
+      l.add(origin);
+      l.add(")");
+    }
   } else {
     l.add(" outside any plugin call on this thread");
   }

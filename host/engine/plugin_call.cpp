@@ -46,6 +46,7 @@ struct ThreadSlot {
 // async-signal-safe to touch).
 thread_local const char* t_label = nullptr;
 thread_local const char* t_fn = nullptr;
+thread_local const char* t_origin = nullptr;  // the slot's origin while a call has one
 thread_local std::string t_next_origin;
 
 Slot& my_slot() {
@@ -70,10 +71,12 @@ InPluginCall::InPluginCall(const CallSite& site, const char* fn) noexcept : cpu_
   s.site = &site;
   s.fn = fn;
   s.since_ms = steady_ms();
+  t_origin = nullptr;  // before the string it points into changes
   s.origin.swap(t_next_origin);
   t_next_origin.clear();
   t_label = site.crash_label->c_str();
   t_fn = fn;
+  if (!s.origin.empty()) t_origin = s.origin.c_str();
 }
 
 InPluginCall::~InPluginCall() noexcept {
@@ -82,6 +85,7 @@ InPluginCall::~InPluginCall() noexcept {
   s.site = prev_site_;
   s.fn = prev_fn_;
   s.since_ms = prev_since_;
+  t_origin = nullptr;
   s.origin.clear();
   t_label = prev_site_ ? prev_site_->crash_label->c_str() : nullptr;
   t_fn = prev_fn_;
@@ -91,6 +95,7 @@ void set_next_call_origin(std::string origin) { t_next_origin = std::move(origin
 
 const char* current_call_label() noexcept { return t_label; }
 const char* current_call_fn() noexcept { return t_fn; }
+const char* current_call_origin() noexcept { return t_origin; }
 
 std::vector<RunningCall> calls_running_longer_than(int64_t min_ms) {
   std::vector<RunningCall> out;

@@ -42,6 +42,8 @@ void set_next_call_origin(std::string origin);
 // Async-signal-safe reads of the calling thread's innermost call (nullptr outside one).
 const char* current_call_label() noexcept;
 const char* current_call_fn() noexcept;
+// The records of the innermost call ("topic-0@1234 and 99 more"), or nullptr.
+const char* current_call_origin() noexcept;
 
 struct RunningCall {
   std::string pipeline, stage, fn, origin;

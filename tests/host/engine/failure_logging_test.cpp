@@ -110,6 +110,8 @@ void expect_crash_report(bool own_thread) {
     EXPECT_NE(line.find("in pipeline 'crashy', stage 'transforms[0]/crash-at' (" + plugins + "/"),
               std::string::npos) << line;
     EXPECT_NE(line.find("during process"), std::string::npos) << line;
+    // The records it was given: the batch that holds the poison record (QA).
+    EXPECT_NE(line.find("during process (working on counter-0@500 and 9 more)"), std::string::npos) << line;
   }
 }
 
