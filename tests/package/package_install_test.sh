@@ -374,6 +374,18 @@ dpkg-deb -f "$dev" Package Version Architecture Depends Recommends
 [ "$(dpkg-deb -f "$deb" Architecture)" = "$(dpkg --print-architecture)" ] || fail "architecture"
 [ "$(dpkg-deb -f "$dev" Package)" = exactly-dev ] || fail "dev package name"
 [ "$(dpkg-deb -f "$dev" Architecture)" = all ] || fail "dev package architecture"
+# Each package's own synopsis on its Description line, its body indented by one space
+# (CPack put the project's summary first on both, QA).
+[ "$(dpkg-deb -f "$deb" Description | head -1)" = "exactly-once pipelines from plugins (Kafka Connect-style host)" ] \
+  || fail "exactly's synopsis: $(dpkg-deb -f "$deb" Description | head -2)"
+[ "$(dpkg-deb -f "$dev" Description | head -1)" = "SDK for exactly plugins (headers, CMake package, test harness)" ] \
+  || fail "exactly-dev's synopsis: $(dpkg-deb -f "$dev" Description | head -2)"
+for f in "$deb" "$dev"; do
+  ! dpkg-deb -f "$f" Description | tail -n +2 | grep -qvE '^ [^ ]|^ \.$' \
+    || fail "description body lines not indented by one space: $(dpkg-deb -f "$f" Description)"
+  [ "$(dpkg-deb -f "$f" Description | grep -c 'exactly-once pipelines from plugins (Kafka')" -le 1 ] \
+    || fail "synopsis repeated: $(dpkg-deb -f "$f" Description)"
+done
 depends=$(dpkg-deb -f "$deb" Depends)
 # From dpkg-shlibdeps: the libraries the host and the plugins link.
 for lib in adduser procps libc6 'libstdc\+\+6' librdkafka1 'librocksdb[0-9.]*' 'libyaml-cpp[0-9.]*' \
@@ -398,7 +410,10 @@ for f in /usr/bin/exactly /usr/lib/systemd/system/exactly.service /usr/share/man
          /usr/share/doc/exactly/examples/kafka-dedupe.yaml; do
   have deb "$f"
 done
-for p in kafka dedupe generator file filter http; do have deb "/usr/lib/exactly/plugins/exactly_$p.so"; done
+for p in kafka dedupe generator file filter http; do
+  have deb "/usr/lib/exactly/plugins/exactly_$p.so"
+  have deb "/usr/share/doc/exactly/plugins/$p/README.md"  # the docs link to each
+done
 [ "$(grep -c '/usr/lib/exactly/plugins/.*\.so$' "$work/deb.list")" -eq 6 ] \
   || fail "plugins other than the six: $(grep '\.so$' "$work/deb.list")"
 for f in /usr/include/exactly/plugin_abi.h /usr/include/exactly/sdk.hpp \
