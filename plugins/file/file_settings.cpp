@@ -23,6 +23,9 @@ SinkSettings SinkSettings::parse(const sdk::Config& c) {
   s.path = c.require_string("path");
   if (s.path.empty()) throw sdk::ConfigError("path", "must not be empty");
   s.fsync = c.get_bool("fsync", true);
+  const std::string format = c.get_string("format", "value");
+  if (format == "json") s.json = true;
+  else if (format != "value") throw sdk::ConfigError("format", "expected value or json, got '" + format + "'");
   return s;
 }
 

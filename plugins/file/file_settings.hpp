@@ -22,6 +22,7 @@ struct SourceSettings {
 struct SinkSettings {
   std::string path;
   bool fsync = true;
+  bool json = false;  // format: json (json_line.hpp); else one value per line
 
   static SinkSettings parse(const sdk::Config& c);
 };

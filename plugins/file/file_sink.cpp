@@ -1,4 +1,5 @@
 #include "file_sink.hpp"
+#include "json_line.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -41,7 +42,7 @@ FileSink::FileSink(sdk::Host host, const sdk::Config& config)
     : FileSink(host, SinkSettings::parse(config)) {}
 
 FileSink::FileSink(sdk::Host host, SinkSettings s)
-    : host_(host), path_(std::move(s.path)), commit_path_(path_ + ".commit"), fsync_(s.fsync) {}
+    : host_(host), path_(std::move(s.path)), commit_path_(path_ + ".commit"), fsync_(s.fsync), json_(s.json) {}
 
 Status FileSink::validate(const sdk::Config& config) {
   const SinkSettings s = SinkSettings::parse(config);
@@ -177,6 +178,12 @@ Status FileSink::write(const sdk::Batch& in, const sdk::RecordErrors& errors) {
     if (!st) return st;
   }
   for (size_t i = 0; i < in.size(); ++i) {
+    if (json_) {  // any record fits on one line
+      append_json_record(buffer_, in[i]);
+      buffer_.push_back('\n');
+      ++round_records_;
+      continue;
+    }
     std::string_view v = sdk::view(in[i].value);
     // A newline inside a value would split one record into two lines on read-back.
     // (An empty value, a tombstone's included, may have no data pointer at all.)

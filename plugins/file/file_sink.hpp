@@ -43,6 +43,7 @@ class FileSink final : public sdk::Sink {
   std::string path_;
   std::string commit_path_;
   bool fsync_;
+  bool json_;  // format: json
   int fd_ = -1;
   std::string buffer_;       // written but not yet handed to the kernel
   uint64_t end_ = 0;         // file length including everything flushed

@@ -24,9 +24,16 @@ const ex_config_field kSourceFields[] = {
           ""),
 };
 
+const char* const kFormats[] = {"value", "json", nullptr};
+
 const ex_config_field kSinkFields[] = {
-    required("path", EX_CFG_STRING, "file to write, one record value per line"),
+    required("path", EX_CFG_STRING, "file to write, one line per record"),
     field("fsync", EX_CFG_BOOL, "fsync output and commit record at every commit", "true"),
+    field("format", EX_CFG_STRING,
+          "value = the record's value as the line (a value with a newline is refused); json = "
+          "the whole record as a line of JSON: key, value, headers, timestamp, any bytes (not "
+          "UTF-8: {\"base64\": ...}); the one for dead letters, whose headers say why",
+          "value", kFormats),
 };
 
 }  // namespace

@@ -284,6 +284,29 @@ TEST(ErrorPolicy, DeadLetterGetsEveryRejectedRecord) {
   EXPECT_EQ(commits["(sink/faulty)"], parse_output(dir / "out.txt").rounds) << r.out;
 }
 
+// The README's dead-letter sink: a file with format: json, through the real binary and
+// the real file plugin. Each dead letter is a line of JSON with the record and the
+// headers that say why and from where.
+TEST(ErrorPolicy, AFileDeadLetterSinkWithFormatJsonKeepsWhy) {
+  auto dir = temp_dir("policy");
+  const std::string plugins = std::string(EXACTLY_BUILD_DIR) + "/plugins";
+  std::string dlq = "    errors:\n      policy: dead-letter\n      dead-letter: { plugin: file, "
+                    "config: { path: " + (dir / "dlq.jsonl").string() + ", format: json } }\n";
+  std::string yaml = pipeline_yaml(dir / "out.txt", 100, "", dlq,
+                                   "    transforms: [ { plugin: reject-every, config: { every: 10 } } ]\n");
+  yaml.replace(0, yaml.find('\n'), "plugin.path: [" + kPluginPath + ", " + plugins + "]");
+  write_file(dir / "p.yaml", yaml);
+  auto r = run(exactly_bin() + " run " + (dir / "p.yaml").string(), dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto lines = lines_of(read_file(dir / "dlq.jsonl"));
+  ASSERT_EQ(lines.size(), 9u) << read_file(dir / "dlq.jsonl");
+  EXPECT_EQ(lines[0].rfind("{\"key\":", 0), 0u) << lines[0];
+  EXPECT_NE(lines[0].find("\"value\":\"10\""), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("[\"exactly.error\",\"value 10 is a multiple of 10\"]"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("[\"exactly.stage\",\"transforms[0]/reject-every\"]"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("[\"exactly.origin\",\"counter-0@10\"]"), std::string::npos) << lines[0];
+}
+
 // A record the dead-letter sink refuses has nowhere left to go: the pipeline stops
 // without committing it, and says which record it was and why.
 TEST(ErrorPolicy, ARecordTheDeadLetterSinkRefusesStopsThePipelineAndIsNamed) {

@@ -156,6 +156,37 @@ TEST(FileSink, ValueWithNewlineIsRejectedNotSplit) {
   EXPECT_EQ(slurp(out), "ok1\nok2\n");
 }
 
+// format: json writes any record on one line: a value with a newline, bytes that are not
+// text, a missing key, its headers (a dead letter's exactly.error says why). With the
+// default format such records were refused, and a file dead-letter sink stopped the
+// pipeline on exactly the junk it exists to hold (QA).
+TEST(FileSink, FormatJsonWritesAnyRecordOnOneLineWithItsHeaders) {
+  TempDir dir;
+  std::string out = dir.file("dlq.jsonl");
+  SinkHarness s(lib(), "file", {{"path", out}, {"format", "json"}});
+  ASSERT_TRUE(s.ok()) << s.create_status().message();
+  ASSERT_TRUE(s.open().is_ok());
+  OwnedRecord multiline = rec("k1", "bad\nline \"quoted\"\t\x01");
+  multiline.headers = {{"exactly.error", "value contains a newline"}, {"exactly.origin", "in-0@7"}};
+  multiline.timestamp_ms = 1234;
+  OwnedRecord binary = rec(std::nullopt, std::string("\xff\x00\x01", 3));
+  binary.headers = {{"bin", std::string("\xfe", 1)}};
+  EXPECT_TRUE(s.write({multiline, binary, rec("k3", "")}).empty());
+  ASSERT_TRUE(s.commit(Checkpoint{"t", "1"}).is_ok());
+  EXPECT_EQ(slurp(out),
+            "{\"key\":\"k1\",\"value\":\"bad\\nline \\\"quoted\\\"\\t\\u0001\",\"headers\":"
+            "[[\"exactly.error\",\"value contains a newline\"],[\"exactly.origin\",\"in-0@7\"]],\"timestamp\":1234}\n"
+            "{\"key\":null,\"value\":{\"base64\":\"/wAB\"},\"headers\":[[\"bin\",{\"base64\":\"/g==\"}]],\"timestamp\":null}\n"
+            "{\"key\":\"k3\",\"value\":\"\",\"headers\":[],\"timestamp\":null}\n");
+}
+
+TEST(FileSink, AnUnknownFormatIsRefusedByName) {
+  TempDir dir;
+  SinkHarness s(lib(), "file", {{"path", dir.file("x")}, {"format", "csv"}});
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.create_status().message().find("csv"), std::string::npos) << s.create_status().message();
+}
+
 // Two sinks on one file (two pipelines, a dead-letter sink on the main sink's path, two
 // hosts) interleaved their lines and replaced each other's commit records; the second
 // is now refused while the first holds the file, as a config error that names the key.
