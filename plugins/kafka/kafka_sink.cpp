@@ -534,11 +534,17 @@ sdk::Status KafkaSink::write(const sdk::Batch& in, const sdk::RecordErrors& erro
                 ": give the output topic at least as many partitions as the input, or use "
                 "partitioning: key");
       }
-      if (code == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE)
-        errors.reject(i, "kafka sink: record of " +
-                             std::to_string(r.value.len + r.key.len) + " bytes (key and value) with its " +
-                             "framing is larger than message.max.bytes=" + max_message_bytes_ +
+      if (code == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE) {
+        // Headers count too: a dead letter of 153 bytes with a 5 MB exactly.error header
+        // was reported as "record of 153 bytes ... larger than 1000000" (QA).
+        size_t header_bytes = 0;
+        for (uint32_t h = 0; h < r.header_count; ++h) header_bytes += r.headers[h].key.len + r.headers[h].value.len;
+        errors.reject(i, "kafka sink: record of " + std::to_string(r.value.len + r.key.len) +
+                             " bytes (key and value)" +
+                             (header_bytes ? " and " + std::to_string(header_bytes) + " bytes of headers" : "") +
+                             " with its framing is larger than message.max.bytes=" + max_message_bytes_ +
                              " (librdkafka's, or made to fit topic " + std::string(topic) + "'s max.message.bytes)");
+      }
       else if (!router_.is_fixed() && (code == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC ||
                                        code == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART))
         errors.reject(i, refuse_unknown_routed(topic));

@@ -599,12 +599,17 @@ TEST(KafkaSinkMock, AtLeastOnceDeliversKeysValuesHeadersTimestampsAndRejectsOver
   in[2].key.reset();
   in[3].timestamp_ms = 1700000000123;
   in[4].value = std::string(20000, 'z');  // over the limit
+  in.push_back(records(5, 6)[0]);
+  in[5].headers = {{"big", std::string(20000, 'h')}};  // over it by its headers alone
   Status st;
   auto rejected = sink.write(in, &st);
   ASSERT_TRUE(st.is_ok()) << st.message();
-  ASSERT_EQ(rejected.size(), 1u);
+  ASSERT_EQ(rejected.size(), 2u);
   EXPECT_EQ(rejected[0].first, 4u);
   EXPECT_NE(rejected[0].second.find("max.message.bytes"), std::string::npos) << rejected[0].second;
+  EXPECT_EQ(rejected[1].first, 5u);
+  EXPECT_NE(rejected[1].second.find("(key and value) and 20003 bytes of headers"), std::string::npos)
+      << rejected[1].second;
   ASSERT_TRUE(sink.prepare_commit().is_ok());
   bool stored = true;
   ASSERT_TRUE(sink.commit(std::nullopt, &stored).is_ok());
