@@ -65,9 +65,10 @@ const ex_record& at(const ex_batch* b, size_t i) {
                                              i * b->record_size);
 }
 
-// keep()/reject() of an index past the batch, by a transform or a sink: the first one is
-// kept (`first`) and the call refused; the SDK's void calls drop that code, so
-// past_the_batch() then fails the call instead (a record silently lost otherwise).
+// keep()/reject() of an index past the batch, by a transform or a sink, or an emit() of
+// a null record ("emit(NULL)"): the first such bad call is kept (`first`) and the call
+// refused; the SDK's void calls drop that code, so past_the_batch() then fails the call
+// instead (a record silently lost, or the host crashed, otherwise).
 int32_t note_bad_index(std::string& first, const char* call, size_t idx, size_t count) {
   if (first.empty()) first = fmt::format("{}({}) on a batch of {} record(s)", call, idx, count);
   return EX_ERR_FATAL;
