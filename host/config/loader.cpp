@@ -12,6 +12,7 @@
 #include "config/yaml_merge_keys.hpp"
 
 #include <fmt/format.h>
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -113,6 +114,12 @@ LoadResult load(const std::vector<std::string>& paths, plugin::Registry& registr
         ctx.error(Mark{file, problem->line, problem->col}, problem->message);
         continue;
       }
+    } catch (const YAML::DeepRecursion& e) {
+      // yaml-cpp says only "bad file" for it.
+      ctx.error(mark_at(file, e.mark), fmt::format("malformed YAML: nested deeper than {} levels (of [ ] or "
+                                                   "{{ }}, or of indentation): no pipeline file nests so deep",
+                                                   e.depth()));
+      continue;
     } catch (const YAML::ParserException& e) {
       ctx.error(mark_at(file, e.mark), fmt::format("malformed YAML: {}", e.msg));
       continue;

@@ -230,6 +230,14 @@ std::shared_ptr<Library> Registry::load(const std::string& path, std::string* wh
     // rtld_local: plugins must not see each other's symbols (two plugins may bundle
     // different copies of a library).
     lib->handle.load(path, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
+  } catch (const boost::system::system_error& e) {
+    // Boost appends its error code's text to dlerror()'s, which for dlopen is errno left
+    // over from elsewhere ("undefined symbol: x): Bad file descriptor", QA): dropped.
+    std::string what = e.what();
+    const std::string tail = ": " + e.code().message();
+    if (what.size() > tail.size() && what.compare(what.size() - tail.size(), tail.size(), tail) == 0)
+      what.resize(what.size() - tail.size());
+    return fail(fmt::format("cannot load: {}", what));
   } catch (const std::exception& e) {
     return fail(fmt::format("cannot load: {}", e.what()));
   }

@@ -22,6 +22,19 @@ TEST(ValidateMalformedYaml, AStrayCommaIsAnErrorNotAHang) {
   }
 }
 
+// yaml-cpp stops at its depth limit with the message "bad file" (QA: 50,000 '['); the
+// error says what is wrong.
+TEST(ValidateMalformedYaml, NestingTooDeepIsSaidAsSuch) {
+  for (const std::string text : {std::string(50000, '['), "pipelines: " + std::string(50000, '{')}) {
+    fs::path dir = temp_dir("validate-deep");
+    write_file(dir / "p.yaml", text);
+    auto r = run("timeout 20 " + exactly_bin() + " validate " + (dir / "p.yaml").string(), dir);
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("p.yaml:"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("malformed YAML: nested deeper than"), std::string::npos) << r.err;
+  }
+}
+
 TEST(ValidateMalformedYaml, TheKeptCrashersAreRefused) {
   const fs::path kept = fs::path(EXACTLY_SOURCE_DIR) / "tests" / "fuzz" / "crashers" / "config_load";
   for (auto& e : fs::directory_iterator(kept)) {

@@ -45,4 +45,13 @@ TEST(Misloading, AHangInTheDescriptorIsNamedWhenTheDeadlineEndsValidate) {
       << r.err;
 }
 
+// dlopen's own reason, without the unrelated errno text Boost appended to it ("undefined
+// symbol: x): Bad file descriptor", QA).
+TEST(Misloading, AnUndefinedSymbolIsSaidWithoutAnUnrelatedErrno) {
+  auto r = run(exactly_bin() + " plugins --plugin-path " + dir_of(4));
+  const std::string all = r.out + r.err;
+  EXPECT_NE(all.find("undefined symbol: exactly_misloading_not_there"), std::string::npos) << all;
+  EXPECT_EQ(all.find("Bad file descriptor"), std::string::npos) << all;
+}
+
 }  // namespace
