@@ -94,7 +94,7 @@ int dispatch(int argc, char** argv) {
   CLI::App* validate = app.add_subcommand("validate", "check files without running anything");
   validate->add_option("PATH", validate_paths, "YAML file or directory of them");
   validate->add_option("--stage-timeout", validate_timeout,
-                       "give up (exit 2) on a plugin's validate() that has not returned after this long (default 60s)")
+                       "give up (exit 2) on a plugin call (a library's load, a validate()) that has not returned after this long (default 60s)")
       ->check(CLI::Validator(
           [](std::string& v) {
             auto ms = config::parse_duration_ms(v);

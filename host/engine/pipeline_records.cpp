@@ -58,27 +58,27 @@ struct EmitCtx {
   std::vector<ex_record>* out;
   Task* task;
   const std::string* stage;
-  std::string bad_index;  // note_bad_index()
+  std::string bad_call;  // note_bad_call()
 };
 const ex_record& at(const ex_batch* b, size_t i) {
   return *reinterpret_cast<const ex_record*>(reinterpret_cast<const char*>(b->records) +
                                              i * b->record_size);
 }
 
-// keep()/reject() of an index past the batch, by a transform or a sink, or an emit() of
-// a null record ("emit(NULL)"): the first such bad call is kept (`first`) and the call
-// refused; the SDK's void calls drop that code, so past_the_batch() then fails the call
-// instead (a record silently lost, or the host crashed, otherwise).
-int32_t note_bad_index(std::string& first, const char* call, size_t idx, size_t count) {
-  if (first.empty()) first = fmt::format("{}({}) on a batch of {} record(s)", call, idx, count);
+// A plugin's bad call in process()/write(): keep()/reject() of an index past the batch,
+// or emit() of a null record. The first one is kept (`first`, said in full) and the call
+// refused; the SDK's void calls drop that code, so refuse_bad_call() then fails the call instead
+// (a record silently lost, or the host crashed, otherwise).
+int32_t note_bad_call(std::string& first, std::string what) {
+  if (first.empty()) first = std::move(what);
   return EX_ERR_FATAL;
 }
-Outcome past_the_batch(const std::string& first) {
-  if (first.rfind("emit(NULL)", 0) == 0)
-    return Outcome::make(EX_ERR_FATAL, "emit() was given a null record: the plugin's bug; the round is not committed");
-  return Outcome::make(EX_ERR_FATAL, fmt::format("a record index out of the batch ({}): the "
-                                                 "plugin's bug; the round is not committed",
-                                                 first));
+int32_t note_bad_index(std::string& first, const char* call, size_t idx, size_t count) {
+  return note_bad_call(first, fmt::format("a record index out of the batch ({}({}) on a batch of {} record(s))",
+                                          call, idx, count));
+}
+Outcome refuse_bad_call(const std::string& first) {
+  return Outcome::make(EX_ERR_FATAL, first + ": the plugin's bug; the round is not committed");
 }
 }  // namespace
 
@@ -104,30 +104,27 @@ void Pipeline::run_task(Task& task, const ex_batch* batch) {
     ex_emitter em{sizeof(ex_emitter), reinterpret_cast<ex_emitter_ctx>(&ctx),
                   [](ex_emitter_ctx c, size_t idx) -> int32_t {
                     auto* x = reinterpret_cast<EmitCtx*>(c);
-                    if (idx >= x->in->count) return note_bad_index(x->bad_index, "keep", idx, x->in->count);
+                    if (idx >= x->in->count) return note_bad_index(x->bad_call, "keep", idx, x->in->count);
                     x->out->push_back(at(x->in, idx));
                     return EX_OK;
                   },
                   [](ex_emitter_ctx c, const ex_record* r) -> int32_t {
                     auto* x = reinterpret_cast<EmitCtx*>(c);
                     // Dereferenced, it crashed the host and the report blamed the host (QA).
-                    if (r == nullptr) {
-                      if (x->bad_index.empty()) x->bad_index = "emit(NULL)";
-                      return EX_ERR_FATAL;
-                    }
+                    if (r == nullptr) return note_bad_call(x->bad_call, "emit() was given a null record");
                     x->out->push_back(x->task->arena.copy(*r));
                     return EX_OK;
                   },
                   [](ex_emitter_ctx c, size_t idx, const char* m, size_t n) -> int32_t {
                     auto* x = reinterpret_cast<EmitCtx*>(c);
-                    if (idx >= x->in->count) return note_bad_index(x->bad_index, "reject", idx, x->in->count);
+                    if (idx >= x->in->count) return note_bad_index(x->bad_call, "reject", idx, x->in->count);
                     x->task->rejects.push_back(
                         TaskReject{*x->stage, x->task->arena.copy(at(x->in, idx)), reject_reason(m, n)});
                     return EX_OK;
                   }};
     if (cur->count > 0) set_next_call_origin(batch_origin(cur));
     Outcome o = t->process(cur, &em);
-    if (o.ok() && !ctx.bad_index.empty()) o = past_the_batch(ctx.bad_index);
+    if (o.ok() && !ctx.bad_call.empty()) o = refuse_bad_call(ctx.bad_call);
     if (!o.ok()) {
       // An error on a config key names its place in the file, as create()'s does.
       o.message = o.key.empty() ? fmt::format("{}: {}", stage, o.message) : t->describe_call_error("process", o);
@@ -240,13 +237,13 @@ Outcome Pipeline::process_batch(Instance& in, const ex_batch* batch) {
     const ex_batch* batch;
     std::string stage;
     size_t* count;
-    std::string bad_index;  // note_bad_index()
+    std::string bad_call;  // note_bad_call()
   } sctx{this, &in, cur, in.sink->id(), &sink_rejects, {}};
   ex_record_errors errs{sizeof(ex_record_errors), reinterpret_cast<ex_record_errors_ctx>(&sctx),
                         [](ex_record_errors_ctx c, size_t idx, const char* m, size_t n) -> int32_t {
                           auto* x = reinterpret_cast<SinkCtx*>(c);
                           if (idx >= x->batch->count)
-                            return note_bad_index(x->bad_index, "reject", idx, x->batch->count);
+                            return note_bad_index(x->bad_call, "reject", idx, x->batch->count);
                           ++*x->count;
                           x->p->handle_reject(*x->in, x->stage, at(x->batch, idx), reject_reason(m, n));
                           return EX_OK;
@@ -257,7 +254,7 @@ Outcome Pipeline::process_batch(Instance& in, const ex_batch* batch) {
     Outcome o = in.sink->write(cur, &errs);
     // A record the sink says it refused but cannot be named was neither written nor sent
     // to the error policy: the round must not commit past it.
-    if (o.ok() && !sctx.bad_index.empty()) o = past_the_batch(sctx.bad_index);
+    if (o.ok() && !sctx.bad_call.empty()) o = refuse_bad_call(sctx.bad_call);
     if (!o.ok()) {
       o.message = o.key.empty() ? fmt::format("{}: {}", in.sink->id(), o.message)
                                 : in.sink->describe_call_error("write", o);
