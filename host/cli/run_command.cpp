@@ -109,6 +109,20 @@ bool reload(const std::vector<std::string>& paths, engine::Supervisor& sup, cons
   return true;
 }
 
+// The summary's table so far, on stdout where the end's goes; a reload holding the
+// pipelines' lists makes it wait (at most 200 ms) and say so.
+void print_status(const engine::Supervisor& sup, int sig) {
+  const char* name = sig == SIGUSR1 ? "SIGUSR1" : "SIGUSR2";
+  auto s = sup.summary_from_any_thread();
+  if (!s) {
+    log::info("host", "{}: no status now: a reload is changing the pipelines", name);
+    return;
+  }
+  log::info("host", "{}: status so far (the host goes on running)", name);
+  std::fprintf(stdout, "\n%s", secrets::scrub(*s).c_str());
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int cmd_run(const RunOptions& opts) {
@@ -124,17 +138,24 @@ int cmd_run(const RunOptions& opts) {
   // journal pipe) must not die of SIGPIPE mid-round: its writes fail with EPIPE instead
   // and the log is lost, not the round. Sockets (metrics, plugins) get EPIPE the same way.
   std::signal(SIGPIPE, SIG_IGN);
-  // Signals are taken synchronously: SIGHUP by this thread, SIGINT and SIGTERM by a
-  // thread of their own (stop_signals.hpp); every other thread inherits the blocked mask.
+  // Signals are taken synchronously: SIGHUP, SIGUSR1 and SIGUSR2 by this thread, SIGINT
+  // and SIGTERM by a thread of their own (stop_signals.hpp); every other thread inherits
+  // the blocked mask. SIGUSR1/2 print the counts so far (as dd does): their default action
+  // ends the process, and log rotation scripts send them to daemons (QA: a stray SIGUSR1
+  // killed the host mid-round).
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGHUP);
+  sigaddset(&set, SIGUSR1);
+  sigaddset(&set, SIGUSR2);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  sigset_t hup;
-  sigemptyset(&hup);
-  sigaddset(&hup, SIGHUP);
+  sigset_t main_signals;
+  sigemptyset(&main_signals);
+  sigaddset(&main_signals, SIGHUP);
+  sigaddset(&main_signals, SIGUSR1);
+  sigaddset(&main_signals, SIGUSR2);
   // Before the config loads: a plugin's validate() may hang the load itself.
   StopSignals stop(config::HostSpec{}.shutdown_timeout_ms);
   describe_metrics();
@@ -237,7 +258,10 @@ int cmd_run(const RunOptions& opts) {
       sup.request_stop_all();
     }
     timespec zero{0, 0};
-    if (sigtimedwait(&hup, nullptr, &zero) == SIGHUP && !stopping) reload_now("SIGHUP");
+    for (int sig; (sig = sigtimedwait(&main_signals, nullptr, &zero)) > 0;) {
+      if (sig == SIGHUP && !stopping) reload_now("SIGHUP");
+      if (sig == SIGUSR1 || sig == SIGUSR2) print_status(sup, sig);
+    }
     if (watcher && !stopping) {
       if (watcher->poll(std::chrono::milliseconds(200)) && !stop.requested()) reload_now("files changed");
     } else {
