@@ -307,8 +307,7 @@ void read_pipeline(const YAML::Node& node, const Mark& at, const std::string& fi
   // Last, so that the sink sees the pipeline's delivery as create() will.
   auto plugin_check = [&](const ComponentSpec& cs, bool clean) {
     if (!clean) return;
-    if (auto d = check_with_plugin(cs, name, context + " " + cs.where))
-      ctx.errors->push_back(std::move(*d));
+    for (auto& d : check_with_plugin(cs, name, context + " " + cs.where)) ctx.errors->push_back(std::move(d));
   };
   plugin_check(p.source, source_clean);
   for (size_t i = 0; i < p.transforms.size() && i < transforms_clean.size(); ++i)

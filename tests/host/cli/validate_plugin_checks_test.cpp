@@ -5,6 +5,7 @@
 
 #include <ostream>
 #include <string>
+#include <tuple>
 
 #include "test_util.hpp"
 
@@ -277,4 +278,48 @@ TEST(ValidatePluginChecks, LibrariesSkippedOnThePluginPathAreNamedAsWarnings) {
             std::string::npos)
       << r.err;
   EXPECT_NE(r.out.find("1 pipeline(s) in 1 file(s) are valid"), std::string::npos) << r.out;
+}
+
+// A plugin's check stops at its first error; validate runs it again without each refused
+// key, so one run lists every bad value (QA: eight bad keys took eight runs). An error
+// that only leaving a key out can cause (a required key then missing) is not listed: a
+// refused required key ends its component's list.
+TEST(ValidatePluginChecks, EveryBadValueOfAComponentIsListedInOneRun) {
+  fs::path dir = temp_dir("validate-plugin-all");
+  write_file(dir / "p.yaml",
+             "pipelines:\n"
+             "  - name: p\n"
+             "    source:\n"
+             "      plugin: kafka\n"
+             "      config:\n"
+             "        bootstrap.servers: 127.0.0.1:1\n"
+             "        group.id: g\n"
+             "        topics: [t]\n"
+             "        batch.size: 0\n"                          // 9
+             "        rdkafka:\n"
+             "          no.such.property: 1\n"                  // 11
+             "          isolation.level: read_uncommitted\n"    // 12
+             "    transforms:\n"
+             "      - plugin: filter\n"
+             "        config: { field: /type, op: regex, value: '(' }\n"  // 15
+             "    sink: { plugin: http, config: { url: 'ftp://example' } }\n");  // 16
+  auto r = run(exactly_bin() + " validate " + (dir / "p.yaml").string(), dir);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  const std::string at = (dir / "p.yaml").string() + ":";
+  for (auto [line, key, why] : {std::tuple{9, "batch.size", "at least 1"},
+                                std::tuple{11, "rdkafka.no.such.property", "No such configuration property"},
+                                std::tuple{12, "rdkafka.isolation.level", "read_committed"},
+                                std::tuple{15, "value", "not a valid regular expression"},
+                                std::tuple{16, "url", "http://"}}) {
+    const size_t p = r.err.find(at + std::to_string(line) + ":");
+    ASSERT_NE(p, std::string::npos) << "no error at line " << line << ":\n" << r.err;
+    const std::string msg = r.err.substr(p, r.err.find('\n', p) - p);
+    EXPECT_NE(msg.find(std::string("key '") + key + "'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(why), std::string::npos) << msg;
+  }
+  // Each once; the sink's `url` left out is missing, which is not the file's error.
+  EXPECT_EQ(r.err.find("is required"), std::string::npos) << r.err;
+  size_t n = 0;
+  for (size_t p = 0; (p = r.err.find("key '", p)) != std::string::npos; ++p) ++n;
+  EXPECT_EQ(n, 5u) << r.err;
 }
