@@ -181,9 +181,12 @@ struct StoreMeta {
   bool fresh = true;       // no claim yet: the first one sets the sequence base
   int64_t position = -1;   // source position the claims cover (records before it seen)
   int64_t changelog = -1;  // next changelog position to apply; -1 = never restored
+  // The label of the newest claims file a fold made (0: none yet, or a meta written
+  // before it): a store that lacks it while older files remain lost it (load_own_files).
+  uint64_t newest_file = 0;
 
   std::string encode() const {
-    char buf[1 + 7 * 10 + 1];
+    char buf[1 + 8 * 10 + 1];
     char* p = buf;
     *p++ = static_cast<char>(kVersion);
     p = put_varint(p, next_seq);
@@ -194,6 +197,8 @@ struct StoreMeta {
     *p++ = fresh ? 1 : 0;
     p = put_varint(p, zigzag(position));
     p = put_varint(p, zigzag(changelog));
+    // Last and optional: a build before it reads this meta and ignores it.
+    if (newest_file != 0) p = put_varint(p, newest_file);
     return std::string(buf, static_cast<size_t>(p - buf));
   }
   // Reads version 2 (before positions and changelogs) and 3.
@@ -211,11 +216,13 @@ struct StoreMeta {
     high_water = unzigzag(hw);
     fresh = *p++ != 0;
     position = changelog = -1;
+    newest_file = 0;
     if (version == 2) return true;
     uint64_t pos = 0, cl = 0;
     if (!get_varint(p, end, pos) || !get_varint(p, end, cl)) return false;
     position = unzigzag(pos);
     changelog = unzigzag(cl);
+    if (p < end && !get_varint(p, end, newest_file)) return false;
     return true;
   }
 };

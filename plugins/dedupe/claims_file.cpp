@@ -45,6 +45,7 @@ enum : size_t {
   kFilterBlocksAt = 72,
   kDistBaseAt = 80,
   kMergedFromAt = 88,  // 0 in a fold's file (and in files written before merges)
+  kAfterAt = 96,       // 0 in files written before it (ClaimsFileStats::after)
   kChecksumAt = 112,
   kTailMagicAt = 120,
 };
@@ -214,6 +215,7 @@ class FileWriter {
     int64_t dist_min = 0;
     uint32_t seq_bytes = 0, dist_bytes = 0, fp_bytes = 0;
     uint64_t merged_from = 0;
+    uint64_t after = 0;
   };
 
   FileWriter(const std::string& path, const Layout& l) : out_(path), l_(l) {
@@ -281,6 +283,7 @@ class FileWriter {
     put64(footer + kFilterBlocksAt, filter_blocks_);
     put64(footer + kDistBaseAt, static_cast<uint64_t>(l_.dist_min));
     put64(footer + kMergedFromAt, l_.merged_from);
+    put64(footer + kAfterAt, l_.after);
     if (!out_.write(footer, kChecksumAt, error)) return false;
     bool ok = false;
     const uint64_t sum = out_.checksum(error, ok);
@@ -297,6 +300,7 @@ class FileWriter {
     stats.value_width = value_width_;
     stats.fp_bytes = l_.fp_bytes;
     stats.merged_from = l_.merged_from;
+    stats.after = l_.after;
     return true;
   }
 
@@ -323,7 +327,7 @@ struct Spread {
     dist_max = std::max(dist_max, distance(seq, offset));
     same_len = same_len && len == key_len;
   }
-  FileWriter::Layout layout(uint32_t fp_bytes, uint64_t seq_end, uint64_t merged_from) const {
+  FileWriter::Layout layout(uint32_t fp_bytes, uint64_t seq_end, uint64_t merged_from, uint64_t after) const {
     FileWriter::Layout l;
     l.claims = n;
     l.key_width = n && same_len && key_len > 0 ? static_cast<uint32_t>(key_len) : 0;
@@ -334,6 +338,7 @@ struct Spread {
     l.dist_bytes = n ? width_of(static_cast<uint64_t>(dist_max) - static_cast<uint64_t>(dist_min)) : 0;
     l.fp_bytes = fp_bytes;
     l.merged_from = merged_from;
+    l.after = after;
     return l;
   }
 };
@@ -374,7 +379,7 @@ std::vector<ClaimsFileEntry> list_claims_files(const std::string& dir, std::erro
 bool write_claims_file(const std::string& path, const RoundClaims& table,
                        const std::vector<uint32_t>& live, uint32_t fp_bytes, uint64_t seq_end,
                        ClaimsFileStats& stats, std::string& error,
-                       const std::function<void(double)>& pace) {
+                       const std::function<void(double)>& pace, uint64_t after) {
   if (fp_bytes > 8) {
     error = "claims file " + path + ": fingerprint of " + std::to_string(fp_bytes) + " bytes";
     return false;
@@ -389,7 +394,7 @@ bool write_claims_file(const std::string& path, const RoundClaims& table,
             " is not below the file's end " + std::to_string(seq_end);
     return false;
   }
-  FileWriter w(path, spread.layout(fp_bytes, seq_end, 0));
+  FileWriter w(path, spread.layout(fp_bytes, seq_end, 0, after));
 
   // Hash order: count per bucket of the file's directory, scatter, then sort each
   // (small) bucket.
@@ -452,7 +457,8 @@ bool merge_claims_files(const std::string& path, const std::vector<const ClaimsF
     }
     if (stopped()) return false;
   }
-  FileWriter w(path, spread.layout(fp_bytes, seq_end, merged_from));
+  // The file it follows is the one below its inputs: merged_from says which already.
+  FileWriter w(path, spread.layout(fp_bytes, seq_end, merged_from, merged_from));
   if (!w.open(error)) return false;
 
   // Every input is in hash order: a k-way merge keeps it. A key in several inputs (an
@@ -616,6 +622,7 @@ bool ClaimsFile::open(const std::string& path, bool verify, std::string& error) 
   stats_.value_width = seq_bytes_ + dist_bytes_ + fp_bytes_;
   stats_.fp_bytes = fp_bytes_;
   stats_.merged_from = get64(f + kMergedFromAt);
+  stats_.after = get64(f + kAfterAt);
   if (key_width != 0 && stats_.claims * (key_width + stats_.value_width) != entries_bytes_)
     return damaged("its entries do not add up to " + std::to_string(stats_.claims) + " claims");
   return true;

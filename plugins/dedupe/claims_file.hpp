@@ -18,8 +18,8 @@
 //   directory 2^dir_bits + 1 u64: where the entries of each value of the hash's top
 //             dir_bits bits begin (relative to the first entry); the last is the end
 //   filter    blocked Bloom filter of the hashes, one 64-byte block per key
-//   footer    kFooterBytes: the widths, counts and section offsets, merged_from (see
-//             ClaimsFileStats), the XXH3 of every byte before its checksum field, and
+//   footer    kFooterBytes: the widths, counts and section offsets, merged_from and
+//             after (see ClaimsFileStats), the XXH3 of every byte before its checksum field, and
 //             the magic again as the file's last 8 bytes
 // A file is written under a temporary name, synced and renamed: it exists whole or not.
 #pragma once
@@ -62,6 +62,11 @@ struct ClaimsFileStats {
   // inputs (0 when none): every other file labelled in [merged_from, seq_end) was an
   // input and is superseded by it (a crash may leave one behind).
   uint64_t merged_from = 0;
+  // 1 + the label of the file this one follows in the store (the newest when a fold
+  // began; for a merged file, the one below its inputs: its merged_from), 1 when none,
+  // 0 in files written before it. A store whose file is missing between two others (a
+  // file deleted by hand) is told by it at open (PartitionStore::load_own_files).
+  uint64_t after = 0;
 };
 
 // Writes the claims of `table` indexed by `live` to `path`. Every claim's seq must be
@@ -72,7 +77,7 @@ struct ClaimsFileStats {
 bool write_claims_file(const std::string& path, const RoundClaims& table,
                        const std::vector<uint32_t>& live, uint32_t fp_bytes, uint64_t seq_end,
                        ClaimsFileStats& stats, std::string& error,
-                       const std::function<void(double)>& pace = {});
+                       const std::function<void(double)>& pace = {}, uint64_t after = 0);
 
 class ClaimsFile;
 

@@ -866,7 +866,9 @@ Status DedupeTransform::write_changelog(Part& part, const PartitionStore::RoundP
     if (!st) return st;
   }
   std::string k = changelog_key(name, ChangelogKind::meta);
-  std::string v = plan.next.encode();
+  StoreMeta logged = plan.next;
+  logged.newest_file = 0;  // this store's files: a copy restored from it has its own
+  std::string v = logged.encode();
   return host_.state_write(changelog_topic_, part.partition, sdk::bytes(k), sdk::bytes(v));
 }
 

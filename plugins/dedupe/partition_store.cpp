@@ -448,7 +448,9 @@ void PartitionStore::start_fold() {
   // what reaches the bottom.
   fold_options_ = fold_sst_options(sst_options_, compacting_ ? rocksdb::kNoCompression : fold_compression_);
   fold_priority_ = std::make_unique<YieldingThread>();
-  folder_ = std::thread([this, prefault = std::move(prefault), floor = meta_.floor] {
+  // The file this fold's follows (ClaimsFileStats::after): merges keep its label.
+  const uint64_t after = 1 + (own_files_.empty() ? 0 : own_files_.back()->stats().seq_end);
+  folder_ = std::thread([this, prefault = std::move(prefault), floor = meta_.floor, after] {
     // Before the thread is lowered: faulting pages in holds the process's address-space
     // lock, and a thread at SCHED_IDLE that holds it on a busy machine holds up every
     // mmap, munmap and mprotect of the pipeline thread behind it (huge_pages.hpp).
@@ -498,7 +500,7 @@ void PartitionStore::start_fold() {
       std::string error;
       const std::string path = claims_file_path(dir_, label);
       auto file = std::make_shared<ClaimsFile>();
-      if (!write_claims_file(path, folding_, fold_live_, fold_fp_bytes_, label, stats, error, paced_by) ||
+      if (!write_claims_file(path, folding_, fold_live_, fold_fp_bytes_, label, stats, error, paced_by, after) ||
           !file->open(path, false, error))
         fold_status_ = rocksdb::Status::IOError(error);
       else
@@ -537,6 +539,7 @@ sdk::Status PartitionStore::finish_fold(bool wait, bool sync) {
     return sdk::Status::fatal("dedupe: cannot fold claims into store " + dir_ + ": " +
                               fold_status_.ToString());
   }
+  const uint64_t made = fold_file_ ? fold_file_->stats().seq_end : 0;
   if (fold_file_) add_own_file(std::move(fold_file_));
   fold_file_.reset();
   const auto& claims = folding_.claims();
@@ -560,6 +563,7 @@ sdk::Status PartitionStore::finish_fold(bool wait, bool sync) {
   put_folded_chunk_times(wb, fold_target_);
   StoreMeta next = meta_;
   next.indexed = std::max(meta_.indexed, fold_target_);
+  next.newest_file = std::max(meta_.newest_file, made);
   wb.Put(seq_, rocksdb::Slice(), next.encode());
   sdk::Status ws = write(std::move(wb), sync, next.next_seq);
   folding_.clear();
@@ -784,6 +788,37 @@ sdk::Status PartitionStore::load_own_files() {
     if (f->stats().merged_from != 0) covered_from = f->stats().merged_from;
     add_own_file(std::move(f));
   }
+  return check_own_files_whole();
+}
+
+sdk::Status PartitionStore::check_own_files_whole() {
+  // A file gone from between two others, or the newest gone while older ones remain, is
+  // not something the store does: eviction removes the oldest first, and a merge renames
+  // its file over its newest input before it removes the others. Its claims are lost
+  // (a file deleted by hand, a partial copy of the directory): ids in it would pass again.
+  // The oldest file is not checked against the floor: without a WAL the floor on disk
+  // may lag the files eviction removed before a kill.
+  auto missing = [&](uint64_t label, const std::string& why) {
+    damaged_ = true;
+    return sdk::Status::fatal(
+        "dedupe: store " + dir_ + " is missing its claims file " + claims_file_path(dir_, label) +
+        " (" + why + "): the claims in it are lost and the store cannot be trusted. Move the "
+        "directory away to start the partition over (with a changelog it is restored from the "
+        "changelog; without one, ids it had seen pass again)");
+  };
+  for (size_t i = 1; i < own_files_.size(); ++i) {
+    const auto& st = own_files_[i]->stats();
+    const uint64_t after = st.after != 0 ? st.after : st.merged_from;
+    if (after == 0) continue;  // written before files said what they follow
+    const uint64_t follows = after - 1;
+    if (follows > own_files_[i - 1]->stats().seq_end && follows > meta_.floor)
+      return missing(follows, own_files_[i]->path() + " follows it, and " +
+                                  own_files_[i - 1]->path() + " is the one below");
+  }
+  if (!own_files_.empty() && meta_.newest_file > meta_.floor &&
+      own_files_.back()->stats().seq_end < meta_.newest_file)
+    return missing(meta_.newest_file, "the store's bookkeeping names it as its newest, and " +
+                                          own_files_.back()->path() + " is the newest left");
   return sdk::Status::ok();
 }
 
@@ -1055,6 +1090,7 @@ sdk::Status PartitionStore::apply_round(const RoundPlan& plan, bool sync, int64_
                                         int* fold_steps) {
   StoreMeta next = plan.next;
   if (changelog >= 0) next.changelog = changelog;
+  next.newest_file = meta_.newest_file;  // the store's files, not the round's
   if (!plan.changed && next.changelog == meta_.changelog) {
     end_round();
     return sdk::Status::ok();  // nothing happened in this partition this round
@@ -1243,9 +1279,10 @@ sdk::Status PartitionStore::restore_meta(std::string_view value) {
   StoreMeta m;
   if (!m.decode(value))
     return sdk::Status::fatal("dedupe: unreadable meta record in the changelog of store " + dir_);
-  // `indexed` and `changelog` describe this copy, not the changelog's writer.
+  // `indexed`, `changelog` and `newest_file` describe this copy, not the changelog's writer.
   m.indexed = meta_.indexed;
   m.changelog = meta_.changelog;
+  m.newest_file = meta_.newest_file;
   meta_ = m;
   filter_.publish_floor(meta_.floor);
   drop_round();

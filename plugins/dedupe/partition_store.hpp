@@ -227,6 +227,9 @@ class PartitionStore {
   // The store's own claims files (claims-<end>.xc): read at open, oldest first; files
   // whose claims the floor has passed are removed.
   sdk::Status load_own_files();
+  // After load_own_files: no file missing between two others, nor the newest the meta
+  // knows of while older ones remain (ClaimsFileStats::after). Sets damaged_.
+  sdk::Status check_own_files_whole();
   void add_own_file(std::shared_ptr<const ClaimsFile> f);
   // Past claims.files.max own files, neighbouring files are merged into one on a thread
   // of the store's own (dedupe-merge); finish_merge adopts the result on the pipeline

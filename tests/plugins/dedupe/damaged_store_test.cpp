@@ -4,7 +4,9 @@
 // restores it. Before, the partition (and with it the pipeline) was refused until an
 // operator moved the directory by hand. Through the real .so; the harness's FakeHost
 // plays the sink that keeps the changelog.
+#include <chrono>
 #include <fstream>
+#include <thread>
 
 #include "dedupe_fixture.hpp"
 
@@ -161,3 +163,106 @@ TEST_F(DamagedStoreTest, AFileTheSystemRefusesIsNotDamageAndIsNotSetAside) {
 }
 
 }  // namespace
+
+// A claims file gone from the store (deleted by hand, a partial copy of the directory):
+// the ids in it would pass again. Each file names the one it follows, and the meta the
+// newest a fold made: one missing between two others, or the newest while older ones
+// remain, is told at open and handled as damage (the store does neither itself: eviction
+// removes the oldest first, a merge renames its file over its newest input).
+class MissingClaimsFileTest : public DamagedStoreTest {
+ protected:
+  // Rounds of 20,000 new ids until the store has at least four claims files.
+  int64_t claim_files_and_close(const Pairs& cfg, int& ids) {
+    auto& t = start(cfg);
+    int64_t off = 0;
+    ids = 0;
+    for (int round = 0; round < 30 && claims_files().size() < 4; ++round) {
+      EXPECT_EQ(t.process(range(ids, ids + 20000, off)).kept.size(), 20000u);
+      ids += 20000;
+      EXPECT_TRUE(stage_->positions({part(0, "events-0", off)}).is_ok());
+      commit_round();
+    }
+    EXPECT_GE(claims_files().size(), 4u);
+    stage_.reset();
+    return off;
+  }
+  std::vector<fs::path> claims_files() const {
+    std::vector<std::pair<uint64_t, fs::path>> found;
+    for (auto& e : fs::directory_iterator(dir_ / "events-0"))
+      if (e.path().extension() == ".xc") {
+        const std::string n = e.path().stem().string();  // claims-<label>
+        found.emplace_back(std::stoull(n.substr(n.find('-') + 1)), e.path());
+      }
+    std::sort(found.begin(), found.end());
+    std::vector<fs::path> out;
+    for (auto& [label, p] : found) out.push_back(p);
+    return out;
+  }
+  Pairs small_files(Pairs extra = {}) {
+    extra.emplace_back("claims.files.max", "1000");  // no merges: one file per fold
+    return with_changelog(extra);
+  }
+};
+
+TEST_F(MissingClaimsFileTest, AFileMissingBetweenTwoOthersIsDamageAndThePartitionIsRestored) {
+  const Pairs cfg = small_files();
+  int ids = 0;
+  const int64_t off = claim_files_and_close(cfg, ids);
+  const auto files = claims_files();
+  ASSERT_GE(files.size(), 4u);
+  fs::remove(files[1]);
+  host_.logs.clear();
+
+  auto& again = start(cfg, {part(0, "events-0", off)});
+  EXPECT_TRUE(logged(host_, "is missing its claims file " + files[1].string())) << all_logs(host_);
+  ASSERT_EQ(set_aside().size(), 1u) << all_logs(host_);
+  EXPECT_EQ(metric("dedupe_restored_claims_total"), static_cast<double>(ids));
+  int64_t next = off;
+  EXPECT_THAT(again.process(range(0, ids, next)).kept, IsEmpty());
+}
+
+TEST_F(MissingClaimsFileTest, TheNewestFileMissingWhileOlderOnesRemainIsDamage) {
+  const Pairs cfg = small_files({{"on.store.damaged", "fail"}});
+  int ids = 0;
+  const int64_t off = claim_files_and_close(cfg, ids);
+  const auto files = claims_files();
+  ASSERT_GE(files.size(), 4u);
+  fs::remove(files.back());
+  TransformHarness stage(library(), "dedupe", config(cfg), &host_);
+  ASSERT_TRUE(stage.ok());
+  auto st = stage.assign({part(0, "events-0", off)});
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_THAT(st.message(), HasSubstr("is missing its claims file " + files.back().string()));
+  EXPECT_THAT(st.message(), HasSubstr("names it as its newest"));
+  EXPECT_TRUE(set_aside().empty());
+}
+
+// The same store with every file in place, and after merges, opens as it is.
+TEST_F(MissingClaimsFileTest, AWholeStoreOpensAsItIsAlsoAfterMerges) {
+  int ids = 0;
+  const int64_t off = claim_files_and_close(small_files(), ids);
+  host_.logs.clear();
+  auto& again = start(with_changelog({{"claims.files.max", "2"}}), {part(0, "events-0", off)});
+  int64_t next = off;
+  EXPECT_THAT(again.process(range(0, ids, next)).kept, IsEmpty());
+  EXPECT_TRUE(stage_->positions({part(0, "events-0", next)}).is_ok());
+  commit_round();
+  // Folds past claims.files.max start merges, which run beside the rounds.
+  int fresh = ids;
+  for (int i = 0; i < 30 && claims_files().size() > 3; ++i) {
+    EXPECT_EQ(again.process(range(fresh, fresh + 20000, next)).kept.size(), 20000u);
+    fresh += 20000;
+    EXPECT_TRUE(stage_->positions({part(0, "events-0", next)}).is_ok());
+    commit_round();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_LE(claims_files().size(), 3u);
+  stage_.reset();
+  host_.logs.clear();
+  auto& last = start(with_changelog({{"claims.files.max", "2"}}), {part(0, "events-0", next)});
+  EXPECT_TRUE(set_aside().empty()) << all_logs(host_);
+  EXPECT_EQ(metric("dedupe_stores_set_aside_total"), 0) << all_logs(host_);
+  EXPECT_FALSE(logged(host_, "missing its claims file")) << all_logs(host_);
+  EXPECT_EQ(metric("dedupe_restored_claims_total"), 0) << all_logs(host_);
+  EXPECT_THAT(last.process(range(0, fresh, next)).kept, IsEmpty());
+}
