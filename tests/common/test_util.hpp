@@ -70,6 +70,13 @@ inline std::vector<std::string> lines_of(const std::string& s) {
   return out;
 }
 
+// How many times `what` occurs in `text` (overlapping ones counted).
+inline int count_of(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 struct RunResult {
   int exit_code = -1;   // -1 when killed by a signal
   int signal = 0;

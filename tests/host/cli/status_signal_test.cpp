@@ -24,12 +24,6 @@ long long last_in(const std::string& out, const std::string& name) {
   return in;
 }
 
-size_t count_of(const std::string& s, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = 0; (at = s.find(what, at)) != std::string::npos; at += what.size()) ++n;
-  return n;
-}
-
 }  // namespace
 
 TEST(StatusSignal, Usr1AndUsr2PrintTheCountsSoFarAndTheHostGoesOn) {
@@ -68,5 +62,5 @@ TEST(StatusSignal, Usr1AndUsr2PrintTheCountsSoFarAndTheHostGoesOn) {
   c.kill(SIGTERM);
   EXPECT_EQ(c.wait(), 0) << read_file(log);
   // The end's summary too: three tables in all.
-  EXPECT_EQ(count_of(read_file(log), "\nsteady "), 3u) << read_file(log);
+  EXPECT_EQ(count_of(read_file(log), "\nsteady "), 3) << read_file(log);
 }

@@ -396,14 +396,6 @@ TEST(Shutdown, ASecondSignalWhileThePipelinesCloseExitsAt130) {
 
 }  // namespace
 
-namespace {
-size_t count_of(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
-}  // namespace
-
 // A stop signal that lands while a reload drains a changed pipeline (here: its sink
 // takes 3 s to close) stops the host: the reload starts no new instance of it.
 TEST(Shutdown, ASignalDuringAReloadsDrainStopsTheHostAndStartsNothing) {
@@ -427,7 +419,7 @@ TEST(Shutdown, ASignalDuringAReloadsDrainStopsTheHostAndStartsNothing) {
   const std::string text = read_file(log);
   EXPECT_NE(text.find("interrupted by a stop signal"), std::string::npos) << text;
   EXPECT_EQ(text.find("applied:"), std::string::npos) << text;
-  EXPECT_EQ(count_of(text, "running (counter"), 1u) << text;
+  EXPECT_EQ(count_of(text, "running (counter"), 1) << text;
   Output o = parse_output(dir / "out.txt");
   for (size_t i = 0; i < o.values.size(); ++i) ASSERT_EQ(o.values[i], static_cast<int64_t>(i));
 }

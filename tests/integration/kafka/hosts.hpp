@@ -23,12 +23,6 @@ inline double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-inline int count_of(const std::string& text, const std::string& needle) {
-  int n = 0;
-  for (size_t p = text.find(needle); p != std::string::npos; p = text.find(needle, p + 1)) ++n;
-  return n;
-}
-
 // Polls `cond` every `every` until it holds or `limit` has passed; its last answer.
 inline bool wait_for(const std::function<bool()>& cond, std::chrono::seconds limit,
                      std::chrono::milliseconds every = std::chrono::milliseconds(200)) {

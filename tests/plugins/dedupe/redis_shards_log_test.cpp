@@ -8,14 +8,6 @@
 
 using namespace exactly::test;
 
-namespace {
-size_t count_of(const std::string& s, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = 0; (at = s.find(what, at)) != std::string::npos; at += what.size()) ++n;
-  return n;
-}
-}  // namespace
-
 TEST(RedisShardsLog, SaidOncePerStageNotOncePerTask) {
   RedisServer redis("shards-log");
   auto dir = temp_dir("redis-shards-log");
@@ -33,5 +25,5 @@ TEST(RedisShardsLog, SaidOncePerStageNotOncePerTask) {
   const std::string log = r.out + r.err;
   // Two tasks ran (4 partitions, threads: 2): their batches are counted.
   EXPECT_NE(log.find("task_batches_"), std::string::npos) << log;
-  EXPECT_EQ(count_of(log, "dedupe-redis: shards [127.0.0.1:" + std::to_string(redis.port()) + "]"), 1u) << log;
+  EXPECT_EQ(count_of(log, "dedupe-redis: shards [127.0.0.1:" + std::to_string(redis.port()) + "]"), 1) << log;
 }
