@@ -3,6 +3,7 @@
 // components can be resolved), scans the plugin path, then reads every pipeline.
 #include "config/loader.hpp"
 
+#include "config/exclusive_paths.hpp"
 #include "config/read_regular_file.hpp"
 
 #include "config/pipeline_reader.hpp"
@@ -160,6 +161,7 @@ LoadResult load(const std::vector<std::string>& paths, plugin::Registry& registr
                                                   &r.spec, ctx, i++);
     }
   }
+  check_exclusive_paths(r.spec, r.errors);
   // Report in reading order, whatever order the checks ran in.
   std::stable_sort(r.errors.begin(), r.errors.end(), [](const Diagnostic& a, const Diagnostic& b) {
     return std::tie(a.mark.file, a.mark.line, a.mark.col) < std::tie(b.mark.file, b.mark.line, b.mark.col);

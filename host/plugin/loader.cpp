@@ -153,6 +153,10 @@ bool read_component(const ex_component& c, Component* out, std::string* why) {
     fd.doc = f.doc ? f.doc : "";
     if (f.allowed)
       for (const char* const* a = f.allowed; *a; ++a) fd.allowed.emplace_back(*a);
+    // A field of a plugin built for 1.5 or older ends before its flags.
+    const uint32_t flags =
+        f.struct_size >= offsetof(ex_config_field, flags) + sizeof(f.flags) ? f.flags : 0;
+    fd.exclusive_path = (flags & EX_CFG_EXCLUSIVE_PATH) != 0;
     for (const auto& other : out->fields)
       if (other.key == fd.key) {
         *why = fmt::format("component '{}': config field '{}' is declared twice", out->name, fd.key);

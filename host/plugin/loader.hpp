@@ -24,6 +24,8 @@ struct Field {
   std::string default_value;
   std::string doc;
   std::vector<std::string> allowed;
+  // EX_CFG_EXCLUSIVE_PATH (ABI 1.6): checked across the host's pipelines at load.
+  bool exclusive_path = false;
 };
 
 class Library;

@@ -5,6 +5,7 @@
 
 namespace {
 
+using exactly::sdk::exclusive_path;
 using exactly::sdk::field;
 using exactly::sdk::required;
 
@@ -17,17 +18,17 @@ const ex_config_field kSourceFields[] = {
           "longest line accepted; a longer one stops the pipeline with its byte offset "
           "(instead of the host holding ever more of it in memory); 64 MiB",
           "67108864"),
-    field("offsets.path", EX_CFG_STRING,
-          "where commit() keeps the position when the sink does not store it; empty = "
-          "restart from the beginning. One source per file: a second one (another pipeline "
-          "or process) is refused while <offsets.path>.lock is held",
-          ""),
+    exclusive_path(field("offsets.path", EX_CFG_STRING,
+                         "where commit() keeps the position when the sink does not store it; empty = "
+                         "restart from the beginning. One source per file: a second one (another "
+                         "pipeline or process) is refused while <offsets.path>.lock is held",
+                         "")),
 };
 
 const char* const kFormats[] = {"value", "json", nullptr};
 
 const ex_config_field kSinkFields[] = {
-    required("path", EX_CFG_STRING, "file to write, one line per record"),
+    exclusive_path(required("path", EX_CFG_STRING, "file to write, one line per record")),
     field("fsync", EX_CFG_BOOL, "fsync output and commit record at every commit", "true"),
     field("format", EX_CFG_STRING,
           "value = the record's value as the line (a value with a newline is refused); json = "

@@ -17,7 +17,7 @@ use std::os::raw::{c_char, c_void};
 // ---------------------------------------------------------------- versions
 
 pub const EX_ABI_VERSION_MAJOR: u32 = 1;
-pub const EX_ABI_VERSION_MINOR: u32 = 5;
+pub const EX_ABI_VERSION_MINOR: u32 = 6;
 pub const EX_ABI_VERSION: u32 = (EX_ABI_VERSION_MAJOR << 16) | EX_ABI_VERSION_MINOR;
 /// The exported symbol's name (without the NUL).
 pub const EX_PLUGIN_ENTRY_SYMBOL: &str = "exactly_plugin_descriptor";
@@ -135,6 +135,9 @@ pub const EX_CFG_DURATION: ex_config_type = 6;
 pub const EX_CFG_SIZE: ex_config_type = 7;
 pub const EX_CFG_MAP: ex_config_type = 8;
 
+/// ex_config_field.flags (1.6): the value is the path of a file one component holds alone.
+pub const EX_CFG_EXCLUSIVE_PATH: u32 = 1;
+
 #[repr(C)]
 pub struct ex_config_field {
     pub struct_size: u32,
@@ -144,6 +147,8 @@ pub struct ex_config_field {
     pub default_value: *const c_char,
     pub doc: *const c_char,
     pub allowed: *const *const c_char,
+    /// 1.6: EX_CFG_* flags.
+    pub flags: u32,
 }
 
 #[repr(C)]

@@ -51,6 +51,7 @@ const fn field(
         default_value: default,
         doc,
         allowed,
+        flags: 0,
     }
 }
 

@@ -33,7 +33,7 @@ extern "C" {
 /* Major: incompatible change. Minor: append-only growth of structs. The host refuses a
  * plugin whose major differs or whose minor is newer than its own. */
 #define EX_ABI_VERSION_MAJOR 1u
-#define EX_ABI_VERSION_MINOR 5u
+#define EX_ABI_VERSION_MINOR 6u
 #define EX_ABI_VERSION ((EX_ABI_VERSION_MAJOR << 16) | EX_ABI_VERSION_MINOR)
 
 /* The one symbol a plugin library exports. */
@@ -187,6 +187,14 @@ typedef enum ex_config_type {
   EX_CFG_MAP = 8       /* free-form string->string map under this key (pass-through) */
 } ex_config_type;
 
+/* Flags of a declared key (ex_config_field.flags, ABI 1.6). */
+/* The value is the path of a file that one component of this plugin and kind holds
+ * alone (a file it writes, its offsets file): two such components in one host whose
+ * values name the same file (compared as absolute, normalised paths; an empty value
+ * names none) are refused when the config loads, naming both, instead of the second
+ * failing at open. */
+#define EX_CFG_EXCLUSIVE_PATH 1u
+
 /* One declared key. Nested YAML maps are addressed by dotted keys: the key
  * "retention.max.keys" matches `retention: { max.keys: 5 }` and `retention.max.keys: 5`.
  * LIFETIME: the plugin's, static: valid as long as the library is loaded. */
@@ -198,6 +206,9 @@ typedef struct ex_config_field {
   const char* default_value;/* canonical text, NULL if none */
   const char* doc;          /* one line for `exactly plugins` and the reference */
   const char* const* allowed; /* NULL-terminated list of allowed values, or NULL */
+  /* ABI 1.6: EX_CFG_* flags. A field of a plugin built for 1.5 or older ends before
+   * it (its struct_size): read as 0. */
+  uint32_t flags;
 } ex_config_field;
 
 /* The validated configuration handed to create(): every declared key with its value

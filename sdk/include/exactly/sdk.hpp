@@ -500,11 +500,17 @@ namespace exactly::sdk {
 constexpr ex_config_field field(const char* key, ex_config_type type, const char* doc,
                                 const char* default_value = nullptr,
                                 const char* const* allowed = nullptr) {
-  return ex_config_field{sizeof(ex_config_field), key, type, 0, default_value, doc, allowed};
+  return ex_config_field{sizeof(ex_config_field), key, type, 0, default_value, doc, allowed, 0};
 }
 constexpr ex_config_field required(const char* key, ex_config_type type, const char* doc,
                                    const char* const* allowed = nullptr) {
-  return ex_config_field{sizeof(ex_config_field), key, type, 1, nullptr, doc, allowed};
+  return ex_config_field{sizeof(ex_config_field), key, type, 1, nullptr, doc, allowed, 0};
+}
+// A key whose value is the path of a file one component holds alone (ABI 1.6,
+// EX_CFG_EXCLUSIVE_PATH): `exclusive_path(required("path", EX_CFG_STRING, "..."))`.
+constexpr ex_config_field exclusive_path(ex_config_field f) {
+  f.flags |= EX_CFG_EXCLUSIVE_PATH;
+  return f;
 }
 
 template <typename T, size_t N>

@@ -323,3 +323,36 @@ TEST(ValidatePluginChecks, EveryBadValueOfAComponentIsListedInOneRun) {
   for (size_t p = 0; (p = r.err.find("key '", p)) != std::string::npos; ++p) ++n;
   EXPECT_EQ(n, 5u) << r.err;
 }
+
+// ABI 1.6 EX_CFG_EXCLUSIVE_PATH: two pipelines writing one dead-letter file (named two
+// ways) passed validate and failed at start (QA). Refused at load, naming both places;
+// the same for two file sources keeping one offsets file. Different files pass.
+TEST(ValidatePluginChecks, TwoComponentsNamingOneExclusiveFileAreRefusedNamingBoth) {
+  fs::path dir = temp_dir("validate-exclusive");
+  auto pipeline = [](const std::string& name, const std::string& dlq, const std::string& offsets) {
+    return "  - name: " + name + "\n"                                                  // +0
+           "    source: { plugin: file, config: { path: in.jsonl, offsets.path: " + offsets + " } }\n"  // +1
+           "    sink: { plugin: file, config: { path: out-" + name + ".jsonl } }\n"   // +2
+           "    errors: { policy: dead-letter, dead-letter: { plugin: file, config: { path: " + dlq +
+           ", format: json } } }\n";                                                   // +3
+  };
+  write_file(dir / "a.yaml", "pipelines:\n" + pipeline("a", "dlq.jsonl", "a.offsets"));
+  write_file(dir / "b.yaml", "pipelines:\n" + pipeline("b", "./sub/../dlq.jsonl", "a.offsets") +
+                                 pipeline("c", "dlq-c.jsonl", "c.offsets"));
+  auto r = run(exactly_bin() + " validate " + (dir / "a.yaml").string() + " " + (dir / "b.yaml").string(), dir);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  const std::string a = (dir / "a.yaml").string(), b = (dir / "b.yaml").string();
+  // The second of each pair is the error, and names the first with its place.
+  EXPECT_NE(r.err.find(b + ":5:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("pipeline 'b' errors.dead-letter (file): key 'path': ./sub/../dlq.jsonl is already used "
+                       "by pipeline 'a' errors.dead-letter (file) (" + a + ":5:"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find(b + ":3:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("pipeline 'b' source (file): key 'offsets.path': a.offsets is already used by "
+                       "pipeline 'a' source (file) (" + a + ":3:"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("pipeline 'c'"), std::string::npos) << r.err;
+  EXPECT_EQ(count_of(r.err, "is already used by"), 2) << r.err;
+}

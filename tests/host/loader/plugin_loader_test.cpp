@@ -82,6 +82,13 @@ TEST(PluginLoader, APluginOfTheOlderMinorLoadsWithoutTheNewerMembers) {
   EXPECT_EQ(t.component->transform.validate, nullptr);  // 1.3
   EXPECT_EQ(s.component->sink.validate, nullptr);
   EXPECT_EQ(s.component->sink.completed, nullptr);  // 1.4: no completion window
+  // 1.6: config fields end before `flags`: walked with their own size, no flag read.
+  ASSERT_EQ(s.component->fields.size(), 2u);
+  EXPECT_EQ(s.component->fields[0].key, "path");
+  EXPECT_EQ(s.component->fields[1].key, "mode");
+  EXPECT_EQ(s.component->fields[1].default_value, "a");
+  EXPECT_FALSE(s.component->fields[0].exclusive_path);
+  EXPECT_FALSE(s.component->fields[1].exclusive_path);
 }
 
 // ABI 1.3: loading a config runs each component's own `validate`; an older-minor plugin

@@ -66,7 +66,7 @@ fn rust_facts() -> Vec<String> {
         ex_batch { struct_size, record_size, records, count }
         ex_partition { struct_size, id, name, topic, number, start_offset }
         ex_checkpoint { struct_size, format, data }
-        ex_config_field { struct_size, key, r#type, required, default_value, doc, allowed }
+        ex_config_field { struct_size, key, r#type, required, default_value, doc, allowed, flags }
         ex_config_entry { key, value }
         ex_config { struct_size, entries, count }
         ex_state_info { struct_size, start, end, created }
@@ -101,7 +101,7 @@ fn rust_facts() -> Vec<String> {
         EX_OK, EX_ERR_RETRIABLE, EX_ERR_ABORTABLE, EX_ERR_FATAL, EX_ERR_CONFIG, EX_ERR_UNSUPPORTED,
         EX_ERROR_KEY_MAX, EX_ERROR_MESSAGE_MAX, EX_PARTITION_LOST,
         EX_CFG_STRING, EX_CFG_INT, EX_CFG_DOUBLE, EX_CFG_BOOL, EX_CFG_LIST, EX_CFG_DURATION,
-        EX_CFG_SIZE, EX_CFG_MAP,
+        EX_CFG_SIZE, EX_CFG_MAP, EX_CFG_EXCLUSIVE_PATH,
         EX_LOG_DEBUG, EX_LOG_INFO, EX_LOG_WARN, EX_LOG_ERROR,
         EX_METRIC_COUNTER, EX_METRIC_GAUGE,
         EX_KIND_SOURCE, EX_KIND_TRANSFORM, EX_KIND_SINK,
