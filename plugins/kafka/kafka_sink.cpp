@@ -604,8 +604,23 @@ sdk::Status KafkaSink::prepare_commit() {
   log_fence_reports();
   if (eos_) return sdk::Status::ok();  // commit_transaction flushes
   sdk::Status st = flush_all();
+  if (st) st = take_delivery_failures();
   if (!st) return st;
-  return take_delivery_failures();
+  // Only once the round's output is delivered, its changelog records (state_write kept
+  // them): without a transaction nothing orders the two, and a changelog whose meta
+  // said "output up to offset N" while the host died with part of that output undelivered
+  // made the partition's next owner drop the replay of it as duplicates (CI: 42 ids lost
+  // across a kill in ScaleOut.AtLeastOnceLosesNoIdAcrossHosts).
+  if (pending_state_.empty()) return st;
+  auto pending = std::move(pending_state_);
+  pending_state_.clear();
+  for (const auto& r : pending) {
+    st = produce_state(r.topic, r.partition, bytes_of(r.key), r.value ? bytes_of(*r.value) : ex_bytes{nullptr, 0});
+    if (!st) return st;
+  }
+  st = flush_all();
+  if (st) st = take_delivery_failures();
+  return st;
 }
 
 sdk::Status KafkaSink::commit(const sdk::Checkpoint* positions, bool& stored_positions) {
@@ -752,7 +767,9 @@ sdk::Status KafkaSink::abort_transaction(const std::string& cause) {
 sdk::Status KafkaSink::abort() {
   if (broken_) return sdk::Status::ok();  // the instance is being rebuilt anyway
   if (eos_) return abort_transaction({});
-  // Records still queued would only become duplicates of the replay.
+  // Records still queued would only become duplicates of the replay; the round's
+  // changelog records were not sent yet (prepare_commit sends them after the output).
+  pending_state_.clear();
   rd_kafka_purge(rk_, RD_KAFKA_PURGE_F_QUEUE);
   // Let in-flight ones settle so their reports are not charged to the next round.
   rd_kafka_flush(rk_, static_cast<int>(call_timeout_ms_));
@@ -791,15 +808,25 @@ sdk::Status KafkaSink::state_write(const std::string& store, const sdk::Partitio
                                    ex_bytes key, ex_bytes value) {
   if (!changelog_) return sdk::Status::unsupported("no changelogs");
   if (broken_) return fatal_status("the producer failed earlier; it is rebuilt");
-  if (eos_) {
-    sdk::Status st = begin_if_needed();
-    if (!st) return st;
+  if (!eos_) {
+    // Sent by prepare_commit after the round's output (see there).
+    pending_state_.push_back({store, part.number, std::string(sdk::view(key)),
+                              value.ptr ? std::optional<std::string>(std::string(sdk::view(value)))
+                                        : std::nullopt});
+    return sdk::Status::ok();
   }
+  sdk::Status st = begin_if_needed();
+  if (!st) return st;
+  return produce_state(store, part.number, key, value);
+}
+
+sdk::Status KafkaSink::produce_state(const std::string& store, int32_t partition, ex_bytes key,
+                                     ex_bytes value) {
   rd_kafka_topic_t* rkt = topic_handle(store);
   const int64_t deadline = now_ms() + std::max<int64_t>(message_timeout_ms_, 30000);
   for (;;) {
     rd_kafka_resp_err_t err = static_cast<rd_kafka_resp_err_t>(rd_kafka_produce(
-        rkt, part.number, RD_KAFKA_MSG_F_COPY, const_cast<uint8_t*>(value.ptr),
+        rkt, partition, RD_KAFKA_MSG_F_COPY, const_cast<uint8_t*>(value.ptr),
         value.ptr ? value.len : 0, key.ptr, key.len, changelog_->marker()));
     if (err == 0) {
       host_.counter("kafka_sink_changelog_records_total", 1);
@@ -815,7 +842,7 @@ sdk::Status KafkaSink::state_write(const std::string& store, const sdk::Partitio
     if (err == RD_KAFKA_RESP_ERR__STATE && eos_)
       return abort_transaction(std::string("kafka sink: changelog write: ") + rd_kafka_err2str(err));
     return sdk::Status::retriable("kafka sink: cannot write changelog " + store + " [" +
-                                  std::to_string(part.number) + "]: " + rd_kafka_err2str(err));
+                                  std::to_string(partition) + "]: " + rd_kafka_err2str(err));
   }
 }
 

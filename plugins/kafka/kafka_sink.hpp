@@ -73,6 +73,11 @@ class KafkaSink final : public sdk::Sink, public ClientContext {
   sdk::Status txn_failure(const char* op, const rd_kafka_error_t* e);
   sdk::Status flush_all();
   sdk::Status take_delivery_failures();
+  // One changelog record into the producer (with the transaction open, under EOS).
+  sdk::Status produce_state(const std::string& store, int32_t partition, ex_bytes key, ex_bytes value);
+  static ex_bytes bytes_of(const std::string& s) {
+    return ex_bytes{reinterpret_cast<const uint8_t*>(s.data()), s.size()};
+  }
   // A new (uncached) handle; nullptr with `why` if librdkafka refuses the name.
   rd_kafka_topic_t* new_handle(const std::string& topic, std::string& why);
   // The cached handle for a topic, made on first use. topic_handle throws a refusal as
@@ -100,6 +105,14 @@ class KafkaSink final : public sdk::Sink, public ClientContext {
   TopicRouter router_;
   Partitioning partitioning_ = Partitioning::Default;
   bool eos_ = false;
+  // at_least_once: the round's changelog records, sent after its output (prepare_commit).
+  struct PendingState {
+    std::string topic;
+    int32_t partition = 0;
+    std::string key;
+    std::optional<std::string> value;  // nullopt: a tombstone
+  };
+  std::vector<PendingState> pending_state_;
   std::string txn_id_;
   std::string identity_file_;  // where the default transactional.id's instance part lives
   int64_t txn_timeout_ms_ = 60000;

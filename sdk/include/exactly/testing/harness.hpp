@@ -804,6 +804,16 @@ class SinkHarness : public ComponentHarness<ex_sink_vtable, ex_sink_self, EX_KIN
     info = sdk::StateInfo{i.start, i.end, i.created != 0};
     return status_of(rc, e);
   }
+  // A changelog record as a stateful stage writes it (`value` nullopt: a tombstone).
+  sdk::Status state_write(const std::string& store, const sdk::Partition& part, std::string_view key,
+                          std::optional<std::string_view> value) {
+    if (vt_->state_write == nullptr) return sdk::Status::unsupported();
+    ex_partition p = part.to_abi();
+    ex_error e = new_error();
+    int32_t rc = vt_->state_write(self_, sdk::bytes(store), &p, sdk::bytes(key),
+                                  value ? sdk::bytes(*value) : sdk::null_bytes(), &e);
+    return status_of(rc, e);
+  }
   sdk::Status state_read(const std::string& store, const sdk::Partition& part, int64_t from,
                          const sdk::StateRecordFn& fn) {
     if (vt_->state_read == nullptr) return sdk::Status::unsupported();
