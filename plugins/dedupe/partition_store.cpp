@@ -448,7 +448,7 @@ void PartitionStore::start_fold() {
   // what reaches the bottom.
   fold_options_ = fold_sst_options(sst_options_, compacting_ ? rocksdb::kNoCompression : fold_compression_);
   fold_priority_ = std::make_unique<YieldingThread>();
-  // The file this fold's follows (ClaimsFileStats::after): merges keep its label.
+  // The file this fold's file follows (ClaimsFileStats::after): merges keep its label.
   const uint64_t after = 1 + (own_files_.empty() ? 0 : own_files_.back()->stats().seq_end);
   folder_ = std::thread([this, prefault = std::move(prefault), floor = meta_.floor, after] {
     // Before the thread is lowered: faulting pages in holds the process's address-space
