@@ -615,7 +615,7 @@ sdk::Status KafkaSink::prepare_commit() {
   auto pending = std::move(pending_state_);
   pending_state_.clear();
   for (const auto& r : pending) {
-    st = produce_state(r.topic, r.partition, bytes_of(r.key), r.value ? bytes_of(*r.value) : ex_bytes{nullptr, 0});
+    st = produce_state(r.topic, r.partition, sdk::bytes(r.key), r.value ? sdk::bytes(*r.value) : sdk::null_bytes());
     if (!st) return st;
   }
   st = flush_all();

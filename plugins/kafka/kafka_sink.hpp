@@ -75,9 +75,6 @@ class KafkaSink final : public sdk::Sink, public ClientContext {
   sdk::Status take_delivery_failures();
   // One changelog record into the producer (with the transaction open, under EOS).
   sdk::Status produce_state(const std::string& store, int32_t partition, ex_bytes key, ex_bytes value);
-  static ex_bytes bytes_of(const std::string& s) {
-    return ex_bytes{reinterpret_cast<const uint8_t*>(s.data()), s.size()};
-  }
   // A new (uncached) handle; nullptr with `why` if librdkafka refuses the name.
   rd_kafka_topic_t* new_handle(const std::string& topic, std::string& why);
   // The cached handle for a topic, made on first use. topic_handle throws a refusal as
