@@ -9,6 +9,7 @@
 #include "visible_text.hpp"
 
 #include <algorithm>
+#include <chrono>
 
 namespace exactly::kafka {
 
@@ -198,6 +199,10 @@ void KafkaSink::dr_cb(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
         std::find(self->vanished_.begin(), self->vanished_.end(), name) == self->vanished_.end())
       self->vanished_.emplace_back(name);
   }
+  // A record the topic's rules refuse (topic_rules.hpp) that the sink let through: they
+  // changed since it read them.
+  if (m->err == RD_KAFKA_RESP_ERR_INVALID_RECORD || m->err == RD_KAFKA_RESP_ERR_INVALID_TIMESTAMP)
+    self->rules_stale_ = true;
   if (self->dr_failed_++ == 0) {
     self->dr_first_error_ = std::string(m->rkt ? rd_kafka_topic_name(m->rkt) : "?") + " [" +
                             std::to_string(m->partition) + "]: " + rd_kafka_err2str(m->err);
@@ -269,6 +274,38 @@ rd_kafka_topic_t* KafkaSink::routed_handle(std::string_view topic, std::string& 
   rd_kafka_topic_destroy(rkt);
   remember_missing(std::move(name));
   return missing();
+}
+
+const TopicRules& KafkaSink::rules_for(std::string_view topic) {
+  auto it = rules_.find(topic);
+  if (it != rules_.end()) return it->second;
+  TopicRules rules;
+  // The embedded demo cluster has no admin API to ask. A cluster that does not answer
+  // (no DescribeConfigs rights) leaves the topic without rules: the broker's refusal
+  // then fails the round, as it did before the sink read them.
+  if (cluster_.changelog_caveat.empty()) {
+    std::map<std::string, std::string> configs;
+    const std::string name(topic);
+    if (describe_topic_configs(rk_, name, std::min<int64_t>(call_timeout_ms_, 5000), "describing topic " + name,
+                               configs)) {
+      rules = topic_rules_from(configs);
+      if (rules.compacted)
+        host_.info("kafka sink: topic " + name + " is compacted: a record without a key for it goes to the "
+                   "error policy");
+      if (rules.before_ms != TopicRules::kNoLimit || rules.after_ms != TopicRules::kNoLimit)
+        host_.info("kafka sink: topic " + name + " takes CreateTimes from " +
+                   (rules.before_ms == TopicRules::kNoLimit ? std::string("any time") : std::to_string(rules.before_ms) + " ms") +
+                   " before the broker's clock to " +
+                   (rules.after_ms == TopicRules::kNoLimit ? std::string("any time") : std::to_string(rules.after_ms) + " ms") +
+                   " after it: a record outside goes to the error policy");
+    }
+  }
+  // Records that each name another routed topic must not grow this without bound.
+  if (rules_.size() >= kMissingKept) {
+    rules_.clear();
+    fixed_rules_ = nullptr;
+  }
+  return rules_.emplace(std::string(topic), rules).first->second;
 }
 
 std::string KafkaSink::missing_reason(std::string_view topic) const {
@@ -439,6 +476,15 @@ sdk::Status KafkaSink::write(const sdk::Batch& in, const sdk::RecordErrors& erro
     if (!st) return st;
   }
   if (!vanished_.empty()) forget_vanished_topics();
+  if (rules_stale_) {
+    rules_.clear();
+    fixed_rules_ = nullptr;
+    rules_stale_ = false;
+  }
+  if (fixed_rkt_ != nullptr && fixed_rules_ == nullptr) fixed_rules_ = &rules_for(router_.fixed_topic());
+  const int64_t wall_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count();
   std::string reason;
   size_t produced = 0, rejected = 0;
   const int64_t full_deadline = now_ms() + std::max<int64_t>(message_timeout_ms_, 30000);
@@ -455,6 +501,15 @@ sdk::Status KafkaSink::write(const sdk::Batch& in, const sdk::RecordErrors& erro
       errors.reject(i, reason);
       ++rejected;
       continue;
+    }
+    const TopicRules& rules = fixed_rkt_ != nullptr ? *fixed_rules_ : rules_for(topic);
+    if (rules.any()) {
+      std::string why = rules.refusal(r, wall_ms, topic);
+      if (!why.empty()) {
+        errors.reject(i, why);
+        ++rejected;
+        continue;
+      }
     }
     int32_t partition = RD_KAFKA_PARTITION_UA;
     if (partitioning_ == Partitioning::Input) {
@@ -657,6 +712,10 @@ sdk::Status KafkaSink::changelog_gone(sdk::Status st) {
 
 sdk::Status KafkaSink::txn_failure(const char* op, const rd_kafka_error_t* e) {
   std::string what = std::string(op) + ": " + describe(e);
+  // A transaction learns of a refused batch as its own error (no delivery report says it).
+  const rd_kafka_resp_err_t code = rd_kafka_error_code(e);
+  if (code == RD_KAFKA_RESP_ERR_INVALID_RECORD || code == RD_KAFKA_RESP_ERR_INVALID_TIMESTAMP)
+    rules_stale_ = true;
   if (rd_kafka_error_is_fatal(e) || fatal()) return fatal_status(what);
   if (rd_kafka_error_txn_requires_abort(e)) return abort_transaction("kafka sink: " + what);
   if (rd_kafka_error_is_retriable(e)) return sdk::Status::retriable("kafka sink: " + what);

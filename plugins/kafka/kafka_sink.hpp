@@ -11,6 +11,7 @@
 #include "kafka_settings.hpp"
 #include "rdkafka_common.hpp"
 #include "topic_router.hpp"
+#include "topic_rules.hpp"
 #include "txn_fencer.hpp"
 
 #include <exactly/sdk.hpp>
@@ -139,6 +140,13 @@ class KafkaSink final : public sdk::Sink, public ClientContext {
   std::unordered_map<std::string, int64_t, StringHash, std::equal_to<>> missing_until_;
   static constexpr int64_t kMissingRecheckMs = 10000;
   static constexpr size_t kMissingKept = 4096;
+  // What each topic written to makes the broker refuse record by record (topic_rules.hpp),
+  // read once per topic; forgotten when a delivery is refused as such anyway (the topic's
+  // configs changed), so that the replay reads them again.
+  const TopicRules& rules_for(std::string_view topic);
+  std::unordered_map<std::string, TopicRules, StringHash, std::equal_to<>> rules_;
+  const TopicRules* fixed_rules_ = nullptr;
+  bool rules_stale_ = false;
   std::vector<int32_t> number_of_id_;  // partition id -> input partition number, -1 unknown
 
   bool opened_ = false;

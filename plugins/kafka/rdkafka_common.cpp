@@ -58,9 +58,9 @@ void refresh_metadata(rd_kafka_t* rk, const std::string& topic, int timeout_ms) 
   rd_kafka_topic_destroy(rkt);
 }
 
-sdk::Status describe_topic_config(rd_kafka_t* rk, const std::string& topic, const std::string& key,
-                                  int64_t timeout_ms, const std::string& what, std::string& value) {
-  value.clear();
+sdk::Status describe_topic_configs(rd_kafka_t* rk, const std::string& topic, int64_t timeout_ms,
+                                   const std::string& what, std::map<std::string, std::string>& values) {
+  values.clear();
   rd_kafka_ConfigResource_t* r = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic.c_str());
   rd_kafka_queue_t* q = rd_kafka_queue_new(rk);
   rd_kafka_DescribeConfigs(rk, &r, 1, nullptr, q);
@@ -87,7 +87,7 @@ sdk::Status describe_topic_config(rd_kafka_t* rk, const std::string& topic, cons
         for (size_t j = 0; j < cn; ++j) {
           const char* name = rd_kafka_ConfigEntry_name(entries[j]);
           const char* v = rd_kafka_ConfigEntry_value(entries[j]);
-          if (name != nullptr && v != nullptr && key == name) value = v;
+          if (name != nullptr && v != nullptr) values[name] = v;
         }
       }
     }
@@ -95,6 +95,15 @@ sdk::Status describe_topic_config(rd_kafka_t* rk, const std::string& topic, cons
     break;
   }
   rd_kafka_queue_destroy(q);
+  return st;
+}
+
+sdk::Status describe_topic_config(rd_kafka_t* rk, const std::string& topic, const std::string& key,
+                                  int64_t timeout_ms, const std::string& what, std::string& value) {
+  std::map<std::string, std::string> values;
+  sdk::Status st = describe_topic_configs(rk, topic, timeout_ms, what, values);
+  auto it = values.find(key);
+  value = it == values.end() ? std::string() : it->second;
   return st;
 }
 

@@ -128,9 +128,12 @@ sdk::Status check_cluster(rd_kafka_t* rk, const std::string& servers, int64_t ti
                           const std::vector<std::string>& topics, const std::string& topics_key,
                           const ClientContext* ctx = nullptr);
 
-// The value of topic config `key` as the cluster reports it (DescribeConfigs), in `value`;
-// empty when the topic does not report it (not there yet, say). A failed or timed-out
-// request is retriable, naming `what` ("kafka sink: <what>: ...").
+// Every config of `topic` as the cluster reports it (DescribeConfigs), name -> value;
+// empty when the topic reports none (not there yet, say). A failed or timed-out request
+// is retriable, naming `what` ("kafka sink: <what>: ...").
+sdk::Status describe_topic_configs(rd_kafka_t* rk, const std::string& topic, int64_t timeout_ms,
+                                   const std::string& what, std::map<std::string, std::string>& values);
+// One of them, in `value` (empty when not reported).
 sdk::Status describe_topic_config(rd_kafka_t* rk, const std::string& topic, const std::string& key,
                                   int64_t timeout_ms, const std::string& what, std::string& value);
 

@@ -9,7 +9,8 @@
 //   create-topic         --topic T --partitions N [--rf R] [--config k=v[,k=v]]
 //   delete-topic         --topic T
 //   produce              --topic T --count N [--partitions P] [--dup-ratio F] [--seed S]
-//                        [--size BYTES] [--keyed] [--dup-window W] [--omit-dups] [--dup-variant]
+//                        [--size BYTES] [--keyed | --null-keys] [--dup-window W] [--omit-dups] [--dup-variant]
+//                        [--timestamp-ms T] (every record's CreateTime; default: the producer's clock)
 //                        [--rate RECORDS_PER_S [--warmup-topic W --warmup-s S]] [--progress-s 5]
 //                        [--stop-file F] (ends the input early once F exists; --count is then a bound)
 //                        [--transactional-id X [--abort | --leave-open] [--txn-timeout-ms MS]]
@@ -20,6 +21,7 @@
 //   count                --topic T [--read-committed]
 //   end-offsets          --topic T
 //   topic-config         --topic T              one name=value line per config entry
+//   alter-topic-config   --topic T --config k=v[,k=v]   (incrementalAlterConfigs, SET)
 //   consume-group-offsets --group G --topic T
 //   reset-group-offsets  --group G --topic T [--to N]   (every partition to offset N, default 0;
 //                        the group must be empty: an operator's --reset-offsets)
@@ -69,7 +71,7 @@ public final class KafkaTool {
     static final class Args {
         final Map<String, String> opts = new HashMap<>();
         final Set<String> flags = new HashSet<>();
-        static final Set<String> FLAG_NAMES = Set.of("keyed", "read-committed", "verbose", "omit-dups", "dup-variant", "abort", "leave-open", "allow-empty", "allow-duplicates", "grow");
+        static final Set<String> FLAG_NAMES = Set.of("keyed", "read-committed", "verbose", "omit-dups", "dup-variant", "abort", "leave-open", "allow-empty", "allow-duplicates", "grow", "null-keys");
 
         Args(String[] argv, int from) {
             for (int i = from; i < argv.length; i++) {
@@ -143,6 +145,7 @@ public final class KafkaTool {
             case "count": return cmdCount(a);
             case "end-offsets": return cmdEndOffsets(a);
             case "topic-config": return cmdTopicConfig(a);
+            case "alter-topic-config": return cmdAlterTopicConfig(a);
             case "consume-group-offsets": return cmdGroupOffsets(a);
             case "reset-group-offsets": return cmdResetGroupOffsets(a);
             case "transactions": return cmdTransactions(a);
@@ -391,6 +394,10 @@ public final class KafkaTool {
         long seed = a.getLong("seed", 42);
         int size = a.getInt("size", 150);
         boolean keyed = a.flag("keyed");
+        // Records without a key (a compacted topic refuses them), round robin over partitions.
+        boolean nullKeys = a.flag("null-keys");
+        if (keyed && nullKeys) throw new UsageException("--keyed and --null-keys exclude each other");
+        Long timestampMs = a.opts.containsKey("timestamp-ms") ? a.getLong("timestamp-ms", 0) : null;
         long dupWindow = a.getLong("dup-window", 0); // 0 = any earlier original record
         if (dupRatio < 0 || dupRatio >= 1) throw new UsageException("--dup-ratio must be in [0,1)");
         // A duplicate repeats an earlier record's id AND value; with --dup-variant only its id
@@ -494,10 +501,10 @@ public final class KafkaTool {
                 if (keyed) {
                     // key = messageId (bytes 14..50 of the value), default partitioner.
                     byte[] key = Arrays.copyOfRange(value, 14, 50);
-                    rec = new ProducerRecord<>(topic, key, value);
+                    rec = new ProducerRecord<>(topic, null, timestampMs, key, value);
                 } else {
-                    byte[] key = Long.toString(i).getBytes(StandardCharsets.UTF_8);
-                    rec = new ProducerRecord<>(topic, (int) (i % partitions), key, value);
+                    byte[] key = nullKeys ? null : Long.toString(i).getBytes(StandardCharsets.UTF_8);
+                    rec = new ProducerRecord<>(topic, (int) (i % partitions), timestampMs, key, value);
                 }
                 if (worstAck.length() > 0) {
                     long at = System.nanoTime();
@@ -1072,6 +1079,21 @@ public final class KafkaTool {
             for (ConfigEntry e : c.entries()) lines.add(e.name() + "=" + e.value());
             Collections.sort(lines);
             for (String l : lines) System.out.println(l);
+        }
+        return 0;
+    }
+
+    static int cmdAlterTopicConfig(Args a) throws Exception {
+        String topic = a.req("topic");
+        ConfigResource r = new ConfigResource(ConfigResource.Type.TOPIC, topic);
+        List<AlterConfigOp> ops = new ArrayList<>();
+        for (String kv : a.req("config").split(",")) {
+            int eq = kv.indexOf('=');
+            if (eq <= 0) throw new UsageException("--config wants k=v[,k=v], got: " + kv);
+            ops.add(new AlterConfigOp(new ConfigEntry(kv.substring(0, eq), kv.substring(eq + 1)), AlterConfigOp.OpType.SET));
+        }
+        try (Admin admin = admin(15000)) {
+            admin.incrementalAlterConfigs(Map.of(r, ops)).all().get(60, TimeUnit.SECONDS);
         }
         return 0;
     }
