@@ -203,6 +203,11 @@ void KafkaSink::dr_cb(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
   // changed since it read them.
   if (m->err == RD_KAFKA_RESP_ERR_INVALID_RECORD || m->err == RD_KAFKA_RESP_ERR_INVALID_TIMESTAMP)
     self->rules_stale_ = true;
+  if (m->err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED && m->rkt != nullptr) {
+    std::string name = rd_kafka_topic_name(m->rkt);
+    auto& seen = self->dr_denied_;
+    if (seen.size() < 64 && std::find(seen.begin(), seen.end(), name) == seen.end()) seen.push_back(std::move(name));
+  }
   if (self->dr_failed_++ == 0) {
     self->dr_first_error_ = std::string(m->rkt ? rd_kafka_topic_name(m->rkt) : "?") + " [" +
                             std::to_string(m->partition) + "]: " + rd_kafka_err2str(m->err);
@@ -255,6 +260,14 @@ rd_kafka_topic_t* KafkaSink::routed_handle(std::string_view topic, std::string& 
           "', the changelog of a stateful stage: records are not written into a changelog";
     return nullptr;
   }
+  auto known_denied = denied_until_.find(topic);
+  if (known_denied != denied_until_.end()) {
+    if (now_ms() < known_denied->second) {
+      why = denied_reason(topic);
+      return nullptr;
+    }
+    denied_until_.erase(known_denied);
+  }
   auto missing = [&] {
     why = missing_reason(topic);
     return nullptr;
@@ -306,6 +319,47 @@ const TopicRules& KafkaSink::rules_for(std::string_view topic) {
     fixed_rules_ = nullptr;
   }
   return rules_.emplace(std::string(topic), rules).first->second;
+}
+
+sdk::Status KafkaSink::note_denied_topics() {
+  std::vector<std::string> topics = take_unauthorized_topics();
+  for (auto& t : dr_denied_) topics.push_back(std::move(t));
+  dr_denied_.clear();
+  for (const std::string& t : topics) {
+    if (router_.is_fixed() && t == router_.fixed_topic()) return denied_config("topic", t);
+    if (changelog_ && changelog_->keeps(t)) return denied_config("changelog.topic", t);
+    if (denied_until_.size() >= kMissingKept) {
+      const int64_t now = now_ms();
+      std::erase_if(denied_until_, [now](const auto& d) { return d.second <= now; });
+      if (denied_until_.size() >= kMissingKept) denied_until_.clear();
+    }
+    denied_until_.insert_or_assign(t, now_ms() + kDeniedRecheckMs);
+    drop_routed(t);
+    host_.warn("kafka sink: " + cluster_.display + " does not let this producer write topic '" + t +
+               "' (" + router_.source() + "): its records go to the error policy for the next " +
+               std::to_string(kDeniedRecheckMs / 1000) + " s, then the sink tries the topic again");
+  }
+  return sdk::Status::ok();
+}
+
+namespace {
+std::string acl_hint(const std::map<std::string, std::string>& connection, const std::string& topic) {
+  auto user = connection.find("sasl.username");
+  const std::string principal = user != connection.end() ? "User:" + user->second : "<this client's principal>";
+  return "kafka-acls.sh --add --allow-principal " + principal + " --operation Write --operation Describe --topic " + topic;
+}
+}  // namespace
+
+std::string KafkaSink::denied_reason(std::string_view topic) const {
+  return "kafka sink: " + router_.source() + " names topic '" + std::string(topic) + "', which " +
+         cluster_.display + " does not let this producer write (TOPIC_AUTHORIZATION_FAILED: an ACL; " +
+         acl_hint(connection_, std::string(topic)) + ")";
+}
+
+sdk::Status KafkaSink::denied_config(const std::string& key, const std::string& topic) const {
+  return sdk::Status::config(key, "kafka sink: " + cluster_.display + " does not let this producer write topic " +
+                                      topic + " (TOPIC_AUTHORIZATION_FAILED: an ACL denies it, or grants it "
+                                      "nothing); no round can commit. Fix: " + acl_hint(connection_, topic));
 }
 
 std::string KafkaSink::missing_reason(std::string_view topic) const {
@@ -476,6 +530,9 @@ sdk::Status KafkaSink::write(const sdk::Batch& in, const sdk::RecordErrors& erro
     if (!st) return st;
   }
   if (!vanished_.empty()) forget_vanished_topics();
+  rd_kafka_poll(rk_, 0);  // the log lines and reports of a round that failed
+  sdk::Status denied = note_denied_topics();
+  if (!denied) return denied;
   if (rules_stale_) {
     rules_.clear();
     fixed_rules_ = nullptr;
@@ -603,6 +660,15 @@ sdk::Status KafkaSink::write(const sdk::Batch& in, const sdk::RecordErrors& erro
       else if (!router_.is_fixed() && (code == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC ||
                                        code == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART))
         errors.reject(i, refuse_unknown_routed(topic));
+      else if (code == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED) {
+        // Known from the topic's metadata (no DESCRIBE either): the sink's own topic is
+        // the configuration's problem, not each record's.
+        if (router_.is_fixed()) return denied_config("topic", std::string(topic));
+        dr_denied_.emplace_back(topic);
+        sdk::Status st = note_denied_topics();
+        if (!st) return st;
+        errors.reject(i, denied_reason(topic));
+      }
       else
         errors.reject(i, "kafka sink: cannot produce to " + std::string(topic) + ": " +
                              rd_kafka_error_string(e.get()));

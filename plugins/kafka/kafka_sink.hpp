@@ -135,6 +135,15 @@ class KafkaSink final : public sdk::Sink, public ClientContext {
   // write, so that the replay asks the cluster again (forget_vanished_topics).
   std::unordered_map<std::string, rd_kafka_topic_t*, StringHash, std::equal_to<>> routed_;
   std::vector<std::string> vanished_;
+  // Topics the cluster does not let this producer write (an ACL): routed ones have their
+  // records rejected until kDeniedRecheckMs has passed; the sink's own topic, or a
+  // changelog, is a config error. Learnt from a failed round (note_denied_topics).
+  sdk::Status note_denied_topics();
+  std::string denied_reason(std::string_view topic) const;
+  sdk::Status denied_config(const std::string& key, const std::string& topic) const;
+  std::unordered_map<std::string, int64_t, StringHash, std::equal_to<>> denied_until_;
+  std::vector<std::string> dr_denied_;  // from delivery reports (at_least_once)
+  static constexpr int64_t kDeniedRecheckMs = 60000;
   // Routed topics the cluster said it does not have: until when (ms) their records are
   // rejected without asking again.
   std::unordered_map<std::string, int64_t, StringHash, std::equal_to<>> missing_until_;

@@ -35,6 +35,19 @@ void ClientContext::log_cb(const rd_kafka_t* rk, int level, const char* fac, con
   {
     std::lock_guard<std::mutex> g(self->log_mu_);
     if (std::strstr(buf, "security.protocol") != nullptr) self->protocol_suspicion_ = buf;
+    // TxnCoordinator/1: Failed to add partition "T" [0] to transaction: Broker: Topic
+    // authorization failed (topic names cannot hold a quote).
+    if (std::strcmp(fac, "ADDPARTS") == 0 &&
+        std::strstr(buf, rd_kafka_err2str(RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED)) != nullptr) {
+      const char* at = std::strstr(buf, "partition \"");
+      const char* end = at != nullptr ? std::strchr(at + 11, '"') : nullptr;
+      if (end != nullptr) {
+        std::string topic(at + 11, end);
+        auto& seen = self->unauthorized_topics_;
+        if (seen.size() < 64 && std::find(seen.begin(), seen.end(), topic) == seen.end())
+          seen.push_back(std::move(topic));
+      }
+    }
     if (!self->repeats_.pass(line, now_ms(), suppressed)) return;
   }
   if (suppressed > 0)
@@ -270,11 +283,31 @@ sdk::Status check_cluster(rd_kafka_t* rk, const std::string& servers, int64_t ti
     for (const auto& t : topics)
       if (missing.empty() && !t.empty() && t[0] != '^' && have.count(t) == 0) missing = t;
     if (missing.empty()) return sdk::Status::ok();
-    if (now_ms() >= missing_deadline)
+    if (now_ms() >= missing_deadline) {
+      // A listing of every topic leaves out those the client may not describe: ask for
+      // this one by name, whose answer says so.
+      if (topic_unauthorized(rk, missing))
+        return sdk::Status::config(topics_key, "topic " + missing + " on " + servers +
+                                                   " is not visible to this client (TOPIC_AUTHORIZATION_FAILED: an "
+                                                   "ACL grants it no DESCRIBE, or denies it): grant it the "
+                                                   "operations it needs on the topic (kafka-acls.sh --add "
+                                                   "--allow-principal ... --topic " + missing + ")");
       return sdk::Status::config(topics_key, "topic " + missing + " does not exist on " + servers);
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
     rd_kafka_poll(rk, 0);
   }
+}
+
+bool topic_unauthorized(rd_kafka_t* rk, const std::string& topic) {
+  rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk, topic.c_str(), nullptr);
+  if (rkt == nullptr) return false;
+  const rd_kafka_metadata_t* md = nullptr;
+  const bool denied = rd_kafka_metadata(rk, 0, rkt, &md, 5000) == RD_KAFKA_RESP_ERR_NO_ERROR && md != nullptr &&
+                      md->topic_cnt == 1 && md->topics[0].err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED;
+  if (md != nullptr) rd_kafka_metadata_destroy(md);
+  rd_kafka_topic_destroy(rkt);
+  return denied;
 }
 
 std::string partition_name(const std::string& topic, int32_t partition) {

@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace exactly::kafka {
@@ -73,6 +74,13 @@ class ClientContext {
     return !recent_error_.empty() && now - recent_error_ms_ <= within_ms ? recent_error_ : std::string();
   }
   int64_t recent_error_ms() const { return recent_error_ms_; }
+  // Topics the cluster refused to add to a transaction for want of rights since the last
+  // call (librdkafka names them only in its ADDPARTS log line; the transaction's error
+  // says "Topic authorization failed" without the topic).
+  std::vector<std::string> take_unauthorized_topics() {
+    std::lock_guard<std::mutex> g(log_mu_);
+    return std::exchange(unauthorized_topics_, {});
+  }
   // librdkafka's fatal error text, or "".
   std::string fatal_reason(rd_kafka_t* rk) const;
 
@@ -92,6 +100,7 @@ class ClientContext {
   mutable std::mutex log_mu_;
   RepeatFilter repeats_{5000};  // librdkafka's own lines (repeat_filter.hpp)
   std::string protocol_suspicion_;
+  std::vector<std::string> unauthorized_topics_;
 };
 
 // Builds an rd_kafka_conf_t. Errors become ConfigError naming the YAML key, so a typo in
@@ -127,6 +136,11 @@ class ConfBuilder {
 sdk::Status check_cluster(rd_kafka_t* rk, const std::string& servers, int64_t timeout_ms,
                           const std::vector<std::string>& topics, const std::string& topics_key,
                           const ClientContext* ctx = nullptr);
+
+// True when the cluster answers a metadata request for `topic` alone with
+// TOPIC_AUTHORIZATION_FAILED (a listing of all topics leaves such a topic out, as if it
+// did not exist).
+bool topic_unauthorized(rd_kafka_t* rk, const std::string& topic);
 
 // Every config of `topic` as the cluster reports it (DescribeConfigs), name -> value;
 // empty when the topic reports none (not there yet, say). A failed or timed-out request

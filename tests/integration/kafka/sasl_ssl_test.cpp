@@ -10,11 +10,11 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <random>
 #include <thread>
 
 #include "kafka_env.hpp"
 #include "metrics_scrape.hpp"
+#include "secure_broker.hpp"
 #include "test_util.hpp"
 
 using namespace exactly::test;
@@ -23,48 +23,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-struct SecureBroker {
-  fs::path dir;
-  std::string bootstrap;
-  std::string password;
-  fs::path ca() const { return dir / "sasl-ssl" / "ca.pem"; }
-  fs::path client_properties() const { return dir / "sasl-ssl" / "client.properties"; }
-};
-
-std::string random_hex(size_t n) {
-  std::random_device rd;
-  std::string s;
-  for (size_t i = 0; i < n; ++i) s += "0123456789abcdef"[rd() % 16];
-  return s;
-}
-
-SecureBroker& broker() {
-  static SecureBroker b;
-  if (!b.bootstrap.empty()) return b;
-  b.dir = temp_dir("kafka-sasl-ssl");
-  b.password = "exactly-pw-" + random_hex(20);
-  auto r = run("EXACTLY_KAFKA_SASL_PASSWORD=" + b.password + " " + tools_dir() +
-                   "/kafka-broker.sh start --sasl-ssl --dir " + b.dir.string(),
-               temp_dir("ksaslstart"));
-  if (r.exit_code != 0) throw std::runtime_error("cannot start the SASL_SSL broker: " + r.err);
-  auto lines = lines_of(r.out);
-  b.bootstrap = lines.empty() ? "" : lines.back();
-  std::atexit([] {
-    std::system((tools_dir() + "/kafka-broker.sh stop --clean --dir " + broker().dir.string() +
-                 " >/dev/null 2>&1").c_str());
-  });
-  return b;
-}
-
-// The independent Java tool, logged in as the test's user over SASL_SSL.
-RunResult tool(const std::string& args) {
-  auto& b = broker();
-  auto r = run(tools_dir() + "/kafka-tool.sh " + args + " --bootstrap " + b.bootstrap +
-                   " --command-config " + b.client_properties().string(),
-               temp_dir("ktool"));
-  if (r.exit_code != 0) throw std::runtime_error("kafka-tool " + args + " failed: " + r.out + r.err);
-  return r;
-}
+SecureBroker& broker() { return secure_broker(); }
+RunResult tool(const std::string& args) { return secure_tool(args); }
 
 struct Topics {
   std::string in, out, group, changelog;

@@ -11,6 +11,7 @@
 //   produce              --topic T --count N [--partitions P] [--dup-ratio F] [--seed S]
 //                        [--size BYTES] [--keyed | --null-keys] [--dup-window W] [--omit-dups] [--dup-variant]
 //                        [--timestamp-ms T] (every record's CreateTime; default: the producer's clock)
+//                        [--header NAME=VALUE] (the same header on every record)
 //                        [--rate RECORDS_PER_S [--warmup-topic W --warmup-s S]] [--progress-s 5]
 //                        [--stop-file F] (ends the input early once F exists; --count is then a bound)
 //                        [--transactional-id X [--abort | --leave-open] [--txn-timeout-ms MS]]
@@ -22,6 +23,8 @@
 //   end-offsets          --topic T
 //   topic-config         --topic T              one name=value line per config entry
 //   alter-topic-config   --topic T --config k=v[,k=v]   (incrementalAlterConfigs, SET)
+//   topic-acl            --topic T --principal User:NAME --operation WRITE --permission DENY|ALLOW
+//                        (an ACL from any host; the cluster needs an authorizer)
 //   consume-group-offsets --group G --topic T
 //   reset-group-offsets  --group G --topic T [--to N]   (every partition to offset N, default 0;
 //                        the group must be empty: an operator's --reset-offsets)
@@ -146,6 +149,7 @@ public final class KafkaTool {
             case "end-offsets": return cmdEndOffsets(a);
             case "topic-config": return cmdTopicConfig(a);
             case "alter-topic-config": return cmdAlterTopicConfig(a);
+            case "topic-acl": return cmdTopicAcl(a);
             case "consume-group-offsets": return cmdGroupOffsets(a);
             case "reset-group-offsets": return cmdResetGroupOffsets(a);
             case "transactions": return cmdTransactions(a);
@@ -398,6 +402,8 @@ public final class KafkaTool {
         boolean nullKeys = a.flag("null-keys");
         if (keyed && nullKeys) throw new UsageException("--keyed and --null-keys exclude each other");
         Long timestampMs = a.opts.containsKey("timestamp-ms") ? a.getLong("timestamp-ms", 0) : null;
+        String header = a.opts.get("header");
+        if (header != null && header.indexOf('=') <= 0) throw new UsageException("--header wants NAME=VALUE");
         long dupWindow = a.getLong("dup-window", 0); // 0 = any earlier original record
         if (dupRatio < 0 || dupRatio >= 1) throw new UsageException("--dup-ratio must be in [0,1)");
         // A duplicate repeats an earlier record's id AND value; with --dup-variant only its id
@@ -505,6 +511,10 @@ public final class KafkaTool {
                 } else {
                     byte[] key = nullKeys ? null : Long.toString(i).getBytes(StandardCharsets.UTF_8);
                     rec = new ProducerRecord<>(topic, (int) (i % partitions), timestampMs, key, value);
+                }
+                if (header != null) {
+                    int eq = header.indexOf('=');
+                    rec.headers().add(header.substring(0, eq), header.substring(eq + 1).getBytes(StandardCharsets.UTF_8));
                 }
                 if (worstAck.length() > 0) {
                     long at = System.nanoTime();
@@ -1094,6 +1104,21 @@ public final class KafkaTool {
         }
         try (Admin admin = admin(15000)) {
             admin.incrementalAlterConfigs(Map.of(r, ops)).all().get(60, TimeUnit.SECONDS);
+        }
+        return 0;
+    }
+
+    static int cmdTopicAcl(Args a) throws Exception {
+        String topic = a.req("topic");
+        org.apache.kafka.common.acl.AclOperation op =
+            org.apache.kafka.common.acl.AclOperation.fromString(a.get("operation", "WRITE"));
+        org.apache.kafka.common.acl.AclBinding b = new org.apache.kafka.common.acl.AclBinding(
+            new org.apache.kafka.common.resource.ResourcePattern(org.apache.kafka.common.resource.ResourceType.TOPIC,
+                topic, org.apache.kafka.common.resource.PatternType.LITERAL),
+            new org.apache.kafka.common.acl.AccessControlEntry(a.req("principal"), "*", op,
+                org.apache.kafka.common.acl.AclPermissionType.fromString(a.req("permission"))));
+        try (Admin admin = admin(15000)) {
+            admin.createAcls(List.of(b)).all().get(60, TimeUnit.SECONDS);
         }
         return 0;
     }

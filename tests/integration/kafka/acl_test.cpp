@@ -1,0 +1,115 @@
+// A topic the sink's producer may not write (a Kafka ACL), against a SASL_SSL broker of
+// the test's own with an authorizer (StandardAuthorizer; no ACL on a resource lets
+// everyone in, so only the test's own DENY rules bite). Routed there (topic.from), an
+// exactly_once transaction could not add the topic's partitions and was aborted and
+// replayed for ever; at_least_once sent the round's good records again at every replay.
+// Now one round fails, the sink names the topic (librdkafka says which only in its log),
+// and its records go to the error policy. The sink's own topic is a configuration
+// error, naming the ACL to add; one the client may not even describe is said to be
+// hidden from it, not missing.
+//
+// One test, one broker: ctest runs every test in its own process, and the JVM start is
+// most of the cost.
+#include <gtest/gtest.h>
+
+#include "hosts.hpp"
+#include "kafka_env.hpp"
+#include "secure_broker.hpp"
+#include "test_util.hpp"
+
+using namespace exactly::test;
+
+namespace {
+
+struct HostRun {
+  int code = -1;
+  std::string log;
+};
+
+// kafka -> kafka with a dead-letter topic; `sink_topic` is the sink's `topic: ...` or
+// `topic.from: ...` line.
+HostRun run_pipeline(const std::string& delivery, const std::string& in, const std::string& sink_topic,
+                 const std::string& dlq) {
+  auto& b = secure_broker();
+  const fs::path dir = temp_dir("acl-run");
+  const std::string security =
+      "{ security.protocol: SASL_SSL, sasl.mechanism: SCRAM-SHA-512, sasl.username: exactly, "
+      "sasl.password: \"" + b.password + "\", ssl.ca.location: " + b.ca().string() + " }";
+  write_file(dir / "p.yaml",
+             "pipelines:\n"
+             "  - name: acl\n"
+             "    delivery: " + delivery + "\n"
+             "    commit: { interval: 300ms }\n"
+             "    restart: { backoff.initial: 200ms, backoff.max: 2s }\n"
+             "    errors:\n      policy: dead-letter\n      dead-letter:\n        plugin: kafka\n"
+             "        config: { bootstrap.servers: \"" + b.bootstrap + "\", topic: " + dlq + ", state.dir: " +
+             (dir / "dlq").string() + ", rdkafka: " + security + " }\n"
+             "    source:\n      plugin: kafka\n      config:\n"
+             "        bootstrap.servers: \"" + b.bootstrap + "\"\n        group.id: " + unique_name("acl-g") + "\n"
+             "        topics: [" + in + "]\n        stop.when.idle: 4s\n"
+             "        rdkafka: " + security + "\n"
+             "    sink:\n      plugin: kafka\n      config:\n"
+             "        bootstrap.servers: \"" + b.bootstrap + "\"\n        " + sink_topic + "\n"
+             "        state.dir: " + (dir / "sink").string() + "\n        rdkafka: " + security + "\n");
+  auto r = run("timeout 120 " + exactly_bin() + " run --no-watch " + (dir / "p.yaml").string(), dir);
+  return HostRun{r.exit_code, r.out + r.err};
+}
+
+long long committed(const std::string& topic) {
+  return std::atoll(secure_tool("count --topic " + topic + " --read-committed").out.c_str());
+}
+
+}  // namespace
+
+TEST(KafkaAcl, ARoutedTopicThatMayNotBeWrittenIsItsRecordsErrorAndTheSinksOwnAConfigError) {
+  secure_broker("--prop authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer "
+                "--prop 'super.users=User:admin;User:ANONYMOUS' --prop allow.everyone.if.no.acl.found=true");
+  const std::string in = unique_name("acl-in"), out = unique_name("acl-out"), dlq = unique_name("acl-dlq"),
+                    denied = unique_name("acl-denied"), hidden = unique_name("acl-hidden");
+  for (const auto& t : {in, out, denied, hidden}) secure_tool("create-topic --topic " + t + " --partitions 2");
+  secure_tool("create-topic --topic " + dlq + " --partitions 1");
+  // `denied`: visible (DESCRIBE) but not writable; `hidden`: any ACL on a topic ends the
+  // everyone-allowed default for it, so a DENY WRITE alone leaves no DESCRIBE either.
+  secure_tool("topic-acl --topic " + denied + " --principal User:exactly --operation DESCRIBE --permission ALLOW");
+  secure_tool("topic-acl --topic " + denied + " --principal User:exactly --operation WRITE --permission DENY");
+  secure_tool("topic-acl --topic " + hidden + " --principal User:exactly --operation WRITE --permission DENY");
+  secure_tool("produce --topic " + in + " --count 3000 --partitions 2 --keyed --seed 71 --header dest=" + out);
+  secure_tool("produce --topic " + in + " --count 20 --partitions 2 --keyed --seed 72 --header dest=" + denied);
+  secure_tool("produce --topic " + in + " --count 3000 --partitions 2 --keyed --seed 73 --header dest=" + out);
+
+  // exactly_once: one round fails, its replay dead-letters the 20, every other record once.
+  HostRun eos = run_pipeline("exactly_once", in, "topic.from: header:dest", dlq);
+  EXPECT_EQ(eos.code, 0) << tail_of(eos.log, 6000);
+  EXPECT_NE(eos.log.find("does not let this producer write topic '" + denied + "'"), std::string::npos)
+      << tail_of(eos.log, 6000);
+  EXPECT_GE(count_of(eos.log, "aborting round"), 1) << tail_of(eos.log, 6000);
+  EXPECT_LE(count_of(eos.log, "aborting round"), 2) << tail_of(eos.log, 6000);
+  EXPECT_EQ(committed(out), 6000);
+  EXPECT_EQ(committed(dlq), 20);
+
+  // at_least_once: the failed round's good records may come twice, not once per replay.
+  HostRun alo = run_pipeline("at_least_once", in, "topic.from: header:dest", dlq);
+  EXPECT_EQ(alo.code, 0) << tail_of(alo.log, 6000);
+  EXPECT_LE(count_of(alo.log, "aborting round"), 2) << tail_of(alo.log, 6000);
+  EXPECT_GE(committed(out), 12000);
+  EXPECT_LE(committed(out), 18000);
+  EXPECT_EQ(committed(dlq), 40);
+
+  // The sink's own topic: the pipeline fails naming the topic and the ACL to add.
+  HostRun fixed = run_pipeline("exactly_once", in, "topic: " + denied, dlq);
+  EXPECT_EQ(fixed.code, 1) << tail_of(fixed.log, 6000);
+  EXPECT_NE(fixed.log.find("key 'topic': kafka sink: " + secure_broker().bootstrap +
+                           " does not let this producer write topic " + denied),
+            std::string::npos)
+      << tail_of(fixed.log, 6000);
+  EXPECT_NE(fixed.log.find("--allow-principal User:exactly --operation Write"), std::string::npos)
+      << tail_of(fixed.log, 6000);
+  EXPECT_EQ(committed(dlq), 40) << "the sink's own topic is no record's error";
+
+  // One the client may not describe was reported as missing.
+  HostRun unseen = run_pipeline("exactly_once", in, "topic: " + hidden, dlq);
+  EXPECT_EQ(unseen.code, 1) << tail_of(unseen.log, 6000);
+  EXPECT_NE(unseen.log.find("topic " + hidden + " on " + secure_broker().bootstrap + " is not visible to this client"),
+            std::string::npos)
+      << tail_of(unseen.log, 6000);
+}
