@@ -104,3 +104,34 @@ TEST(Threads, AnOutOfRangeThreadCountIsRefusedAtItsLine) {
   EXPECT_NE((r.out + r.err).find("p.yaml:4"), std::string::npos) << r.out << r.err;
   EXPECT_NE((r.out + r.err).find("'threads' must be between 0"), std::string::npos) << r.out << r.err;
 }
+
+// A task with no records in a batch kept the rejects of its previous batch, and they were
+// handled again at every such batch (QA: threads 2 dead-lettered each rejected record 2-4
+// times, from copies in memory already reused). Batches of one record: all of partition
+// 0 first (task 0), then all of partition 1 (task 1), so each task sits empty for long;
+// partition 0's last record (40) is a reject.
+TEST(Threads, EachRejectedRecordIsHandledOnceWhenATaskHasNoRecordsInABatch) {
+  auto dir = temp_dir("threads-rejects");
+  write_file(dir / "p.yaml",
+             "plugin.path: [" + kPluginPath + "]\npipelines:\n  - name: t\n    delivery: exactly_once\n"
+             "    threads: 2\n"
+             "    commit: { max.records: 7, interval: 5s }\n"
+             "    errors:\n      policy: dead-letter\n      dead-letter: { plugin: faulty, config: { path: " +
+             (dir / "dlq.txt").string() + " } }\n"
+             "    source: { plugin: counters, config: { count: 41, batch.size: 1, partitions: 2 } }\n"
+             "    transforms: [ { plugin: reject-every, config: { every: 10 } } ]\n"
+             "    sink: { plugin: faulty, config: { path: " + (dir / "out.txt").string() + " } }\n");
+  RunResult r = run(exactly_bin() + " run " + (dir / "p.yaml").string(), dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto records = [](const fs::path& p) {  // the faulty sink's lines, less its "#pos" ones
+    std::multiset<std::string> values;
+    for (const auto& l : lines_of(read_file(p)))
+      if (!l.empty() && l[0] != '#') values.insert(l);
+    return values;
+  };
+  const auto dead = records(dir / "dlq.txt");
+  // 10, 20, 30 and 40 of each partition, once each.
+  EXPECT_EQ(dead.size(), 8u) << read_file(dir / "dlq.txt");
+  for (const auto& v : dead) EXPECT_EQ(dead.count(v), 1u) << v;
+  EXPECT_EQ(records(dir / "out.txt").size(), 74u);
+}
