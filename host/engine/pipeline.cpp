@@ -310,7 +310,12 @@ Pipeline::RunResult Pipeline::run_instance() {
           sleep_interruptible(std::chrono::milliseconds(100));
           continue;
         }
-        err = Outcome{o.code, stage_failure ? o.message : "source: " + o.message, o.key};
+        // An error on a config key names its place in the file, as open()'s does.
+        err = Outcome{o.code,
+                      stage_failure     ? o.message
+                      : o.key.empty() ? "source: " + o.message
+                                      : in.source->describe_call_error("poll", o),
+                      o.key};
         break;
       }
       retriable_polls = 0;

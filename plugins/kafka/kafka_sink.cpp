@@ -343,23 +343,28 @@ sdk::Status KafkaSink::note_denied_topics() {
 }
 
 namespace {
-std::string acl_hint(const std::map<std::string, std::string>& connection, const std::string& topic) {
-  auto user = connection.find("sasl.username");
-  const std::string principal = user != connection.end() ? "User:" + user->second : "<this client's principal>";
-  return "kafka-acls.sh --add --allow-principal " + principal + " --operation Write --operation Describe --topic " + topic;
+// The default id is exactly-<pipeline>-<instance id>, one per host: an ACL on the prefix
+// before the instance id covers every host of the pipeline.
+std::string txn_prefix_for_acl(const std::string& id) {
+  const size_t dash = id.rfind('-');
+  return id.starts_with("exactly-") && dash != std::string::npos && dash > 8 ? id.substr(0, dash + 1) : id;
+}
+
+std::string write_acl(const std::map<std::string, std::string>& connection, const std::string& topic) {
+  return acl_command(connection, "--operation Write --operation Describe", "--topic " + topic);
 }
 }  // namespace
 
 std::string KafkaSink::denied_reason(std::string_view topic) const {
   return "kafka sink: " + router_.source() + " names topic '" + std::string(topic) + "', which " +
          cluster_.display + " does not let this producer write (TOPIC_AUTHORIZATION_FAILED: an ACL; " +
-         acl_hint(connection_, std::string(topic)) + ")";
+         write_acl(connection_, std::string(topic)) + ")";
 }
 
 sdk::Status KafkaSink::denied_config(const std::string& key, const std::string& topic) const {
   return sdk::Status::config(key, "kafka sink: " + cluster_.display + " does not let this producer write topic " +
                                       topic + " (TOPIC_AUTHORIZATION_FAILED: an ACL denies it, or grants it "
-                                      "nothing); no round can commit. Fix: " + acl_hint(connection_, topic));
+                                      "nothing); no round can commit. Fix: " + write_acl(connection_, topic));
 }
 
 std::string KafkaSink::missing_reason(std::string_view topic) const {
@@ -481,6 +486,14 @@ sdk::Status KafkaSink::open(std::optional<sdk::Checkpoint>& stored) {
             "kafka sink: " + cluster_.display + " refuses transaction.timeout=" + std::to_string(txn_timeout_ms_) +
                 " ms: it is longer than the brokers' transaction.max.timeout.ms (15 minutes unless "
                 "set otherwise): lower transaction.timeout, or raise the brokers' limit");
+      // An ACL: restarting meets it again (it restarted for ever).
+      if (rd_kafka_error_code(e.get()) == RD_KAFKA_RESP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        return sdk::Status::config(
+            "transactional.id",
+            "kafka sink: " + cluster_.display + " does not let this producer use transactional id " + txn_id_ +
+                " (TRANSACTIONAL_ID_AUTHORIZATION_FAILED: an ACL); exactly_once needs WRITE and DESCRIBE on it. Fix: " +
+                acl_command(connection_, "--operation Write --operation Describe",
+                            "--transactional-id " + txn_prefix_for_acl(txn_id_) + " --resource-pattern-type prefixed"));
       if (rd_kafka_error_is_fatal(e.get()))
         return fatal_status("init_transactions failed: " + describe(e.get()));
       if (rd_kafka_error_is_retriable(e.get())) {

@@ -111,6 +111,7 @@ KafkaSource::KafkaSource(sdk::Host host, const sdk::Config& cfg) : ClientContext
   standby_replicas_ = s.standby_replicas;
   not_before_header_ = s.not_before_header;
   const auto& user = s.user;
+  connection_ = connection_settings(user);
 
   ConfBuilder b;
   cluster_ = resolve_cluster(s.servers);
@@ -490,6 +491,21 @@ sdk::Status KafkaSource::handle_message_error(rd_kafka_message_t* m) {
     case RD_KAFKA_RESP_ERR__FATAL:
       fatal_.store(true);
       return sdk::Status::fatal("kafka source: " + fatal_reason(rk_));
+    // An ACL: no retry reads the topic, and a warning per fetch let a pipeline with
+    // stop.when.idle end "idle" with the input unread (exit 0).
+    case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED: {
+      const std::string topic = m->rkt != nullptr ? rd_kafka_topic_name(m->rkt) : std::string("?");
+      return sdk::Status::config("topics", "kafka source: " + cluster_.display +
+                                               " does not let this consumer read topic " + topic +
+                                               " (TOPIC_AUTHORIZATION_FAILED: an ACL). Fix: " +
+                                               acl_command(connection_, "--operation Read --operation Describe",
+                                                           "--topic " + topic));
+    }
+    case RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED:
+      return sdk::Status::config("group.id", "kafka source: " + cluster_.display +
+                                                 " does not let this consumer use group " + group_ +
+                                                 " (GROUP_AUTHORIZATION_FAILED: an ACL). Fix: " +
+                                                 acl_command(connection_, "--operation Read", "--group " + group_));
     default: {
       std::string where;
       if (m->rkt != nullptr)

@@ -167,6 +167,7 @@ class KafkaSource final : public sdk::Source, public ClientContext {
 
   // settings
   ClusterEndpoint cluster_;  // bootstrap.servers resolved (cluster_endpoint.hpp)
+  std::map<std::string, std::string> connection_;  // connection_settings() of `rdkafka`, for messages
   std::string group_;
   std::vector<std::string> topics_;
   size_t batch_size_;

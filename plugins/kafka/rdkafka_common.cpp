@@ -299,6 +299,13 @@ sdk::Status check_cluster(rd_kafka_t* rk, const std::string& servers, int64_t ti
   }
 }
 
+std::string acl_command(const std::map<std::string, std::string>& settings, const std::string& operations,
+                        const std::string& resource) {
+  auto user = settings.find("sasl.username");
+  const std::string principal = user != settings.end() ? "User:" + user->second : "<this client's principal>";
+  return "kafka-acls.sh --add --allow-principal " + principal + " " + operations + " " + resource;
+}
+
 bool topic_unauthorized(rd_kafka_t* rk, const std::string& topic) {
   rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk, topic.c_str(), nullptr);
   if (rkt == nullptr) return false;

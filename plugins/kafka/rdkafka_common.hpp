@@ -137,6 +137,12 @@ sdk::Status check_cluster(rd_kafka_t* rk, const std::string& servers, int64_t ti
                           const std::vector<std::string>& topics, const std::string& topics_key,
                           const ClientContext* ctx = nullptr);
 
+// The kafka-acls.sh command that would allow what the cluster refused: `operations`
+// ("--operation Read") on `resource` ("--topic T", "--group G"), for the principal of the
+// client's sasl.username among `settings` (a placeholder without one).
+std::string acl_command(const std::map<std::string, std::string>& settings, const std::string& operations,
+                        const std::string& resource);
+
 // True when the cluster answers a metadata request for `topic` alone with
 // TOPIC_AUTHORIZATION_FAILED (a listing of all topics leaves such a topic out, as if it
 // did not exist).

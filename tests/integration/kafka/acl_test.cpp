@@ -6,7 +6,8 @@
 // Now one round fails, the sink names the topic (librdkafka says which only in its log),
 // and its records go to the error policy. The sink's own topic is a configuration
 // error, naming the ACL to add; one the client may not even describe is said to be
-// hidden from it, not missing.
+// hidden from it, not missing. So are an input topic the source may not read, a group it
+// may not use, and a transactional id the sink may not use.
 //
 // One test, one broker: ctest runs every test in its own process, and the JVM start is
 // most of the cost.
@@ -29,7 +30,8 @@ struct HostRun {
 // kafka -> kafka with a dead-letter topic; `sink_topic` is the sink's `topic: ...` or
 // `topic.from: ...` line.
 HostRun run_pipeline(const std::string& delivery, const std::string& in, const std::string& sink_topic,
-                 const std::string& dlq) {
+                     const std::string& dlq, const std::string& group = unique_name("acl-g"),
+                     const std::string& name = "acl") {
   auto& b = secure_broker();
   const fs::path dir = temp_dir("acl-run");
   const std::string security =
@@ -37,7 +39,7 @@ HostRun run_pipeline(const std::string& delivery, const std::string& in, const s
       "sasl.password: \"" + b.password + "\", ssl.ca.location: " + b.ca().string() + " }";
   write_file(dir / "p.yaml",
              "pipelines:\n"
-             "  - name: acl\n"
+             "  - name: " + name + "\n"
              "    delivery: " + delivery + "\n"
              "    commit: { interval: 300ms }\n"
              "    restart: { backoff.initial: 200ms, backoff.max: 2s }\n"
@@ -45,7 +47,7 @@ HostRun run_pipeline(const std::string& delivery, const std::string& in, const s
              "        config: { bootstrap.servers: \"" + b.bootstrap + "\", topic: " + dlq + ", state.dir: " +
              (dir / "dlq").string() + ", rdkafka: " + security + " }\n"
              "    source:\n      plugin: kafka\n      config:\n"
-             "        bootstrap.servers: \"" + b.bootstrap + "\"\n        group.id: " + unique_name("acl-g") + "\n"
+             "        bootstrap.servers: \"" + b.bootstrap + "\"\n        group.id: " + group + "\n"
              "        topics: [" + in + "]\n        stop.when.idle: 4s\n"
              "        rdkafka: " + security + "\n"
              "    sink:\n      plugin: kafka\n      config:\n"
@@ -70,9 +72,9 @@ TEST(KafkaAcl, ARoutedTopicThatMayNotBeWrittenIsItsRecordsErrorAndTheSinksOwnACo
   secure_tool("create-topic --topic " + dlq + " --partitions 1");
   // `denied`: visible (DESCRIBE) but not writable; `hidden`: any ACL on a topic ends the
   // everyone-allowed default for it, so a DENY WRITE alone leaves no DESCRIBE either.
-  secure_tool("topic-acl --topic " + denied + " --principal User:exactly --operation DESCRIBE --permission ALLOW");
-  secure_tool("topic-acl --topic " + denied + " --principal User:exactly --operation WRITE --permission DENY");
-  secure_tool("topic-acl --topic " + hidden + " --principal User:exactly --operation WRITE --permission DENY");
+  secure_tool("add-acl --topic " + denied + " --principal User:exactly --operation DESCRIBE --permission ALLOW");
+  secure_tool("add-acl --topic " + denied + " --principal User:exactly --operation WRITE --permission DENY");
+  secure_tool("add-acl --topic " + hidden + " --principal User:exactly --operation WRITE --permission DENY");
   secure_tool("produce --topic " + in + " --count 3000 --partitions 2 --keyed --seed 71 --header dest=" + out);
   secure_tool("produce --topic " + in + " --count 20 --partitions 2 --keyed --seed 72 --header dest=" + denied);
   secure_tool("produce --topic " + in + " --count 3000 --partitions 2 --keyed --seed 73 --header dest=" + out);
@@ -94,6 +96,7 @@ TEST(KafkaAcl, ARoutedTopicThatMayNotBeWrittenIsItsRecordsErrorAndTheSinksOwnACo
   EXPECT_GE(committed(out), 12000);
   EXPECT_LE(committed(out), 18000);
   EXPECT_EQ(committed(dlq), 40);
+  const long long written = committed(out);
 
   // The sink's own topic: the pipeline fails naming the topic and the ACL to add.
   HostRun fixed = run_pipeline("exactly_once", in, "topic: " + denied, dlq);
@@ -112,4 +115,40 @@ TEST(KafkaAcl, ARoutedTopicThatMayNotBeWrittenIsItsRecordsErrorAndTheSinksOwnACo
   EXPECT_NE(unseen.log.find("topic " + hidden + " on " + secure_broker().bootstrap + " is not visible to this client"),
             std::string::npos)
       << tail_of(unseen.log, 6000);
+
+  // The source: an input topic it may not read, a group it may not use; the sink: a
+  // transactional id it may not use. Each a config error naming the ACL (they warned
+  // per fetch, or restarted for ever; with stop.when.idle the run ended "idle", exit 0,
+  // the input unread).
+  const std::string unreadable = unique_name("acl-noread"), group = unique_name("acl-nogroup");
+  secure_tool("create-topic --topic " + unreadable + " --partitions 2");
+  secure_tool("produce --topic " + unreadable + " --count 100 --partitions 2 --keyed --seed 74");
+  secure_tool("add-acl --topic " + unreadable + " --principal User:exactly --operation DESCRIBE --permission ALLOW");
+  secure_tool("add-acl --topic " + unreadable + " --principal User:exactly --operation READ --permission DENY");
+  HostRun no_read = run_pipeline("exactly_once", unreadable, "topic: " + out, dlq);
+  EXPECT_EQ(no_read.code, 1) << tail_of(no_read.log, 6000);
+  EXPECT_NE(no_read.log.find("key 'topics': kafka source: " + secure_broker().bootstrap +
+                             " does not let this consumer read topic " + unreadable),
+            std::string::npos)
+      << tail_of(no_read.log, 6000);
+
+  secure_tool("add-acl --group " + group + " --principal User:exactly --operation READ --permission DENY");
+  HostRun no_group = run_pipeline("exactly_once", in, "topic: " + out, dlq, group);
+  EXPECT_EQ(no_group.code, 1) << tail_of(no_group.log, 6000);
+  EXPECT_NE(no_group.log.find("key 'group.id': kafka source: " + secure_broker().bootstrap +
+                              " does not let this consumer use group " + group),
+            std::string::npos)
+      << tail_of(no_group.log, 6000);
+
+  secure_tool("add-acl --transactional-id-prefix exactly-acltx- --principal User:exactly --operation WRITE "
+              "--permission DENY");
+  HostRun no_txn = run_pipeline("exactly_once", in, "topic: " + out, dlq, unique_name("acl-g"), "acltx");
+  EXPECT_EQ(no_txn.code, 1) << tail_of(no_txn.log, 6000);
+  EXPECT_NE(no_txn.log.find("key 'transactional.id': kafka sink: " + secure_broker().bootstrap +
+                            " does not let this producer use transactional id exactly-acltx-"),
+            std::string::npos)
+      << tail_of(no_txn.log, 6000);
+  EXPECT_NE(no_txn.log.find("--transactional-id exactly-acltx- --resource-pattern-type prefixed"), std::string::npos)
+      << tail_of(no_txn.log, 6000);
+  EXPECT_EQ(committed(out), written) << "nothing more was written";
 }

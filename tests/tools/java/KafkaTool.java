@@ -23,8 +23,8 @@
 //   end-offsets          --topic T
 //   topic-config         --topic T              one name=value line per config entry
 //   alter-topic-config   --topic T --config k=v[,k=v]   (incrementalAlterConfigs, SET)
-//   topic-acl            --topic T --principal User:NAME --operation WRITE --permission DENY|ALLOW
-//                        (an ACL from any host; the cluster needs an authorizer)
+//   add-acl              --topic T | --group G | --transactional-id-prefix P --principal User:NAME --operation WRITE
+//                        --permission DENY|ALLOW  (from any host; the cluster needs an authorizer)
 //   consume-group-offsets --group G --topic T
 //   reset-group-offsets  --group G --topic T [--to N]   (every partition to offset N, default 0;
 //                        the group must be empty: an operator's --reset-offsets)
@@ -149,7 +149,7 @@ public final class KafkaTool {
             case "end-offsets": return cmdEndOffsets(a);
             case "topic-config": return cmdTopicConfig(a);
             case "alter-topic-config": return cmdAlterTopicConfig(a);
-            case "topic-acl": return cmdTopicAcl(a);
+            case "add-acl": return cmdAddAcl(a);
             case "consume-group-offsets": return cmdGroupOffsets(a);
             case "reset-group-offsets": return cmdResetGroupOffsets(a);
             case "transactions": return cmdTransactions(a);
@@ -1108,14 +1108,23 @@ public final class KafkaTool {
         return 0;
     }
 
-    static int cmdTopicAcl(Args a) throws Exception {
-        String topic = a.req("topic");
-        org.apache.kafka.common.acl.AclOperation op =
-            org.apache.kafka.common.acl.AclOperation.fromString(a.get("operation", "WRITE"));
-        org.apache.kafka.common.acl.AclBinding b = new org.apache.kafka.common.acl.AclBinding(
-            new org.apache.kafka.common.resource.ResourcePattern(org.apache.kafka.common.resource.ResourceType.TOPIC,
-                topic, org.apache.kafka.common.resource.PatternType.LITERAL),
-            new org.apache.kafka.common.acl.AccessControlEntry(a.req("principal"), "*", op,
+    static int cmdAddAcl(Args a) throws Exception {
+        // --transactional-id-prefix P: every transactional id starting with P.
+        String[][] kinds = {{"topic", "TOPIC", "LITERAL"}, {"group", "GROUP", "LITERAL"},
+                            {"transactional-id-prefix", "TRANSACTIONAL_ID", "PREFIXED"}};
+        String[] kind = null;
+        for (String[] k : kinds) {
+            if (!a.opts.containsKey(k[0])) continue;
+            if (kind != null) throw new UsageException("add-acl wants one of --topic, --group, --transactional-id-prefix");
+            kind = k;
+        }
+        if (kind == null) throw new UsageException("add-acl wants one of --topic, --group, --transactional-id-prefix");
+        org.apache.kafka.common.resource.ResourcePattern resource = new org.apache.kafka.common.resource.ResourcePattern(
+            org.apache.kafka.common.resource.ResourceType.valueOf(kind[1]), a.req(kind[0]),
+            org.apache.kafka.common.resource.PatternType.valueOf(kind[2]));
+        org.apache.kafka.common.acl.AclBinding b = new org.apache.kafka.common.acl.AclBinding(resource,
+            new org.apache.kafka.common.acl.AccessControlEntry(a.req("principal"), "*",
+                org.apache.kafka.common.acl.AclOperation.fromString(a.req("operation")),
                 org.apache.kafka.common.acl.AclPermissionType.fromString(a.req("permission"))));
         try (Admin admin = admin(15000)) {
             admin.createAcls(List.of(b)).all().get(60, TimeUnit.SECONDS);
