@@ -30,18 +30,28 @@ class Arena {
     return ex_bytes{p, b.len};
   }
   // Deep copy of a record; `extra` headers are appended (dead-letter metadata).
-  ex_record copy(const ex_record& r, const std::vector<ex_header>& extra = {}) {
+  // `extra` headers are added after the record's own; with `replacing`, the record's
+  // headers of the same names are left out (a dead letter that fails again carries the
+  // new failure's exactly.* headers, not two of each: QA).
+  ex_record copy(const ex_record& r, const std::vector<ex_header>& extra = {}, bool replacing = false) {
     ex_record o = r;
     o.key = copy(r.key);
     o.value = copy(r.value);
+    auto replaced = [&](const ex_bytes& key) {
+      if (!replacing) return false;
+      for (const auto& e : extra)
+        if (e.key.len == key.len && (key.len == 0 || std::memcmp(e.key.ptr, key.ptr, key.len) == 0)) return true;
+      return false;
+    };
     size_t n = r.header_count + extra.size();
     if (n > 0) {
       auto* hs = static_cast<ex_header*>(alloc(sizeof(ex_header) * n));
+      size_t k = 0;
       for (uint32_t i = 0; i < r.header_count; ++i)
-        hs[i] = ex_header{copy(r.headers[i].key), copy(r.headers[i].value)};
-      for (size_t i = 0; i < extra.size(); ++i)
-        hs[r.header_count + i] = ex_header{copy(extra[i].key), copy(extra[i].value)};
+        if (!replaced(r.headers[i].key)) hs[k++] = ex_header{copy(r.headers[i].key), copy(r.headers[i].value)};
+      for (const auto& e : extra) hs[k++] = ex_header{copy(e.key), copy(e.value)};
       o.headers = hs;
+      n = k;
     } else {
       o.headers = nullptr;
     }

@@ -38,7 +38,7 @@ bool Pipeline::handle_reject(Instance& in, const std::string& stage, const ex_re
       std::string values[4] = {reason, stage, where, spec_.name};
       std::vector<ex_header> extra;
       for (int i = 0; i < 4; ++i) extra.push_back({bv(names[i]), bv(values[i])});
-      in.dlq_pending.push_back(in.arena.copy(r, extra));  // copies the strings too
+      in.dlq_pending.push_back(in.arena.copy(r, extra, /*replacing=*/true));  // copies the strings too
       // Said as skip says it: a dead-letter sink that keeps only values (the file sink)
       // keeps no reason, and the log was then the only place left for it.
       uint64_t n = ++stats_.dead_lettered;

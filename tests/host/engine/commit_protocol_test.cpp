@@ -307,6 +307,37 @@ TEST(ErrorPolicy, AFileDeadLetterSinkWithFormatJsonKeepsWhy) {
   EXPECT_NE(lines[0].find("[\"exactly.origin\",\"counter-0@10\"]"), std::string::npos) << lines[0];
 }
 
+// A record that arrives with exactly.* headers of its own (a dead letter sent through a
+// pipeline again) and is rejected again: each of the four headers once, the new
+// failure's (QA: the old exactly.origin came first and pointed at another record).
+TEST(ErrorPolicy, ADeadLetterRejectedAgainCarriesTheNewFailuresHeadersOnce) {
+  auto dir = temp_dir("policy");
+  const std::string plugins = std::string(EXACTLY_BUILD_DIR) + "/plugins";
+  std::string dlq = "    errors:\n      policy: dead-letter\n      dead-letter: { plugin: file, "
+                    "config: { path: " + (dir / "dlq.jsonl").string() + ", format: json } }\n";
+  std::string yaml = pipeline_yaml(
+      dir / "out.txt", 30, "", dlq,
+      "    transforms:\n"
+      "      - { plugin: add-header, config: { name: exactly.origin, value: old-topic-9@1000 } }\n"
+      "      - { plugin: add-header, config: { name: exactly.error, value: an older failure } }\n"
+      "      - { plugin: add-header, config: { name: app, value: kept } }\n"
+      "      - { plugin: reject-every, config: { every: 10 } }\n");
+  yaml.replace(0, yaml.find('\n'), "plugin.path: [" + kPluginPath + ", " + plugins + "]");
+  write_file(dir / "p.yaml", yaml);
+  auto r = run(exactly_bin() + " run " + (dir / "p.yaml").string(), dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto lines = lines_of(read_file(dir / "dlq.jsonl"));
+  ASSERT_EQ(lines.size(), 2u) << read_file(dir / "dlq.jsonl");
+  for (const auto& line : lines) {
+    EXPECT_EQ(count_of(line, "\"exactly.origin\""), 1) << line;
+    EXPECT_EQ(count_of(line, "\"exactly.error\""), 1) << line;
+    EXPECT_EQ(line.find("old-topic-9@1000"), std::string::npos) << line;
+    EXPECT_EQ(line.find("an older failure"), std::string::npos) << line;
+    EXPECT_NE(line.find("[\"app\",\"kept\"]"), std::string::npos) << line;  // other headers stay
+  }
+  EXPECT_NE(lines[0].find("[\"exactly.origin\",\"counter-0@10\"]"), std::string::npos) << lines[0];
+}
+
 // A record the dead-letter sink refuses has nowhere left to go: the pipeline stops
 // without committing it, and says which record it was and why.
 TEST(ErrorPolicy, ARecordTheDeadLetterSinkRefusesStopsThePipelineAndIsNamed) {
