@@ -29,8 +29,8 @@ class Arena {
     if (b.len) std::memcpy(p, b.ptr, b.len);
     return ex_bytes{p, b.len};
   }
-  // Deep copy of a record; `extra` headers are appended (dead-letter metadata).
-  // `extra` headers are added after the record's own; with `replacing`, the record's
+  // Deep copy of a record; `extra` headers (dead-letter metadata) are added after the
+  // record's own; with `replacing`, the record's
   // headers of the same names are left out (a dead letter that fails again carries the
   // new failure's exactly.* headers, not two of each: QA).
   ex_record copy(const ex_record& r, const std::vector<ex_header>& extra = {}, bool replacing = false) {

@@ -307,13 +307,23 @@ std::string acl_command(const std::map<std::string, std::string>& settings, cons
 }
 
 bool topic_unauthorized(rd_kafka_t* rk, const std::string& topic) {
-  rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk, topic.c_str(), nullptr);
-  if (rkt == nullptr) return false;
-  const rd_kafka_metadata_t* md = nullptr;
-  const bool denied = rd_kafka_metadata(rk, 0, rkt, &md, 5000) == RD_KAFKA_RESP_ERR_NO_ERROR && md != nullptr &&
-                      md->topic_cnt == 1 && md->topics[0].err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED;
-  if (md != nullptr) rd_kafka_metadata_destroy(md);
-  rd_kafka_topic_destroy(rkt);
+  // DescribeConfigs, not a metadata request for the topic: that one lets a producer's
+  // broker with auto.create.topics.enable create the topic the caller found missing.
+  rd_kafka_ConfigResource_t* r = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic.c_str());
+  rd_kafka_queue_t* q = rd_kafka_queue_new(rk);
+  rd_kafka_DescribeConfigs(rk, &r, 1, nullptr, q);
+  rd_kafka_ConfigResource_destroy(r);
+  bool denied = false;
+  rd_kafka_event_t* ev = rd_kafka_queue_poll(q, 5000);
+  if (ev != nullptr && rd_kafka_event_type(ev) == RD_KAFKA_EVENT_DESCRIBECONFIGS_RESULT) {
+    size_t n = 0;
+    const rd_kafka_ConfigResource_t** res =
+        rd_kafka_DescribeConfigs_result_resources(rd_kafka_event_DescribeConfigs_result(ev), &n);
+    denied = rd_kafka_event_error(ev) == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED ||
+             (n == 1 && rd_kafka_ConfigResource_error(res[0]) == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
+  }
+  if (ev != nullptr) rd_kafka_event_destroy(ev);
+  rd_kafka_queue_destroy(q);
   return denied;
 }
 

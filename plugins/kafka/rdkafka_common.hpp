@@ -143,9 +143,9 @@ sdk::Status check_cluster(rd_kafka_t* rk, const std::string& servers, int64_t ti
 std::string acl_command(const std::map<std::string, std::string>& settings, const std::string& operations,
                         const std::string& resource);
 
-// True when the cluster answers a metadata request for `topic` alone with
-// TOPIC_AUTHORIZATION_FAILED (a listing of all topics leaves such a topic out, as if it
-// did not exist).
+// True when the cluster says this client may not see `topic` (TOPIC_AUTHORIZATION_FAILED
+// to a DescribeConfigs of it): a listing of all topics leaves such a topic out, as if it
+// did not exist.
 bool topic_unauthorized(rd_kafka_t* rk, const std::string& topic);
 
 // Every config of `topic` as the cluster reports it (DescribeConfigs), name -> value;
