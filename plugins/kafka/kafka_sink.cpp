@@ -210,11 +210,8 @@ void KafkaSink::dr_cb(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
   // changed since it read them.
   if (m->err == RD_KAFKA_RESP_ERR_INVALID_RECORD || m->err == RD_KAFKA_RESP_ERR_INVALID_TIMESTAMP)
     self->rules_stale_ = true;
-  if (m->err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED && m->rkt != nullptr) {
-    std::string name = rd_kafka_topic_name(m->rkt);
-    auto& seen = self->dr_denied_;
-    if (seen.size() < 64 && std::find(seen.begin(), seen.end(), name) == seen.end()) seen.push_back(std::move(name));
-  }
+  if (m->err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED && m->rkt != nullptr)
+    note_once(self->dr_denied_, rd_kafka_topic_name(m->rkt));
   if (self->dr_failed_++ == 0) {
     self->dr_first_error_ = std::string(m->rkt ? rd_kafka_topic_name(m->rkt) : "?") + " [" +
                             std::to_string(m->partition) + "]: " + rd_kafka_err2str(m->err);
@@ -334,10 +331,10 @@ sdk::Status KafkaSink::write(const sdk::Batch& in, const sdk::RecordErrors& erro
   if (!denied) return denied;
   if (rules_stale_) {
     rules_.clear();
-    fixed_rules_ = nullptr;
     rules_stale_ = false;
   }
-  if (fixed_rkt_ != nullptr && fixed_rules_ == nullptr) fixed_rules_ = &rules_for(router_.fixed_topic());
+  // Looked up once per batch for the fixed topic, per record for routed ones.
+  const TopicRules* fixed_rules = fixed_rkt_ != nullptr ? &rules_for(router_.fixed_topic()) : nullptr;
   const int64_t wall_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                               std::chrono::system_clock::now().time_since_epoch())
                               .count();
@@ -358,7 +355,7 @@ sdk::Status KafkaSink::write(const sdk::Batch& in, const sdk::RecordErrors& erro
       ++rejected;
       continue;
     }
-    const TopicRules& rules = fixed_rkt_ != nullptr ? *fixed_rules_ : rules_for(topic);
+    const TopicRules& rules = fixed_rules != nullptr ? *fixed_rules : rules_for(topic);
     if (rules.any()) {
       std::string why = rules.refusal(r, wall_ms, topic);
       if (!why.empty()) {

@@ -154,7 +154,6 @@ class KafkaSink final : public sdk::Sink, public ClientContext {
   // configs changed), so that the replay reads them again.
   const TopicRules& rules_for(std::string_view topic);
   std::unordered_map<std::string, TopicRules, StringHash, std::equal_to<>> rules_;
-  const TopicRules* fixed_rules_ = nullptr;
   bool rules_stale_ = false;
   std::vector<int32_t> number_of_id_;  // partition id -> input partition number, -1 unknown
 

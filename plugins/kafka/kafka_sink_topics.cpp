@@ -107,10 +107,7 @@ const TopicRules& KafkaSink::rules_for(std::string_view topic) {
     }
   }
   // Records that each name another routed topic must not grow this without bound.
-  if (rules_.size() >= kMissingKept) {
-    rules_.clear();
-    fixed_rules_ = nullptr;
-  }
+  if (rules_.size() >= kMissingKept) rules_.clear();
   return rules_.emplace(std::string(topic), rules).first->second;
 }
 

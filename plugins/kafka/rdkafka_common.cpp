@@ -41,12 +41,7 @@ void ClientContext::log_cb(const rd_kafka_t* rk, int level, const char* fac, con
         std::strstr(buf, rd_kafka_err2str(RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED)) != nullptr) {
       const char* at = std::strstr(buf, "partition \"");
       const char* end = at != nullptr ? std::strchr(at + 11, '"') : nullptr;
-      if (end != nullptr) {
-        std::string topic(at + 11, end);
-        auto& seen = self->unauthorized_topics_;
-        if (seen.size() < 64 && std::find(seen.begin(), seen.end(), topic) == seen.end())
-          seen.push_back(std::move(topic));
-      }
+      if (end != nullptr) note_once(self->unauthorized_topics_, std::string(at + 11, end));
     }
     if (!self->repeats_.pass(line, now_ms(), suppressed)) return;
   }
@@ -72,8 +67,10 @@ void refresh_metadata(rd_kafka_t* rk, const std::string& topic, int timeout_ms) 
 }
 
 sdk::Status describe_topic_configs(rd_kafka_t* rk, const std::string& topic, int64_t timeout_ms,
-                                   const std::string& what, std::map<std::string, std::string>& values) {
+                                   const std::string& what, std::map<std::string, std::string>& values,
+                                   rd_kafka_resp_err_t* topic_error) {
   values.clear();
+  if (topic_error != nullptr) *topic_error = RD_KAFKA_RESP_ERR__TIMED_OUT;
   rd_kafka_ConfigResource_t* r = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic.c_str());
   rd_kafka_queue_t* q = rd_kafka_queue_new(rk);
   rd_kafka_DescribeConfigs(rk, &r, 1, nullptr, q);
@@ -87,6 +84,7 @@ sdk::Status describe_topic_configs(rd_kafka_t* rk, const std::string& topic, int
       rd_kafka_event_destroy(ev);
       continue;
     }
+    if (topic_error != nullptr) *topic_error = rd_kafka_event_error(ev);
     if (rd_kafka_event_error(ev) != RD_KAFKA_RESP_ERR_NO_ERROR) {
       st = sdk::Status::retriable("kafka sink: " + what + ": " + rd_kafka_event_error_string(ev));
     } else {
@@ -94,6 +92,7 @@ sdk::Status describe_topic_configs(rd_kafka_t* rk, const std::string& topic, int
       size_t n = 0;
       const rd_kafka_ConfigResource_t** res =
           rd_kafka_DescribeConfigs_result_resources(rd_kafka_event_DescribeConfigs_result(ev), &n);
+      if (topic_error != nullptr && n == 1) *topic_error = rd_kafka_ConfigResource_error(res[0]);
       for (size_t i = 0; i < n; ++i) {
         size_t cn = 0;
         const rd_kafka_ConfigEntry_t** entries = rd_kafka_ConfigResource_configs(res[i], &cn);
@@ -299,6 +298,11 @@ sdk::Status check_cluster(rd_kafka_t* rk, const std::string& servers, int64_t ti
   }
 }
 
+void note_once(std::vector<std::string>& names, std::string name) {
+  if (names.size() < 64 && std::find(names.begin(), names.end(), name) == names.end())
+    names.push_back(std::move(name));
+}
+
 std::string acl_command(const std::map<std::string, std::string>& settings, const std::string& operations,
                         const std::string& resource) {
   auto user = settings.find("sasl.username");
@@ -309,22 +313,10 @@ std::string acl_command(const std::map<std::string, std::string>& settings, cons
 bool topic_unauthorized(rd_kafka_t* rk, const std::string& topic) {
   // DescribeConfigs, not a metadata request for the topic: that one lets a producer's
   // broker with auto.create.topics.enable create the topic the caller found missing.
-  rd_kafka_ConfigResource_t* r = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic.c_str());
-  rd_kafka_queue_t* q = rd_kafka_queue_new(rk);
-  rd_kafka_DescribeConfigs(rk, &r, 1, nullptr, q);
-  rd_kafka_ConfigResource_destroy(r);
-  bool denied = false;
-  rd_kafka_event_t* ev = rd_kafka_queue_poll(q, 5000);
-  if (ev != nullptr && rd_kafka_event_type(ev) == RD_KAFKA_EVENT_DESCRIBECONFIGS_RESULT) {
-    size_t n = 0;
-    const rd_kafka_ConfigResource_t** res =
-        rd_kafka_DescribeConfigs_result_resources(rd_kafka_event_DescribeConfigs_result(ev), &n);
-    denied = rd_kafka_event_error(ev) == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED ||
-             (n == 1 && rd_kafka_ConfigResource_error(res[0]) == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
-  }
-  if (ev != nullptr) rd_kafka_event_destroy(ev);
-  rd_kafka_queue_destroy(q);
-  return denied;
+  std::map<std::string, std::string> unused;
+  rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
+  describe_topic_configs(rk, topic, 5000, "describing topic " + topic, unused, &err);
+  return err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED;
 }
 
 std::string partition_name(const std::string& topic, int32_t partition) {

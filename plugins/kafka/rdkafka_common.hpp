@@ -137,6 +137,10 @@ sdk::Status check_cluster(rd_kafka_t* rk, const std::string& servers, int64_t ti
                           const std::vector<std::string>& topics, const std::string& topics_key,
                           const ClientContext* ctx = nullptr);
 
+// Adds `name` to `names` unless it is there or `names` holds 64 already (topics named in
+// librdkafka's reports, kept until the sink takes them).
+void note_once(std::vector<std::string>& names, std::string name);
+
 // The kafka-acls.sh command that would allow what the cluster refused: `operations`
 // ("--operation Read") on `resource` ("--topic T", "--group G"), for the principal of the
 // client's sasl.username among `settings` (a placeholder without one).
@@ -150,9 +154,11 @@ bool topic_unauthorized(rd_kafka_t* rk, const std::string& topic);
 
 // Every config of `topic` as the cluster reports it (DescribeConfigs), name -> value;
 // empty when the topic reports none (not there yet, say). A failed or timed-out request
-// is retriable, naming `what` ("kafka sink: <what>: ...").
+// is retriable, naming `what` ("kafka sink: <what>: ..."). `topic_error`, if given: the
+// request's or the topic's own error (TOPIC_AUTHORIZATION_FAILED, UNKNOWN_TOPIC_OR_PART).
 sdk::Status describe_topic_configs(rd_kafka_t* rk, const std::string& topic, int64_t timeout_ms,
-                                   const std::string& what, std::map<std::string, std::string>& values);
+                                   const std::string& what, std::map<std::string, std::string>& values,
+                                   rd_kafka_resp_err_t* topic_error = nullptr);
 // One of them, in `value` (empty when not reported).
 sdk::Status describe_topic_config(rd_kafka_t* rk, const std::string& topic, const std::string& key,
                                   int64_t timeout_ms, const std::string& what, std::string& value);

@@ -57,6 +57,12 @@ HostRun run_pipeline(const std::string& delivery, const std::string& in, const s
   return HostRun{r.exit_code, r.out + r.err};
 }
 
+// The run ended as a config error (exit 1) whose text holds `needle`.
+void expect_failed_with(const HostRun& r, const std::string& needle) {
+  EXPECT_EQ(r.code, 1) << tail_of(r.log, 6000);
+  EXPECT_NE(r.log.find(needle), std::string::npos) << tail_of(r.log, 6000);
+}
+
 long long committed(const std::string& topic) {
   return std::atoll(secure_tool("count --topic " + topic + " --read-committed").out.c_str());
 }
@@ -100,21 +106,15 @@ TEST(KafkaAcl, ARoutedTopicThatMayNotBeWrittenIsItsRecordsErrorAndTheSinksOwnACo
 
   // The sink's own topic: the pipeline fails naming the topic and the ACL to add.
   HostRun fixed = run_pipeline("exactly_once", in, "topic: " + denied, dlq);
-  EXPECT_EQ(fixed.code, 1) << tail_of(fixed.log, 6000);
-  EXPECT_NE(fixed.log.find("key 'topic': kafka sink: " + secure_broker().bootstrap +
-                           " does not let this producer write topic " + denied),
-            std::string::npos)
-      << tail_of(fixed.log, 6000);
+  expect_failed_with(fixed, "key 'topic': kafka sink: " + secure_broker().bootstrap +
+                                " does not let this producer write topic " + denied);
   EXPECT_NE(fixed.log.find("--allow-principal User:exactly --operation Write"), std::string::npos)
       << tail_of(fixed.log, 6000);
   EXPECT_EQ(committed(dlq), 40) << "the sink's own topic is no record's error";
 
   // One the client may not describe was reported as missing.
-  HostRun unseen = run_pipeline("exactly_once", in, "topic: " + hidden, dlq);
-  EXPECT_EQ(unseen.code, 1) << tail_of(unseen.log, 6000);
-  EXPECT_NE(unseen.log.find("topic " + hidden + " on " + secure_broker().bootstrap + " is not visible to this client"),
-            std::string::npos)
-      << tail_of(unseen.log, 6000);
+  expect_failed_with(run_pipeline("exactly_once", in, "topic: " + hidden, dlq),
+                     "topic " + hidden + " on " + secure_broker().bootstrap + " is not visible to this client");
 
   // The source: an input topic it may not read, a group it may not use; the sink: a
   // transactional id it may not use. Each a config error naming the ACL (they warned
@@ -125,29 +125,20 @@ TEST(KafkaAcl, ARoutedTopicThatMayNotBeWrittenIsItsRecordsErrorAndTheSinksOwnACo
   secure_tool("produce --topic " + unreadable + " --count 100 --partitions 2 --keyed --seed 74");
   secure_tool("add-acl --topic " + unreadable + " --principal User:exactly --operation DESCRIBE --permission ALLOW");
   secure_tool("add-acl --topic " + unreadable + " --principal User:exactly --operation READ --permission DENY");
-  HostRun no_read = run_pipeline("exactly_once", unreadable, "topic: " + out, dlq);
-  EXPECT_EQ(no_read.code, 1) << tail_of(no_read.log, 6000);
-  EXPECT_NE(no_read.log.find("key 'topics': kafka source: " + secure_broker().bootstrap +
-                             " does not let this consumer read topic " + unreadable),
-            std::string::npos)
-      << tail_of(no_read.log, 6000);
+  expect_failed_with(run_pipeline("exactly_once", unreadable, "topic: " + out, dlq),
+                     "key 'topics': kafka source: " + secure_broker().bootstrap +
+                         " does not let this consumer read topic " + unreadable);
 
   secure_tool("add-acl --group " + group + " --principal User:exactly --operation READ --permission DENY");
-  HostRun no_group = run_pipeline("exactly_once", in, "topic: " + out, dlq, group);
-  EXPECT_EQ(no_group.code, 1) << tail_of(no_group.log, 6000);
-  EXPECT_NE(no_group.log.find("key 'group.id': kafka source: " + secure_broker().bootstrap +
-                              " does not let this consumer use group " + group),
-            std::string::npos)
-      << tail_of(no_group.log, 6000);
+  expect_failed_with(run_pipeline("exactly_once", in, "topic: " + out, dlq, group),
+                     "key 'group.id': kafka source: " + secure_broker().bootstrap +
+                         " does not let this consumer use group " + group);
 
   secure_tool("add-acl --transactional-id-prefix exactly-acltx- --principal User:exactly --operation WRITE "
               "--permission DENY");
   HostRun no_txn = run_pipeline("exactly_once", in, "topic: " + out, dlq, unique_name("acl-g"), "acltx");
-  EXPECT_EQ(no_txn.code, 1) << tail_of(no_txn.log, 6000);
-  EXPECT_NE(no_txn.log.find("key 'transactional.id': kafka sink: " + secure_broker().bootstrap +
-                            " does not let this producer use transactional id exactly-acltx-"),
-            std::string::npos)
-      << tail_of(no_txn.log, 6000);
+  expect_failed_with(no_txn, "key 'transactional.id': kafka sink: " + secure_broker().bootstrap +
+                                 " does not let this producer use transactional id exactly-acltx-");
   EXPECT_NE(no_txn.log.find("--transactional-id exactly-acltx- --resource-pattern-type prefixed"), std::string::npos)
       << tail_of(no_txn.log, 6000);
   EXPECT_EQ(committed(out), written) << "nothing more was written";
