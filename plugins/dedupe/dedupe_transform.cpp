@@ -759,13 +759,15 @@ Status DedupeTransform::process(const sdk::Batch& in, const sdk::Emitter& out) {
         ClaimValue v;
         const auto& val = part.values[it.lookup];
         if (!decode_claim(std::string_view(val.data(), val.size()), v))
-          return Status::fatal("dedupe: store " + store.dir() + " holds an unreadable claim");
+          return PartitionStore::mark_damaged(store.dir(), "dedupe: store " + store.dir() + " holds an unreadable claim");
         if (store.live(v.seq)) {
           found = true;
           owner = v.offset;
           owner_fp = v.fingerprint;
           owner_fp_bytes = v.fingerprint_bytes;
         }
+      } else if (s.IsCorruption()) {
+        return PartitionStore::mark_damaged(store.dir(), "dedupe: lookup in store " + store.dir() + " failed: " + s.ToString());
       } else if (!s.IsNotFound()) {
         return Status::fatal("dedupe: lookup in store " + store.dir() + " failed: " + s.ToString());
       }

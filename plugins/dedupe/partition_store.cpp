@@ -3,6 +3,7 @@
 #include "background_priority.hpp"
 #include "changelog_codec.hpp"
 #include "claim_fold.hpp"
+#include "damage_mark.hpp"
 #include "empty_wals.hpp"
 #include "fold_files.hpp"
 #include "info_log.hpp"
@@ -107,6 +108,8 @@ sdk::Status PartitionStore::open(const std::string& dir, const StoreTuning& tuni
     if (damaged != nullptr) *damaged = true;
     return st;
   };
+  if (std::string why; read_damage_mark(dir, why))
+    return unreadable(sdk::Status::fatal("dedupe: store " + dir + " was found damaged while running (" + why + ")"));
   std::unique_ptr<PartitionStore> s(new PartitionStore());
   s->dir_ = dir;
   s->read_ = make_lookup_read_options();
@@ -124,7 +127,12 @@ sdk::Status PartitionStore::open(const std::string& dir, const StoreTuning& tuni
     st = rocksdb::DB::Open(db_options, dir, cfs, &handles, &s->db_);
     s->compacting_ = true;
   }
-  if (st.IsCorruption()) return unreadable(sdk::Status::fatal("dedupe: cannot open store " + dir + ": " + st.ToString()));
+  // A file the store's own bookkeeping names is gone (its MANIFEST, a table file): the
+  // contents, not the system, are at fault (QA: a store without its MANIFEST restarted the
+  // pipeline for ever instead of being set aside).
+  const bool file_gone = st.IsPathNotFound() && std::filesystem::exists(dir + "/CURRENT");
+  if (st.IsCorruption() || file_gone)
+    return unreadable(sdk::Status::fatal("dedupe: cannot open store " + dir + ": " + st.ToString()));
   if (!st.ok()) return sdk::Status::fatal("dedupe: cannot open store " + dir + ": " + st.ToString());
   s->claims_ = handles[0];
   s->seq_ = handles[1];
@@ -748,6 +756,15 @@ void PartitionStore::lookup(size_t n, const rocksdb::Slice* keys, const uint64_t
   }
 }
 
+sdk::Status PartitionStore::mark_damaged(const std::string& dir, const std::string& why) {
+  std::string error;
+  if (!write_damage_mark(dir, why, error))
+    return sdk::Status::fatal(why + " (marking the store damaged failed: " + error + "; move " + dir +
+                              " away to start the partition over)");
+  return sdk::Status::fatal(why + ": the store is marked damaged (" + damage_mark_path(dir) +
+                            "); when the partition is opened again, on.store.damaged decides");
+}
+
 sdk::Status PartitionStore::destroy(const std::string& dir) {
   rocksdb::Status rs = rocksdb::DestroyDB(dir, rocksdb::Options());
   if (!rs.ok())
@@ -756,6 +773,8 @@ sdk::Status PartitionStore::destroy(const std::string& dir) {
   std::error_code ec;
   for (const auto& f : list_claims_files(dir, ec))
     if (!std::filesystem::remove(f.path, ec)) break;
+  if (!ec && !clear_damage_mark(dir))
+    return sdk::Status::fatal("dedupe: cannot remove " + damage_mark_path(dir) + " before a restore");
   if (ec) return sdk::Status::fatal("dedupe: cannot clear store " + dir + " before a restore: " + ec.message());
   return sdk::Status::ok();
 }

@@ -63,6 +63,11 @@ class PartitionStore {
   // Removes a store (before a restore starts it over): its RocksDB files and its own
   // claims files.
   static sdk::Status destroy(const std::string& dir);
+  // A read while running found the store's contents damaged (RocksDB's block checksum,
+  // a claim that does not decode). RocksDB opens such a store without complaint (it checks
+  // blocks when it reads them), so the store is marked: the next open refuses it as
+  // damaged and `on.store.damaged` decides. Returns `why` with what was done.
+  static sdk::Status mark_damaged(const std::string& dir, const std::string& why);
   PartitionStore(const PartitionStore&) = delete;
   PartitionStore& operator=(const PartitionStore&) = delete;
 

@@ -59,8 +59,10 @@ const ex_config_field kFields[] = {
           "ignore = warn and go on (keeping such a store)",
           "fail", kBehind),
     field("on.store.damaged", EX_CFG_STRING,
-          "a store whose contents cannot be read at open (RocksDB reports corruption, a "
-          "claims file fails its checksum, a chunk or the bookkeeping does not decode): "
+          "a store whose contents cannot be read at open (RocksDB reports corruption or a "
+          "file it names is gone, a claims file fails its checksum or is missing, a chunk or "
+          "the bookkeeping does not decode), or that a lookup found damaged while running "
+          "(marked with a DAMAGED file): "
           "restore = with a changelog, move it aside (<dir>.damaged-<time>) and restore the "
           "partition from the changelog (not again within the hour: a failing disk); fail = "
           "refuse the partition and name the store (always so without a changelog)",

@@ -24,6 +24,10 @@ rocksdb::DBOptions make_db_options(const StoreTuning& t) {
   o.max_total_wal_size = 4 * t.write_buffer_size;
   o.avoid_unnecessary_blocking_io = true;
   o.skip_stats_update_on_db_open = true;
+  // RocksDB reserves 4 MiB of disk for each MANIFEST; a store's grows a few hundred bytes
+  // per fold. One store per partition: 4 MiB each was most of a small store's disk use
+  // (QA: 5.9 MB on disk for 1.7 MB of claims), and 4 GB on a host with 1,000 partitions.
+  o.manifest_preallocation_size = 256u << 10;
   return o;
 }
 

@@ -142,6 +142,86 @@ TEST_F(DamagedStoreTest, AStoreDamagedAgainSoonAfterIsRefusedNotSetAsideAgain) {
   EXPECT_EQ(set_aside().size(), 1u);
 }
 
+// A file the store's own bookkeeping names is gone: its MANIFEST (QA: such a store made
+// RocksDB report "No such file", which was taken for the system's refusal, and the
+// pipeline restarted for ever instead of restoring the partition).
+TEST_F(DamagedStoreTest, AStoreWithoutItsManifestIsDamageAndThePartitionRestored) {
+  const Pairs cfg = with_changelog();
+  const int64_t off = claim_and_close(cfg);
+  int removed = 0;
+  for (auto& e : fs::directory_iterator(dir_ / "events-0"))
+    if (e.path().filename().string().rfind("MANIFEST-", 0) == 0) removed += fs::remove(e.path());
+  ASSERT_EQ(removed, 1);
+  host_.logs.clear();
+
+  auto& again = start(cfg, {part(0, "events-0", off)});
+  ASSERT_EQ(set_aside().size(), 1u) << all_logs(host_);
+  EXPECT_TRUE(logged(host_, "MANIFEST")) << all_logs(host_);
+  EXPECT_EQ(metric("dedupe_restored_claims_total"), 30000);
+  int64_t next = off;
+  EXPECT_THAT(again.process(range(0, 30000, next)).kept, IsEmpty());
+}
+
+// Damage that RocksDB finds only when it reads a block (it opens such a store without
+// complaint): the lookup fails, the store is marked, and the next open treats it as
+// damaged. Before, the pipeline restarted into the same failed lookup for ever (QA).
+TEST_F(DamagedStoreTest, CorruptionALookupFindsMarksTheStoreAndTheNextOpenSetsItAside) {
+  const Pairs cfg = with_changelog({{"claims.format", "sst"}});
+  auto& t = start(cfg);
+  int64_t off = 0;
+  ASSERT_EQ(t.process(range(0, 30000, off)).kept.size(), 30000u);
+  ASSERT_TRUE(stage_->positions({part(0, "events-0", off)}).is_ok());
+  commit_round();
+  // Every folded table's blocks zeroed past its first 4 KiB: a lookup of an old id reads
+  // one and fails its checksum.
+  int tables = 0;
+  for (auto& e : fs::directory_iterator(dir_ / "events-0")) {
+    if (e.path().extension() != ".sst" || fs::file_size(e.path()) < 64 * 1024) continue;
+    std::fstream f(e.path().string(), std::ios::in | std::ios::out | std::ios::binary);
+    const std::string zeros(fs::file_size(e.path()) / 2, '\0');
+    f.seekp(4096);
+    f.write(zeros.data(), static_cast<std::streamsize>(zeros.size()));
+    ++tables;
+  }
+  ASSERT_GE(tables, 1) << "no folded table to damage";
+  exactly::sdk::Status st;
+  int64_t next = off;
+  t.process(range(0, 30000, next), &st);
+  ASSERT_FALSE(st.is_ok()) << "a lookup read a zeroed block without failing";
+  EXPECT_THAT(st.message(), HasSubstr("Corruption"));
+  EXPECT_THAT(st.message(), HasSubstr("marked damaged"));
+  stage_.reset();
+  host_.logs.clear();
+
+  auto& again = start(cfg, {part(0, "events-0", off)});
+  ASSERT_EQ(set_aside().size(), 1u) << all_logs(host_);
+  EXPECT_TRUE(logged(host_, "found damaged while running")) << all_logs(host_);
+  EXPECT_EQ(metric("dedupe_restored_claims_total"), 30000);
+  next = off;
+  EXPECT_THAT(again.process(range(0, 30000, next)).kept, IsEmpty());
+}
+
+// Without a changelog the marked store is refused, naming it, and stays where it is.
+TEST_F(DamagedStoreTest, AMarkedStoreWithoutAChangelogIsRefusedNamingIt) {
+  const Pairs cfg = {{"changelog", "off"}, {"rocksdb.write.buffer.size", "1048576"}};
+  auto& t = start(cfg);
+  int64_t off = 0;
+  ASSERT_EQ(t.process(range(0, 1000, off)).kept.size(), 1000u);
+  commit_round();
+  stage_.reset();
+  {
+    std::ofstream mark(dir_ / "events-0" / "DAMAGED");
+    mark << "dedupe: lookup in store failed: Corruption: block checksum mismatch";
+  }
+  TransformHarness stage(library(), "dedupe", config(cfg), &host_);
+  ASSERT_TRUE(stage.ok());
+  auto st = stage.assign({part(0, "events-0", off)});
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_THAT(st.message(), HasSubstr((dir_ / "events-0").string() + " was found damaged while running"));
+  EXPECT_THAT(st.message(), HasSubstr("block checksum mismatch"));
+  EXPECT_TRUE(set_aside().empty());
+}
+
 // A store that cannot be opened for a reason of the system's (here a claims file that
 // cannot be mapped: a directory in its place), not for what a file holds, is not damaged:
 // it is never moved aside.
