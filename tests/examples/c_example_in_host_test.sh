@@ -54,6 +54,35 @@ echo "sampled ids with duplicates=$dupes ids split by the sample=$split"
 [ "$split" -eq 0 ] || fail "$split id(s) kept in part: the choice is not a function of the key"
 grep -Eq "sample_dropped_total +$((all - kept))\$" "$work/run.out" || fail "no sample_dropped_total = $((all - kept)) in the summary"
 
+# `exactly test` drives the same plugin through the SDK's harness: the example leaves its
+# optional members (assign, revoke, prepare_commit, commit, abort) NULL, which the harness
+# must skip as the host does (QA: it called them and the test command died of SIGSEGV).
+cat > "$work/all.yaml" <<YAML
+plugin.path: [$work/plugins]
+pipelines:
+  - name: all
+    source: { plugin: generator, config: { count: 10 } }
+    transforms:
+      - plugin: sample
+        config: { percent: 100 }
+    sink: { plugin: file, config: { path: $work/all-test.jsonl } }
+YAML
+cat > "$work/all.test.yaml" <<'YAML'
+tests:
+  - name: everything is kept at 100 percent
+    pipeline: all
+    input:
+      - { key: a, value: one }
+      - { key: b, value: two, partition: 1 }
+    expect:
+      - { key: a, value: one }
+      - { key: b, value: two, partition: 1 }
+YAML
+"$build_dir/exactly" test "$work/all.yaml" > "$work/test.out" 2>&1 || { cat "$work/test.out"; fail "exactly test of the C example failed"; }
+cat "$work/test.out"
+grep -q "^ok .*all: everything is kept at 100 percent (2 in, 2 out, 0 rejected)" "$work/test.out" \
+  || fail "exactly test did not pass the C example's case"
+
 # A value the schema accepts (a double) but the plugin does not: the host must name
 # the key, with its place in the file, and not run the pipeline.
 cat > "$work/bad.yaml" <<YAML

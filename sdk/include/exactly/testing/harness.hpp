@@ -349,6 +349,13 @@ inline void set_bad_index_error(ex_error& e, const std::string& call) {
                 call.c_str());
 }
 
+// A required vtable member left NULL, refused as the host refuses it.
+inline int32_t not_implemented(ex_error& e, const char* call) {
+  e.code = EX_ERR_FATAL;
+  std::snprintf(e.message, sizeof(e.message), "the component does not implement %s", call);
+  return EX_ERR_FATAL;
+}
+
 // The config against the component's schema, as the host checks it before anything
 // runs: every key declared (a map's "<key>.<sub>" under a map field), every required key
 // given, values of the declared type. The harness passes values as text without
@@ -484,7 +491,10 @@ class ComponentHarness {
     if (rc != EX_OK) self_ = nullptr;
   }
   // A call that takes only the instance and an error (prepare_commit, commit, abort).
+  // As the host does: an optional member left NULL is skipped (ok), a required one is
+  // refused with its name (QA: `exactly test` of the C example crashed on its NULL assign).
   sdk::Status simple(int32_t (*fn)(Self, ex_error*)) {
+    if (fn == nullptr) return sdk::Status::ok();
     ex_error e = new_error();
     return status_of(fn(self_, &e), e);
   }
@@ -553,7 +563,7 @@ class TransformHarness : public ComponentHarness<ex_transform_vtable, ex_transfo
                     return int32_t{EX_OK};
                   }};
     ex_error e = new_error();
-    int32_t rc = vt_->process(self_, view.get(), &em, &e);
+    int32_t rc = vt_->process != nullptr ? vt_->process(self_, view.get(), &em, &e) : not_implemented(e, "process");
     if (rc == EX_OK && !ctx.bad_index.empty()) {
       rc = EX_ERR_FATAL;
       set_bad_index_error(e, ctx.bad_index);
@@ -591,6 +601,7 @@ class TransformHarness : public ComponentHarness<ex_transform_vtable, ex_transfo
  private:
   using PartsFn = int32_t (*)(ex_transform_self, const ex_partition*, size_t, ex_error*);
   sdk::Status parts_call(const std::vector<sdk::Partition>& parts, PartsFn fn) {
+    if (fn == nullptr) return sdk::Status::ok();
     std::vector<ex_partition> abi;
     for (auto& p : parts) abi.push_back(p.to_abi());
     ex_error e = new_error();
@@ -606,6 +617,7 @@ class SourceHarness : public ComponentHarness<ex_source_vtable, ex_source_self, 
 
   sdk::Status open(const std::optional<sdk::Checkpoint>& resume = std::nullopt) {
     ex_error e = new_error();
+    if (vt_->open == nullptr) return status_of(not_implemented(e, "open"), e);
     if (!resume) return status_of(vt_->open(self_, nullptr, &e), e);
     ex_checkpoint cp{sizeof(cp), sdk::bytes(resume->format), sdk::bytes(resume->data)};
     return status_of(vt_->open(self_, &cp, &e), e);
@@ -615,7 +627,7 @@ class SourceHarness : public ComponentHarness<ex_source_vtable, ex_source_self, 
     ex_batch b{};
     int32_t end = 0;
     ex_error e = new_error();
-    int32_t rc = vt_->poll(self_, timeout_ms, &b, &end, &e);
+    int32_t rc = vt_->poll != nullptr ? vt_->poll(self_, timeout_ms, &b, &end, &e) : not_implemented(e, "poll");
     if (st) *st = status_of(rc, e);
     if (eoi) *eoi = end != 0;
     std::vector<OwnedRecord> out;
@@ -626,12 +638,16 @@ class SourceHarness : public ComponentHarness<ex_source_vtable, ex_source_self, 
   sdk::Checkpoint checkpoint() {
     ex_checkpoint cp{};
     ex_error e = new_error();
-    int32_t rc = vt_->checkpoint(self_, &cp, &e);
+    int32_t rc = vt_->checkpoint != nullptr ? vt_->checkpoint(self_, &cp, &e) : not_implemented(e, "checkpoint");
     if (rc != EX_OK) throw std::runtime_error("checkpoint failed: " + std::string(e.message));
     return sdk::Checkpoint::from(&cp);
   }
-  sdk::Status commit(const sdk::Checkpoint& c) { return cp_call(c, vt_->commit); }
-  sdk::Status rewind(const sdk::Checkpoint& c) { return cp_call(c, vt_->rewind); }
+  sdk::Status commit(const sdk::Checkpoint& c) { return vt_->commit ? cp_call(c, vt_->commit) : sdk::Status::ok(); }
+  sdk::Status rewind(const sdk::Checkpoint& c) {
+    if (vt_->rewind != nullptr) return cp_call(c, vt_->rewind);
+    ex_error e = new_error();
+    return status_of(not_implemented(e, "rewind"), e);
+  }
   // ABI 1.2: stop or continue single partitions (start_offset = where to continue).
   sdk::Status pause_partitions(const std::vector<sdk::Partition>& parts, bool paused) {
     if (vt_->struct_size < offsetof(ex_source_vtable, pause_partitions) + sizeof(vt_->pause_partitions) ||
@@ -769,7 +785,7 @@ class SinkHarness : public ComponentHarness<ex_sink_vtable, ex_sink_self, EX_KIN
                           },
                           nullptr};
     ex_error e = new_error();
-    int32_t rc = vt_->write(self_, view.get(), &errs, &e);
+    int32_t rc = vt_->write != nullptr ? vt_->write(self_, view.get(), &errs, &e) : not_implemented(e, "write");
     if (rc == EX_OK && !ctx.bad_index.empty()) {
       rc = EX_ERR_FATAL;
       set_bad_index_error(e, ctx.bad_index);
@@ -783,7 +799,9 @@ class SinkHarness : public ComponentHarness<ex_sink_vtable, ex_sink_self, EX_KIN
     ex_error e = new_error();
     uint32_t flags = 0;
     int32_t rc;
-    if (positions) {
+    if (vt_->commit == nullptr) {
+      rc = not_implemented(e, "commit");
+    } else if (positions) {
       ex_checkpoint cp{sizeof(cp), sdk::bytes(positions->format), sdk::bytes(positions->data)};
       rc = vt_->commit(self_, &cp, &flags, &e);
     } else {
