@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <mutex>
 #include <set>
@@ -116,10 +117,15 @@ void Pipeline::cb_metric(ex_host_ctx ctx, int32_t kind, const char* name, const 
     if (kv.first == "le" || kv.first == "quantile") return refuse("label '" + kv.first + "' is reserved");
     l.push_back(kv);
   }
-  if (kind == EX_METRIC_COUNTER)
+  if (kind == EX_METRIC_COUNTER) {
+    // A counter that goes down reads as a reset to rate(); NaN would stick for good.
+    if (!std::isfinite(v) || v < 0)
+      return refuse(fmt::format("a counter's increment must be a finite number >= 0, got {} (each such "
+                                "increment is dropped)", v));
     metrics::global().add(name, l, v);
-  else
+  } else {
     metrics::global().set(name, l, v);
+  }
 }
 
 namespace {

@@ -28,7 +28,9 @@ std::string escape(const std::string& v) {
   }
   return o;
 }
+// As Prometheus' text parser reads them: printf's "-nan" made it refuse the whole page.
 std::string fmt_value(double v) {
+  if (std::isnan(v)) return "NaN";
   if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
   if (v == std::floor(v) && std::fabs(v) < 1e15) return fmt::format("{}", static_cast<long long>(v));
   return fmt::format("{}", v);
