@@ -13,6 +13,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <future>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -178,7 +179,12 @@ class Pipeline {
     std::string name, topic;
     int32_t number = 0;
     int64_t start_offset = -1;
+    // The offset of the partition's last record handed over since its assignment, the
+    // last rewind or a repositioning (a hold): the next must be above it.
+    int64_t last_offset = kNoOffsetYet;
   };
+  static constexpr int64_t kNoOffsetYet = std::numeric_limits<int64_t>::min();
+  void forget_last_offsets();
   std::map<int32_t, PartitionInfo> partitions_;
   std::mutex reconf_mu_;
   std::optional<config::PipelineSpec> reconf_spec_;

@@ -374,6 +374,9 @@ Outcome Pipeline::apply_holds(Instance& in, ex_batch& b, std::vector<ex_record>&
       log::info(scope, "resumed {} at offset {}: its stages are ready", x.name, x.start);
     }
   }
+  // A paused or resumed partition starts again from its start offset.
+  for (int32_t id : repositioned)
+    if (auto it = partitions_.find(id); it != partitions_.end()) it->second.last_offset = kNoOffsetYet;
   if ((held_.empty() && repositioned.empty()) || b.count == 0) return {};
   auto dropped = [&](int32_t id) {
     return held_.held(id) || std::find(repositioned.begin(), repositioned.end(), id) != repositioned.end();

@@ -141,6 +141,10 @@ Outcome Pipeline::commit_round(Instance& in, bool final) {
   return {};
 }
 
+void Pipeline::forget_last_offsets() {
+  for (auto& [id, p] : partitions_) p.last_offset = kNoOffsetYet;
+}
+
 void Pipeline::abort_round(Instance& in, const std::string& why) {
   std::string scope = "pipeline:" + spec_.name;
   log::warn(scope, "aborting round of {} records: {}", in.round_records, why);
@@ -149,6 +153,7 @@ void Pipeline::abort_round(Instance& in, const std::string& why) {
   for (auto& task : in.tasks)
     for (auto& t : task.transforms) t->abort();
   if (in.source) {
+    forget_last_offsets();  // the source reads again from the last commit
     ex_checkpoint last = in.last();
     Outcome o = in.source->rewind(&last);
     if (!o.ok()) {

@@ -154,6 +154,7 @@ Outcome Pipeline::process_batch(Instance& in, const ex_batch* batch) {
   in.dlq_pending.clear();
   // Records of one partition come in runs: one map lookup per run, not per record.
   int64_t* pos = nullptr;
+  PartitionInfo* info = nullptr;
   int32_t pos_of = 0;
   int64_t oldest_ms = std::numeric_limits<int64_t>::max();
   int64_t newest_ms = std::numeric_limits<int64_t>::min();
@@ -168,13 +169,24 @@ Outcome Pipeline::process_batch(Instance& in, const ex_batch* batch) {
       // The contract (assigned() before a partition's first record) broken by the source
       // is the source's bug, said as such: a stateful stage would otherwise refuse the
       // record and be blamed, and a stateless pipeline commit a partition nobody owns.
-      if (partitions_.count(pos_of) == 0)
+      auto it = partitions_.find(pos_of);
+      if (it == partitions_.end())
         return Outcome::make(EX_ERR_FATAL,
                              fmt::format("{}: returned a record of partition id {} (offset {}) that it "
                                          "has not reported with assigned() (or has revoked)",
                                          in.source->id(), pos_of, r.offset));
+      info = &it->second;
       pos = &in.round_positions.try_emplace(pos_of, -1).first->second;
     }
+    // Offsets rise within a partition (positions are offset + 1). The same record handed
+    // twice would pass a dedupe stage as a replay of its own claim, both copies kept (QA).
+    if (r.offset <= info->last_offset)
+      return Outcome::make(EX_ERR_FATAL,
+                           fmt::format("{}: returned record {} of a batch of {} from partition {} at offset {} "
+                                       "after offset {}: a source's offsets must rise within a partition "
+                                       "(until a rewind or a new assignment); the source's bug",
+                                       in.source->id(), i, batch->count, info->name, r.offset, info->last_offset));
+    info->last_offset = r.offset;
     // A record's position is its offset + 1: the largest int64 has none.
     if (r.offset == std::numeric_limits<int64_t>::max())
       return Outcome::make(EX_ERR_FATAL, fmt::format("source: record {} of a batch of {} (partition {}) has "

@@ -265,3 +265,27 @@ TEST(FailureLogging, ADeadLetteredRecordsReasonIsLogged) {
   EXPECT_NE(r.err.find("record at file:in.jsonl@16 rejected by transforms[0]/filter: "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("; to the dead-letter sink (1 so far)"), std::string::npos) << r.err;
 }
+
+// Offsets rise within a partition: a source that hands a record at an offset not above the
+// one before it (here the value 5 at offset 4, after the value 4 at offset 4) fails the
+// round naming both offsets. Unchecked, a record handed twice at its own offset passed a
+// dedupe stage twice, as a replay of its own claim (QA), and positions could go back.
+TEST(FailureLogging, ASourceOffsetThatDoesNotRiseFailsTheRoundByName) {
+  auto dir = temp_dir("offsetrepeat");
+  const fs::path yaml = counter_pipeline(dir, "edge", "count: 10, batch.size: 1, repeat.offset.at: 5", "");
+  const fs::path log = dir / "run.log";
+  Child host({exactly_bin(), "run", "--no-watch", yaml.string()}, log);
+  const std::string want = "from partition counter-0 at offset 4 after offset 4: a source's offsets must rise";
+  bool seen = false;
+  for (int i = 0; i < 300 && !seen; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    seen = read_file(log).find(want) != std::string::npos;
+  }
+  host.kill(SIGTERM);
+  host.wait();
+  const std::string out = read_file(log);
+  ASSERT_TRUE(seen) << out;
+  EXPECT_NE(out.find("restarting in"), std::string::npos) << out;
+  for (const auto& line : lines_of(fs::exists(dir / "out.txt") ? read_file(dir / "out.txt") : ""))
+    EXPECT_NE(line, "5") << "the record at the repeated offset was written";
+}
