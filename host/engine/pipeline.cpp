@@ -59,6 +59,9 @@ Pipeline::Pipeline(config::PipelineSpec spec) : spec_(std::move(spec)) {
              "outside plugin calls. A plugin's own threads (librdkafka's, a store's "
              "background work) are not in it. Published once a round");
   m.describe("pipeline_up", metrics::Type::gauge, "1 while the pipeline runs");
+  m.describe("pipeline_finished", metrics::Type::gauge,
+             "1 once a bounded pipeline has read and committed all of its input (it is then "
+             "down and done, not failed)");
   m.describe("pipeline_aborts_in_a_row", metrics::Type::gauge,
              "Rounds aborted since the pipeline's last commit (0 once a round commits)");
   // pipeline_up stays 1 while every round aborts (a sink that cannot commit): this is
@@ -393,6 +396,7 @@ void Pipeline::thread_main() {
   // 0 from the start, not only after a first open: a pipeline whose create() or open()
   // hangs had no series at all, and `exactly_pipeline_up == 0` never fired for it.
   metrics::global().set("pipeline_up", labels(), 0);
+  metrics::global().set("pipeline_finished", labels(), 0);
   for (;;) {
     uint64_t commits_before = stats_.commits.load();
     const auto instance_started = Clock::now();
@@ -415,6 +419,7 @@ void Pipeline::thread_main() {
     else if (r == RunResult::failed_permanent)
       log::error(scope, "failed, not restarted (fix the configuration): {}", error());
     if (r == RunResult::finished) {
+      metrics::global().set("pipeline_finished", labels(), 1);
       state_ = State::finished;
       break;
     }

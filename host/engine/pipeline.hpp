@@ -97,6 +97,7 @@ class Pipeline {
   Outcome commit_round(Instance& in, bool final = false);
   // ABI 1.4: a sink's completion window lowers the positions a round commits.
   Outcome settle_window(Instance& in, bool final, std::string& format, std::string& data);
+  void watch_open_records(Instance& in, const std::vector<ex_partition>& parts, bool draining);
   Outcome write_dead_letters(Instance& in);
   void abort_round(Instance& in, const std::string& why);
   void tick_standby(Instance& in);

@@ -244,6 +244,7 @@ int32_t Pipeline::cb_revoked(ex_host_ctx ctx, const ex_partition* parts, size_t 
     p->partitions_.erase(x.id);
     p->held_.forget(x.id);
     in->window.erase(x.id);  // the sink dropped its records in flight; the next owner replays them
+    in->window_open.erase(x.id);
   }
   return EX_OK;
 }

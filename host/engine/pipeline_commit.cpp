@@ -166,6 +166,7 @@ void Pipeline::abort_round(Instance& in, const std::string& why) {
   in.round_positions.clear();
   in.dlq_pending.clear();
   in.window.clear();  // the sink dropped what was in flight; the source replays it
+  in.window_open.clear();
   in.consecutive_aborts++;
   metrics::global().set("pipeline_aborts_in_a_row", labels(), static_cast<double>(++stats_.aborts_in_a_row));
   stats_.aborts++;

@@ -114,6 +114,14 @@ struct Pipeline::Instance {
   // ABI 1.4: partitions whose committed position is behind the scan position because the
   // sink still has records of them in flight, with that scan position.
   std::map<int32_t, int64_t> window;
+  // Per partition behind in the window: its lowest open record, since when it is the
+  // lowest, and when that was last said (pipeline_window.cpp: a record that never
+  // completes would otherwise hold the partition, or the end of its input, in silence).
+  struct OpenRecord {
+    int64_t offset = -1;
+    Clock::time_point since{}, said{};
+  };
+  std::map<int32_t, OpenRecord> window_open;
   int64_t consecutive_aborts = 0;
   Clock::time_point round_start = Clock::now();
   Clock::duration last_commit{};  // how long the last round's commit took (round_cadence.hpp)

@@ -4,6 +4,8 @@
 // returned reach the error policy in the round that moves the position past them.
 #include "engine/pipeline_instance.hpp"
 #include "engine/reject_reason.hpp"
+#include "engine/stage_watchdog.hpp"
+#include "util/log.hpp"
 
 #include <fmt/format.h>
 
@@ -56,6 +58,7 @@ Outcome Pipeline::settle_window(Instance& in, bool final, std::string& format, s
     }
     Outcome o = in.sink->completed(parts, &errs);
     if (!o.ok()) return Outcome{o.code, stage + " completed: " + o.message, o.key};
+    watch_open_records(in, parts, drain);
     if (in.policy_stop) return Outcome::make(EX_ERR_CONFIG, *in.policy_stop);
     o = write_dead_letters(in);
     if (!o.ok()) return o;
@@ -92,6 +95,34 @@ Outcome Pipeline::settle_window(Instance& in, bool final, std::string& format, s
   format = sv(low.format);
   data = sv(low.data);
   return {};
+}
+
+void Pipeline::watch_open_records(Instance& in, const std::vector<ex_partition>& parts, bool draining) {
+  // A partition's lowest open record that stays the same for stage.timeout is said, and
+  // again every stage.timeout while it stays.
+  const auto warn_after = std::chrono::milliseconds(StageWatchdog::configured_timeout_ms());
+  if (warn_after.count() <= 0) return;
+  const auto now = Clock::now();
+  for (const auto& x : parts) {
+    if (x.start_offset >= in.window[x.id]) {
+      in.window_open.erase(x.id);
+      continue;
+    }
+    auto& open = in.window_open[x.id];
+    if (open.offset != x.start_offset || open.since == Clock::time_point{}) open = {x.start_offset, now, now};
+    if (now - open.since < warn_after || now - open.said < warn_after) continue;
+    open.said = now;
+    auto it = partitions_.find(x.id);
+    log::warn("pipeline:" + spec_.name,
+              "{} has had the record at offset {} of {} in flight for {} s{}; the sink has not "
+              "completed it (exactly_sink_window_partitions_behind counts such partitions)",
+              in.sink->id(), x.start_offset, it != partitions_.end() ? it->second.name : std::to_string(x.id),
+              std::chrono::duration_cast<std::chrono::seconds>(now - open.since).count(),
+              draining ? ": the pipeline waits for it before it commits (the end of its input, or a "
+                         "source that cannot commit below it); a stop ends the wait and the next start "
+                         "sends it again"
+                       : ", and its committed position stays there");
+  }
 }
 
 }  // namespace exactly::engine

@@ -4,6 +4,7 @@
 #include "metrics/registry.hpp"
 #include "util/log.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <set>
 #include <string>
@@ -11,7 +12,14 @@
 
 namespace exactly::engine {
 
+namespace {
+std::atomic<int64_t> g_configured_timeout_ms{0};
+}  // namespace
+
+int64_t StageWatchdog::configured_timeout_ms() { return g_configured_timeout_ms.load(std::memory_order_relaxed); }
+
 StageWatchdog::StageWatchdog(int64_t timeout_ms) : timeout_ms_(timeout_ms) {
+  g_configured_timeout_ms.store(timeout_ms, std::memory_order_relaxed);
   metrics::global().describe("stage_timeouts_total", metrics::Type::counter,
                              "Plugin calls that ran longer than stage.timeout, by pipeline and stage");
   if (timeout_ms_ > 0) thread_ = std::thread([this] { run(); });

@@ -17,6 +17,9 @@ class StageWatchdog {
  public:
   explicit StageWatchdog(int64_t timeout_ms);  // 0: does nothing
   ~StageWatchdog();
+  // The stage.timeout of the watchdog made last (0: none, or never reported): also how
+  // long a sink may hold a record in flight before it is said (pipeline_window.cpp).
+  static int64_t configured_timeout_ms();
   StageWatchdog(const StageWatchdog&) = delete;
   StageWatchdog& operator=(const StageWatchdog&) = delete;
 

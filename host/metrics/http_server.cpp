@@ -40,7 +40,8 @@ int handle_healthz(mg_connection* conn, void*) {
 }
 
 // Readiness: every pipeline of the host is up (exactly_pipeline_up) and its last round
-// committed (exactly_pipeline_aborts_in_a_row 0), one per line. Not ready (503) while one
+// committed (exactly_pipeline_aborts_in_a_row 0), or has finished its bounded input
+// (exactly_pipeline_finished: done, not down), one per line. Not ready (503) while one
 // starts, retries its open, has failed, aborts its rounds (a sink that cannot commit: the
 // pipeline is up and moves nothing), or there is none: a load balancer's or an
 // orchestrator's readiness probe, not a restart trigger (a pipeline that failed on its
@@ -49,15 +50,18 @@ int handle_readyz(mg_connection* conn, void*) {
   std::string body;
   bool ready = true;
   const auto up = global().series_of("pipeline_up");
-  std::map<std::string, double> aborted;
+  std::map<std::string, double> aborted, finished;
   for (const auto& s : global().series_of("pipeline_aborts_in_a_row"))
     aborted[Registry::label_value(s.labels, "pipeline")] = s.value;
+  for (const auto& s : global().series_of("pipeline_finished"))
+    finished[Registry::label_value(s.labels, "pipeline")] = s.value;
   for (const auto& s : up) {
     const std::string name = Registry::label_value(s.labels, "pipeline");
     const bool on = s.value >= 1;
+    const bool done = !on && finished.count(name) && finished[name] >= 1;
     const double aborts = aborted.count(name) ? aborted[name] : 0;
-    ready = ready && on && aborts == 0;
-    body += "pipeline " + name + (on ? ": up" : ": down");
+    ready = ready && (on || done) && aborts == 0;
+    body += "pipeline " + name + (on ? ": up" : done ? ": finished" : ": down");
     if (aborts > 0) body += fmt::format(", its last {} round(s) aborted", static_cast<int64_t>(aborts));
     body += "\n";
   }

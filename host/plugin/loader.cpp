@@ -310,7 +310,15 @@ void Registry::scan(const std::vector<std::string>& dirs) {
         continue;
       }
     }
-    if (!fs::is_directory(d, ec)) continue;
+    if (!fs::is_directory(d, ec)) {
+      // The built-in places may well be absent; any other entry reaching here came from
+      // $EXACTLY_PLUGIN_PATH (plugin.path and --plugin-path are checked before), where a
+      // typo left only "unknown plugin" to go on (QA).
+      const auto builtin = builtin_plugin_dirs();
+      if (std::find(builtin.begin(), builtin.end(), d) == builtin.end())
+        failures_.push_back({d, "no such directory (named in $EXACTLY_PLUGIN_PATH)"});
+      continue;
+    }
     std::vector<fs::path> files;
     for (auto& e : fs::directory_iterator(d, ec))
       if (e.path().extension() == ".so") files.push_back(e.path());
@@ -358,10 +366,13 @@ std::vector<std::string> default_plugin_path() {
       pos = c + 1;
     }
   }
-  auto exe_dir = boost::dll::program_location().parent_path();
-  out.push_back((exe_dir / "plugins").string());
-  out.push_back((exe_dir.parent_path() / "lib" / "exactly" / "plugins").string());
+  for (auto& d : builtin_plugin_dirs()) out.push_back(d);
   return out;
+}
+
+std::vector<std::string> builtin_plugin_dirs() {
+  auto exe_dir = boost::dll::program_location().parent_path();
+  return {(exe_dir / "plugins").string(), (exe_dir.parent_path() / "lib" / "exactly" / "plugins").string()};
 }
 
 }  // namespace exactly::plugin

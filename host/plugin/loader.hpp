@@ -116,5 +116,7 @@ class Registry {
 // Default search path: $EXACTLY_PLUGIN_PATH (colon separated), then the folder
 // `plugins` beside the binary, then ../lib/exactly/plugins relative to it.
 std::vector<std::string> default_plugin_path();
+// The places beside the binary: <bin>/plugins and <bin>/../lib/exactly/plugins.
+std::vector<std::string> builtin_plugin_dirs();
 
 }  // namespace exactly::plugin

@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <csignal>
 #include <sstream>
+#include <thread>
 
 #include "test_util.hpp"
 
@@ -221,4 +223,28 @@ TEST(CompletionWindow, AnAbortRewindsToTheCommittedOpenRecord) {
   // Committed before the abort: not sent again.
   for (const auto& k : range(0, 0, 37)) EXPECT_EQ(v[k], 1) << k;
   EXPECT_EQ(v["0:37"], 1);  // dropped by the abort while open; completed from the replay
+}
+
+// A record the sink never completes held the end of a bounded input in silence: every
+// call returned, so no stage.timeout warning came, and /readyz said ready (QA). It is
+// said after stage.timeout, naming the sink, the partition and the offset, and again
+// every stage.timeout while it stays; a stop still ends the wait.
+TEST(CompletionWindow, ARecordInFlightLongerThanTheStageTimeoutIsSaid) {
+  auto dir = temp_dir("window");
+  write_file(dir / "p.yaml", "stage.timeout: 1s\n" + yaml(dir, "out.txt", ", stuck: \"0:37\""));
+  const fs::path log = dir / "run.log";
+  Child host({exactly_bin(), "run", "--no-watch", (dir / "p.yaml").string()}, log);
+  const std::string want = "has had the record at offset 37 of counters-0 in flight for";
+  int said = 0;
+  for (int i = 0; i < 100 && said < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const std::string text = read_file(log);
+    said = 0;
+    for (size_t at = text.find(want); at != std::string::npos; at = text.find(want, at + 1)) ++said;
+  }
+  host.kill(SIGTERM);
+  EXPECT_EQ(host.wait(), 0) << read_file(log);
+  const std::string text = read_file(log);
+  EXPECT_GE(said, 2) << text;
+  EXPECT_NE(text.find("the pipeline waits for it before it commits"), std::string::npos) << text;
 }

@@ -120,3 +120,35 @@ TEST(PipelineUp, RoundsAbortingInARowMakeThePipelineNotReady) {
   c.kill(SIGTERM);
   c.wait();
 }
+
+// A bounded pipeline that finished its input is done, not down: /readyz stayed 503 for
+// good once one had finished beside others still running (QA). It says "finished" and
+// counts as ready; exactly_pipeline_finished is 1 for it and 0 for the running one.
+TEST(PipelineUp, AFinishedBoundedPipelineCountsAsReady) {
+  auto dir = temp_dir("pipeline-finished");
+  write_file(dir / "p.yaml", "plugin.path: [" + std::string(EXACTLY_BUILD_DIR) + "/test-plugins]\n"
+                             "metrics: { listen: 127.0.0.1:0 }\n"
+                             "pipelines:\n"
+                             "  - name: backfill\n"
+                             "    source: { plugin: counter, config: { count: 50 } }\n"
+                             "    sink: { plugin: faulty, config: { path: " + (dir / "b.txt").string() + " } }\n"
+                             "  - name: live\n"
+                             "    source: { plugin: counter, config: { count: 1000000000, poll.pace.ms: 5 } }\n"
+                             "    sink: { plugin: faulty, config: { path: " + (dir / "a.txt").string() + " } }\n");
+  const fs::path log = dir / "log.txt";
+  Child c({exactly_bin(), "run", "--no-watch", (dir / "p.yaml").string()}, log);
+  const std::string page = scrape_until(log, "exactly_pipeline_finished{pipeline=\"backfill\"} 1");
+  EXPECT_NE(page.find("exactly_pipeline_finished{pipeline=\"live\"} 0"), std::string::npos) << page;
+  const int port = metrics_port(read_file(log));
+  ASSERT_NE(port, 0) << read_file(log);
+  std::string ready;
+  for (int i = 0; i < 200 && ready.rfind("HTTP/1.1 200", 0) != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ready = scrape(port, "/readyz");
+  }
+  EXPECT_EQ(ready.rfind("HTTP/1.1 200", 0), 0u) << ready << read_file(log);
+  EXPECT_NE(ready.find("pipeline backfill: finished"), std::string::npos) << ready;
+  EXPECT_NE(ready.find("pipeline live: up"), std::string::npos) << ready;
+  c.kill(SIGTERM);
+  EXPECT_EQ(c.wait(), 0) << read_file(log);
+}

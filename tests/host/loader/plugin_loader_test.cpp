@@ -64,6 +64,21 @@ TEST(PluginLoader, ThePluginsCommandListsALibraryOfOtherFactsWithItsPathAndFact)
   EXPECT_NE(r.out.find("old_transform"), std::string::npos) << "the 1.0 fixture loads: " << r.out;
 }
 
+// A $EXACTLY_PLUGIN_PATH entry that is not there is listed as FAILED (it was skipped in
+// silence, and a typo in a systemd drop-in left only "unknown plugin", QA); the places
+// beside the binary may be absent without a word.
+TEST(PluginLoader, AMissingDirectoryOfThePluginPathVariableIsListedAsFailed) {
+  auto r = test::run("EXACTLY_PLUGIN_PATH=/nonexistent/exactly-plugins:" + kDir + " " + test::exactly_bin() +
+                     " plugins");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("FAILED /nonexistent/exactly-plugins: no such directory (named in $EXACTLY_PLUGIN_PATH)"),
+            std::string::npos)
+      << r.out << r.err;
+  EXPECT_NE(r.out.find("old_transform"), std::string::npos) << "the other entry is still read: " << r.out;
+  auto plain = test::run(test::exactly_bin() + " plugins");
+  EXPECT_EQ(plain.out.find("no such directory"), std::string::npos) << plain.out;
+}
+
 // The 1.0 fixture's descriptor ends before the 1.4 build facts: loaded without the check.
 TEST(PluginLoader, APluginOfTheOlderMinorLoadsWithoutTheNewerMembers) {
   plugin::Registry reg;
