@@ -8,6 +8,7 @@
 #include "cli/test_cases.hpp"
 #include "config/loader.hpp"
 #include "engine/fatal_signal.hpp"
+#include "engine/plugin_call.hpp"
 #include "engine/unexpected_exit.hpp"
 
 #include <exactly/testing/harness.hpp>
@@ -77,9 +78,21 @@ RunResult run_case(const config::PipelineSpec& p, const TestCase& c, const fs::p
   std::vector<std::unique_ptr<exactly::testing::Library>> libs;
   std::vector<std::unique_ptr<exactly::testing::FakeHost>> hosts;
   std::vector<std::unique_ptr<exactly::testing::TransformHarness>> stages;
+  // Where each stage's calls run, as `run` marks them: a crash or an exit() inside one is
+  // named by its stage and library, not "outside any plugin call" (QA).
+  struct Site {
+    std::string pipeline, stage, label;
+    engine::CallSite site{};
+  };
+  std::vector<std::unique_ptr<Site>> sites;
   for (size_t i = 0; i < p.transforms.size(); ++i) {
     const auto& spec = p.transforms[i];
     const std::string stage = spec.where + " (" + spec.plugin + ")";
+    auto& site = *sites.emplace_back(std::make_unique<Site>());
+    site.pipeline = p.name;
+    site.stage = spec.where + "/" + spec.plugin;
+    site.label = "pipeline '" + p.name + "', stage '" + site.stage + "' (" + spec.library->path + ")";
+    site.site = engine::CallSite{&site.pipeline, &site.stage, &site.label};
     exactly::testing::Pairs values;
     for (const auto& [k, v] : spec.values) {
       // Never the pipeline's own state: it may be in use by a running host.
@@ -89,6 +102,7 @@ RunResult run_case(const config::PipelineSpec& p, const TestCase& c, const fs::p
     try {
       libs.push_back(std::make_unique<exactly::testing::Library>(spec.library->path));
       hosts.push_back(std::make_unique<exactly::testing::FakeHost>(p.name));
+      engine::InPluginCall call(site.site, "create");
       stages.push_back(std::make_unique<exactly::testing::TransformHarness>(
           *libs.back(), spec.plugin, values, hosts.back().get()));
     } catch (const std::exception& e) {
@@ -101,6 +115,7 @@ RunResult run_case(const config::PipelineSpec& p, const TestCase& c, const fs::p
                 (h.create_status().key().empty() ? "" : " (key " + h.create_status().key() + ")");
       return r;
     }
+    engine::InPluginCall call(site.site, "assign");
     if (auto st = h.assign(parts); !st) {
       r.error = stage + ": assign failed: " + st.message();
       return r;
@@ -112,6 +127,7 @@ RunResult run_case(const config::PipelineSpec& p, const TestCase& c, const fs::p
                                    input.begin() + static_cast<std::ptrdiff_t>(std::min(input.size(), from + step)));
     for (size_t i = 0; i < stages.size() && !batch.empty(); ++i) {
       sdk::Status st;
+      engine::InPluginCall call(sites[i]->site, "process");
       auto out = stages[i]->process(batch, &st);
       if (!st) {
         r.error = p.transforms[i].where + " (" + p.transforms[i].plugin + "): process failed: " + st.message();
@@ -124,6 +140,7 @@ RunResult run_case(const config::PipelineSpec& p, const TestCase& c, const fs::p
     for (auto& o : batch) r.out.push_back(std::move(o));
   }
   for (size_t i = 0; i < stages.size(); ++i) {
+    engine::InPluginCall call(sites[i]->site, "commit");
     sdk::Status st = stages[i]->prepare_commit();
     if (st) st = stages[i]->commit();
     if (!st) {

@@ -1,5 +1,6 @@
 #include "plugin/loader.hpp"
 #include "plugin/build_facts.hpp"
+#include "plugin/replaced_library.hpp"
 #include "plugin/trust.hpp"
 #include "engine/plugin_call.hpp"
 #include "config/units.hpp"
@@ -245,6 +246,7 @@ std::shared_ptr<Library> Registry::load(const std::string& path, std::string* wh
   } catch (const std::exception& e) {
     return fail(fmt::format("cannot load: {}", e.what()));
   }
+  note_loaded(lib);
   if (!lib->handle.has(EX_PLUGIN_ENTRY_SYMBOL))
     return fail(fmt::format("not an exactly plugin: no exported function '{}'",
                             EX_PLUGIN_ENTRY_SYMBOL));

@@ -177,7 +177,10 @@ Status DedupeTransform::set_aside_damaged(const sdk::Partition& p, const Status&
   fs::rename(dir, aside, ec);
   if (ec)
     return Status::fatal(why.message() + " (moving it aside to " + aside.string() + " failed: " + ec.message() + ")");
-  host_.warn("dedupe: " + why.message() + ". on.store.damaged is restore: the store is moved to " +
+  // The reason is a store error, already led by "dedupe: ".
+  const std::string& reason = why.message();
+  host_.warn((reason.rfind("dedupe: ", 0) == 0 ? reason : "dedupe: " + reason) +
+             ". on.store.damaged is restore: the store is moved to " +
              aside.string() + " and partition " + describe(p) + " is restored from changelog " +
              changelog_topic_ + " (remove " + aside.string() + " once it is not needed)");
   host_.counter("dedupe_stores_set_aside_total", 1, ("partition=" + p.name).c_str());
@@ -875,6 +878,9 @@ Status DedupeTransform::write_changelog(Part& part, const PartitionStore::RoundP
 }
 
 Status DedupeTransform::prepare_commit() {
+  // Before anything of the round is made durable in a directory that is no longer there:
+  // the round fails, and the restart opens the stores afresh (restored from the changelog).
+  if (Status held = lock_.still_held(); !held) return Status::fatal("dedupe: " + held.message());
   Status settled = settle_restores();
   if (!settled) return settled;
   const int64_t now = now_ms();

@@ -10,6 +10,32 @@
 namespace exactly::dedupe {
 
 namespace {
+// JSON's number grammar: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+bool is_json_number(std::string_view t) {
+  size_t i = 0;
+  auto digits = [&] {
+    const size_t from = i;
+    while (i < t.size() && t[i] >= '0' && t[i] <= '9') ++i;
+    return i > from;
+  };
+  if (i < t.size() && t[i] == '-') ++i;
+  if (i < t.size() && t[i] == '0') {
+    ++i;
+  } else if (!digits()) {
+    return false;
+  }
+  if (i < t.size() && t[i] == '.') {
+    ++i;
+    if (!digits()) return false;
+  }
+  if (i < t.size() && (t[i] == 'e' || t[i] == 'E')) {
+    ++i;
+    if (i < t.size() && (t[i] == '+' || t[i] == '-')) ++i;
+    if (!digits()) return false;
+  }
+  return i == t.size();
+}
+
 // Hex digit values, 0x80 for anything else. A table instead of range tests: random hex
 // digits made those branches mispredict about every other character.
 struct HexTable {
@@ -150,6 +176,13 @@ bool IdExtractor::from_json(std::string_view value, std::string& out, std::strin
                              id.back() == '\t' || id.back() == ',' || id.back() == '}' ||
                              id.back() == ']'))
         id.remove_suffix(1);
+      // simdjson types a value by its first byte: "0123", "1.", "1x2" were taken as ids
+      // (and matched the strings "0123", ...), where JSON has no such number (QA).
+      if (!is_json_number(id)) {
+        reason = "id.json: the value at " + spec_.pointer + " is not a valid JSON number ('" +
+                 std::string(id.substr(0, 64)) + "')";
+        return false;
+      }
       break;
     case ondemand::json_type::null:
       return accept({}, false, out, reason);

@@ -11,6 +11,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -75,6 +76,29 @@ class StateDirLock {
     r.held.emplace(path, Held{fd, dir_fd, what, 1});
     path_ = path;
     return Status::ok();
+  }
+
+  // Whether the locked directory is still the one at its path: deleted or replaced under
+  // a running holder (`rm -rf` of the state dir), the lock went with it and a second
+  // process could take the path (QA). Not ok then, naming the directory. One stat().
+  Status still_held() const {
+    if (path_.empty()) return Status::ok();
+    int dir_fd = -1;
+    {
+      Registry& r = registry();
+      std::lock_guard<std::mutex> g(r.mu);
+      auto held = r.held.find(path_);
+      if (held != r.held.end()) dir_fd = held->second.dir_fd;
+    }
+    if (dir_fd < 0) return Status::ok();
+    const std::string dir = std::filesystem::path(path_).parent_path().string();
+    struct stat locked {}, now {};
+    if (::fstat(dir_fd, &locked) != 0) return Status::ok();
+    if (::stat(dir.c_str(), &now) == 0 && now.st_dev == locked.st_dev && now.st_ino == locked.st_ino)
+      return Status::ok();
+    return Status::fatal("state directory " + dir + " was deleted or replaced while it was in use (its "
+                         "lock went with it): the state in it is gone, and another process could take "
+                         "the path");
   }
 
   void release() {

@@ -120,3 +120,31 @@ TEST(CommandLine, HelpAndVersion) {
   r = run(exactly_bin());
   EXPECT_EQ(r.exit_code, 2);
 }
+
+// A directory of pipeline files this user cannot list is said as such: it was "no
+// pipeline files found", as if empty (QA: /etc/exactly at 0750 read by another user). As
+// root the check runs the binary as nobody (root reads any directory), from a copy that
+// nobody can reach.
+TEST(CommandLine, ADirectoryThatCannotBeListedIsSaidNotCalledEmpty) {
+  auto dir = temp_dir("unlisted");
+  fs::permissions(dir, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
+  const fs::path conf = dir / "conf";
+  fs::create_directory(conf);
+  write_file(conf / "p.yaml", "pipelines: []\n");
+  std::string prefix;
+  std::string bin = exactly_bin();
+  if (geteuid() == 0) {
+    fs::copy_file(exactly_bin(), dir / "exactly");
+    bin = (dir / "exactly").string();
+    prefix = "setpriv --reuid=65534 --regid=65534 --clear-groups ";
+    fs::permissions(conf, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
+  } else {
+    fs::permissions(conf, fs::perms::owner_write | fs::perms::owner_exec);
+  }
+  auto r = run(prefix + bin + " validate " + conf.string());
+  fs::permissions(conf, fs::perms::owner_all);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find(conf.string() + ": error: cannot read the directory: Permission denied"), std::string::npos)
+      << r.out << r.err;
+  EXPECT_EQ(r.err.find("no pipeline files found"), std::string::npos) << r.err;
+}

@@ -283,6 +283,9 @@ TEST(PipelineTest, APluginsExitEndsItWithCodeFourNamingThePlugin) {
   EXPECT_EQ(r.exit_code, 4) << r.out << r.err;
   EXPECT_NE(r.err.find("exit(0) called"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("exactly_testkit.so"), std::string::npos) << r.err;
+  // Named by its stage and call, as under `run` (it said "outside any plugin call").
+  EXPECT_NE(r.err.find("in pipeline 'p', stage 'transforms[0]/exit-at'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("during process()"), std::string::npos) << r.err;
 }
 
 TEST(PipelineTest, APluginsCrashIsReportedInOneLine) {
@@ -291,6 +294,8 @@ TEST(PipelineTest, APluginsCrashIsReportedInOneLine) {
   EXPECT_NE(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.err.find("exactly: fatal SIGSEGV"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("exactly_testkit.so"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("outside any plugin call"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("stage 'transforms[0]/crash-at'"), std::string::npos) << r.err;
 }
 
 // A transform that never returns: the case is named and the command ends (code 3) after

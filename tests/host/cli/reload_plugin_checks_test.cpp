@@ -122,3 +122,39 @@ TEST(ReloadPluginChecks, AStopSignalDuringAnInPlaceChangeWithdrawsItAndStops) {
   EXPECT_EQ(text.find("applied:"), std::string::npos) << text;
   std::printf("stopped %.2f s after the signal\n", took);
 }
+
+// A library replaced on disk (a new version moved over its path) while the host runs code
+// from it: dlopen() of that path hands back the loaded library, so the host goes on with
+// the old version. That is said at the reload, naming the file and the restart it takes
+// (QA: a component only the new version had was "unknown", with no word why).
+TEST(ReloadPluginChecks, ALibraryReplacedOnDiskIsSaidAtTheReload) {
+  fs::path dir = temp_dir("reload-replaced");
+  fs::path plugins = dir / "plugins";
+  fs::create_directory(plugins);
+  fs::permissions(dir, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                           fs::perms::others_read | fs::perms::others_exec);
+  const fs::path testkit = fs::path(EXACTLY_BUILD_DIR) / "test-plugins" / "exactly_testkit.so";
+  fs::copy_file(testkit, plugins / "exactly_testkit.so");
+  fs::path conf = dir / "p.yaml", log = dir / "host.log";
+  auto yaml_with = [&](const std::string& pace) {
+    return "plugin.path: [" + plugins.string() + "]\npipelines:\n  - name: t\n"
+           "    source: { plugin: counter, config: { count: 1000000000, poll.pace.ms: " + pace + " } }\n"
+           "    sink: { plugin: discard }\n";
+  };
+  write_file(conf, yaml_with("5"));
+  Child host({exactly_bin(), "run", "--no-watch", conf.string()}, log);
+  ASSERT_TRUE(wait_for_text(log, "started 1 pipeline", 20)) << read_file(log);
+  // A new file moved over the path (a new inode), as an upgrade would.
+  fs::copy_file(testkit, plugins / "new.tmp");
+  fs::rename(plugins / "new.tmp", plugins / "exactly_testkit.so");
+  write_file(conf, yaml_with("6"));
+  host.kill(SIGHUP);
+  ASSERT_TRUE(wait_for_text(log, "applied", 20)) << read_file(log);
+  host.kill(SIGTERM);
+  EXPECT_EQ(host.wait(), 0) << read_file(log);
+  const std::string text = read_file(log);
+  EXPECT_NE(text.find((plugins / "exactly_testkit.so").string() + " was replaced on disk after this host loaded it"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("restart the host to use the new one"), std::string::npos) << text;
+}

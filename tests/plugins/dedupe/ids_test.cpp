@@ -58,6 +58,25 @@ TEST_F(DedupeTest, JsonNumbersAndNestedPointersWork) {
   EXPECT_THAT(out.rejected, IsEmpty());
 }
 
+// What JSON has no number for is a record error, not an id: simdjson types a value by its
+// first byte, and "0123" or "1x2" were taken as ids (matching the strings "0123", ...).
+TEST_F(DedupeTest, AJsonIdThatIsNoJsonNumberIsARecordError) {
+  auto& t = start({{"id.json", "/id"}});
+  const std::vector<std::string> bad = {"0123", "-", "1.", "1x2", "--5", "1.2.3", "1e", "-01"};
+  const std::vector<std::string> good = {"0", "-0", "12", "-3.25", "1e5", "2E-3", "0.5e+10"};
+  std::vector<OwnedRecord> in;
+  int64_t off = 0;
+  for (const auto& n : bad) in.push_back(raw(std::nullopt, "{\"id\":" + n + "}", off++));
+  for (const auto& n : good) in.push_back(raw(std::nullopt, "{\"id\":" + n + "}", off++));
+  auto out = t.process(in);
+  ASSERT_EQ(out.rejected.size(), bad.size());
+  for (size_t i = 0; i < bad.size(); ++i) {
+    EXPECT_EQ(out.rejected[i].first, i);
+    EXPECT_THAT(out.rejected[i].second, HasSubstr("is not a valid JSON number ('" + bad[i] + "')"));
+  }
+  EXPECT_EQ(out.kept.size(), good.size());
+}
+
 TEST_F(DedupeTest, IdFromTheRecordKey) {
   auto& k = start({{"id.key", "true"}});
   auto out = k.process({raw("k1", "a", 0), raw("k1", "b", 1), raw(std::nullopt, "c", 2),

@@ -50,6 +50,22 @@ TEST_F(DedupeTest, AStoreReservesLittleDiskForItsManifest) {
   EXPECT_EQ(manifests, 1);
 }
 
+// The state directory deleted under a running stage (rm -rf): the lock went with it and a
+// second process could take the path, while the stage went on in deleted files in silence
+// (QA). The next round fails, naming the directory, before anything of it is made durable.
+TEST_F(DedupeTest, AStateDirectoryDeletedWhileRunningFailsTheNextRound) {
+  auto& t = start({}, {part(0, "events-0")});
+  EXPECT_THAT(t.process({event("a", 0, 0)}).kept, ElementsAre(0u));
+  commit_round();
+  fs::remove_all(dir_);
+  EXPECT_THAT(t.process({event("b", 1, 0)}).kept, ElementsAre(0u));
+  auto st = stage_->prepare_commit();
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_THAT(st.message(), HasSubstr("state directory " + dir_.string() + " was deleted or replaced while it was in use"));
+  (void)stage_->abort();
+  fs::create_directories(dir_);
+}
+
 TEST_F(DedupeTest, RecordsOfUnassignedPartitionsAreFatal) {
   auto& t = start();
   exactly::sdk::Status st;
