@@ -22,8 +22,8 @@ bool read_damage_mark(const std::string& dir, std::string& why) {
 }
 
 bool write_damage_mark(const std::string& dir, const std::string& why, std::string& error) {
-  // Synced: a mark lost to a power cut would let the next run read the damage again (and
-  // fail again, and mark it then), so this only saves a restart; still, said once, kept.
+  // Not fsynced: a mark lost to a power cut costs the next run the same failed read,
+  // which marks the store again.
   const std::string path = damage_mark_path(dir);
   std::FILE* f = std::fopen(path.c_str(), "w");
   if (f == nullptr) {
