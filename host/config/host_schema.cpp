@@ -73,7 +73,8 @@ const std::vector<Field>& file_fields() {
           "load plugins from directories or files that other users can write (refused by default)"),
       fld("stage.timeout", EX_CFG_DURATION, "60s",
           "report (log and metric, naming pipeline, stage, call and record) a plugin call "
-          "that has not returned after this long; 0 = never"),
+          "that has not returned after this long, and a record a sink has kept in flight "
+          "this long (logged, naming sink, partition and offset); 0 = never"),
       fld("shutdown.timeout", EX_CFG_DURATION, "60s",
           "how long pipelines may take to stop after a signal or when a reload replaces "
           "them (at least 1s); past it the host prints the calls still running and exits with code 3"),

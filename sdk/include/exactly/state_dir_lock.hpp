@@ -19,6 +19,8 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <utility>
 #include <string>
 
 namespace exactly::sdk {
@@ -49,6 +51,7 @@ class StateDirLock {
                              "); every host (and every pipeline) needs its own state.dir");
       ++held->second.users;
       path_ = path;
+      remember_dir(held->second.dir_fd);
       return Status::ok();
     }
     // Where directories cannot be flock()ed (some network filesystems), the file alone.
@@ -75,6 +78,7 @@ class StateDirLock {
     if (::ftruncate(fd, 0) == 0) (void)!::pwrite(fd, me.data(), me.size(), 0);
     r.held.emplace(path, Held{fd, dir_fd, what, 1});
     path_ = path;
+    remember_dir(dir_fd);
     return Status::ok();
   }
 
@@ -83,18 +87,10 @@ class StateDirLock {
   // process could take the path (QA). Not ok then, naming the directory. One stat().
   Status still_held() const {
     if (path_.empty()) return Status::ok();
-    int dir_fd = -1;
-    {
-      Registry& r = registry();
-      std::lock_guard<std::mutex> g(r.mu);
-      auto held = r.held.find(path_);
-      if (held != r.held.end()) dir_fd = held->second.dir_fd;
-    }
-    if (dir_fd < 0) return Status::ok();
+    if (!locked_dir_) return Status::ok();
     const std::string dir = std::filesystem::path(path_).parent_path().string();
-    struct stat locked {}, now {};
-    if (::fstat(dir_fd, &locked) != 0) return Status::ok();
-    if (::stat(dir.c_str(), &now) == 0 && now.st_dev == locked.st_dev && now.st_ino == locked.st_ino)
+    struct stat now {};
+    if (::stat(dir.c_str(), &now) == 0 && now.st_dev == locked_dir_->first && now.st_ino == locked_dir_->second)
       return Status::ok();
     return Status::fatal("state directory " + dir + " was deleted or replaced while it was in use (its "
                          "lock went with it): the state in it is gone, and another process could take "
@@ -112,9 +108,15 @@ class StateDirLock {
       r.held.erase(held);
     }
     path_.clear();
+    locked_dir_.reset();
   }
 
  private:
+  // The locked directory's identity, read once: still_held() compares the path with it.
+  void remember_dir(int dir_fd) {
+    struct stat st {};
+    if (dir_fd >= 0 && ::fstat(dir_fd, &st) == 0) locked_dir_.emplace(st.st_dev, st.st_ino);
+  }
   struct Held {
     int fd;
     int dir_fd;  // -1 where the directory could not be opened
@@ -130,6 +132,7 @@ class StateDirLock {
     return *r;
   }
   std::string path_;
+  std::optional<std::pair<dev_t, ino_t>> locked_dir_;
 };
 
 }  // namespace exactly::sdk
