@@ -161,10 +161,13 @@ int cmd_run(const RunOptions& opts) {
   describe_metrics();
 
   plugin::Registry registry;
-  // Names a plugin validate() that hangs the first load (at the default stage.timeout:
-  // the configured one is not read yet).
+  // Names a plugin that hangs the first load (a library's descriptor, a validate()): at
+  // the file's stage.timeout once the host's keys are read, before any library opens.
   auto first_load_watchdog = std::make_unique<engine::StageWatchdog>(config::HostSpec{}.stage_timeout_ms);
-  auto loaded = config::load(paths, registry);
+  auto loaded = config::load(paths, registry, [&](const config::HostSpec& keys) {
+    first_load_watchdog = std::make_unique<engine::StageWatchdog>(keys.stage_timeout_ms);
+    stop.set_shutdown_timeout(keys.shutdown_timeout_ms);
+  });
   first_load_watchdog.reset();
   // Said also when the config is refused: a library that did not load is often why a
   // plugin is "unknown".
@@ -222,6 +225,7 @@ int cmd_run(const RunOptions& opts) {
   // From here on only _Exit ends the host: an exit() is a plugin's, reported (code 4).
   engine::install_unexpected_exit_report();
   auto rep = sup.apply(loaded.spec);
+  stop.pipelines_started();
   log::info("host", "started {} pipeline(s) from {} file(s){}", rep.added.size(),
             loaded.spec.files.size(), watch ? "; watching them for changes" : "");
 

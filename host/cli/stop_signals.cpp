@@ -61,10 +61,23 @@ void StopSignals::loop() {
     const int64_t deadline = deadline_ms_.load();
     if (deadline != 0 && engine::steady_ms() >= deadline) {
       // Past shutdown.timeout a stop does not wait for a hung plugin: say what is stuck, exit.
-      log::error("host",
-                 "the pipelines did not stop within shutdown.timeout ({} s); still running:\n{}"
-                 "exiting with code 3 without committing them (their rounds are replayed on the next start)",
-                 timeout_ms_.load() / 1000.0, engine::describe(engine::calls_running_longer_than(0)));
+      // Without a signal every pipeline had ended before the close began: nothing of theirs
+      // is left to commit, only plugins to close.
+      if (!started_.load())
+        log::error("host",
+                   "the first config load did not finish within shutdown.timeout ({} s); still running:\n{}"
+                   "exiting with code 3 (no pipeline had started)",
+                   timeout_ms_.load() / 1000.0, engine::describe(engine::calls_running_longer_than(0)));
+      else if (requested_.load())
+        log::error("host",
+                   "the pipelines did not stop within shutdown.timeout ({} s); still running:\n{}"
+                   "exiting with code 3 without committing them (their rounds are replayed on the next start)",
+                   timeout_ms_.load() / 1000.0, engine::describe(engine::calls_running_longer_than(0)));
+      else
+        log::error("host",
+                   "the pipelines ended but did not close within shutdown.timeout ({} s); still running:\n{}"
+                   "exiting with code 3 (those still closing had committed all of their input)",
+                   timeout_ms_.load() / 1000.0, engine::describe(engine::calls_running_longer_than(0)));
       std::function<void()> give_up;
       {
         std::lock_guard<std::mutex> g(on_first_mu_);

@@ -26,6 +26,9 @@ class StopSignals {
   // The pipelines are closing without a signal (all of them ended): the same deadline
   // applies, and a second signal now means "exit without waiting for them to close".
   void closing();
+  // The first config load is over and its pipelines are started: until then a stop that
+  // gives up has nothing uncommitted to speak of.
+  void pipelines_started() { started_.store(true); }
   // Called on this object's thread when the first signal comes (or at once, if it came
   // already): asks the pipelines to stop while the main thread may be elsewhere (in a
   // reload's validate()).
@@ -40,6 +43,7 @@ class StopSignals {
 
   std::atomic<bool> requested_{false};
   std::atomic<bool> closing_{false};
+  std::atomic<bool> started_{false};
   std::atomic<bool> quit_{false};
   std::atomic<int64_t> timeout_ms_;
   std::atomic<int64_t> deadline_ms_{0};  // steady ms; 0 = no stop under way

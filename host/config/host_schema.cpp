@@ -77,7 +77,8 @@ const std::vector<Field>& file_fields() {
           "this long (logged, naming sink, partition and offset); 0 = never"),
       fld("shutdown.timeout", EX_CFG_DURATION, "60s",
           "how long pipelines may take to stop after a signal or when a reload replaces "
-          "them (at least 1s); past it the host prints the calls still running and exits with code 3"),
+          "them, or to close once a bounded run's input is all committed (at least 1s); past "
+          "it the host prints the calls still running and exits with code 3"),
       fld("pipelines", EX_CFG_LIST, nullptr, "pipeline definitions"),
   };
   return f;

@@ -86,7 +86,8 @@ std::vector<std::string> expand_paths(const std::vector<std::string>& paths,
   return once;
 }
 
-LoadResult load(const std::vector<std::string>& paths, plugin::Registry& registry) {
+LoadResult load(const std::vector<std::string>& paths, plugin::Registry& registry,
+                const std::function<void(const HostSpec&)>& on_host_keys) {
   LoadResult r;
   ErrorSink ctx{&r.errors};
   r.spec.files = expand_paths(paths, &r.errors);
@@ -149,6 +150,7 @@ LoadResult load(const std::vector<std::string>& paths, plugin::Registry& registr
   // plugin.path first, so components can be resolved.
   PluginSettings plugins;
   for (auto& d : docs) read_top_level(d.flat, d.file, &r.spec, &plugins, ctx);
+  if (on_host_keys) on_host_keys(r.spec);
   for (auto& d : plugin::default_plugin_path()) plugins.plugin_dirs.push_back(d);
   r.spec.plugin_path = plugins.plugin_dirs;
   registry.set_insecure(plugins.insecure);

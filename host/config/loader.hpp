@@ -6,6 +6,7 @@
 #include "config/model.hpp"
 #include "plugin/loader.hpp"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,10 @@ std::vector<std::string> expand_paths(const std::vector<std::string>& paths,
 
 // Parses and validates. Scans plugin.path (from the files, then the default path)
 // into `registry` so components can be checked against their schemas.
-LoadResult load(const std::vector<std::string>& paths, plugin::Registry& registry);
+// `on_host_keys` sees the host's own keys (stage.timeout, shutdown.timeout) once they are
+// read and before any plugin library is opened: a library that hangs while it loads is
+// then held to the file's timeouts, not the defaults.
+LoadResult load(const std::vector<std::string>& paths, plugin::Registry& registry,
+                const std::function<void(const HostSpec&)>& on_host_keys = {});
 
 }  // namespace exactly::config

@@ -168,6 +168,7 @@ Pipeline::RunResult Pipeline::run_instance() {
   };
   held_.clear();
   auto cleanup = [&](RunResult r) {
+    if (r == RunResult::finished) closing_after_end_ = true;
     publish_stage_cpu(in);
     current_ = nullptr;
     end_instance_calls();

@@ -65,6 +65,9 @@ class Pipeline {
   void request_stop();
   void join();
   bool done() const;
+  // done(), or its input has ended with every record committed and only the plugins'
+  // destroy() is left: the host's natural end need not wait for it unbounded.
+  bool ended() const { return done() || closing_after_end_.load(); }
 
   State state() const { return state_.load(); }
   std::string error() const;
@@ -138,6 +141,7 @@ class Pipeline {
   std::thread thread_;
   std::atomic<State> state_{State::starting};
   std::atomic<bool> stop_{false};
+  std::atomic<bool> closing_after_end_{false};
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::string error_;

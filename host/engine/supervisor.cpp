@@ -189,7 +189,7 @@ void Supervisor::join_all() {
 }
 
 bool Supervisor::any_running() const {
-  return std::any_of(live_.begin(), live_.end(), [](auto& p) { return !p->done(); });
+  return std::any_of(live_.begin(), live_.end(), [](auto& p) { return !p->ended(); });
 }
 
 bool Supervisor::any_failed() const {

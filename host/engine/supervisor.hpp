@@ -39,6 +39,9 @@ class Supervisor {
   // pipeline running now, and any apply() starts later, is asked to stop.
   void request_stop_all_from_any_thread();
   void join_all();
+  // One whose input ended and only its plugins' destroy() is left does not count: the
+  // host's end then holds that close to shutdown.timeout (a hung destroy() kept a bounded
+  // run alive for good).
   bool any_running() const;
   bool any_failed() const;
   // Running and retired (stopped by a reload) pipelines, for the summary.

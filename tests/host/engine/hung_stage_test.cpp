@@ -93,6 +93,30 @@ TEST(HungStage, AReloadThatReplacesAHungPipelineGivesUpAfterShutdownTimeout) {
   EXPECT_NE(log.find("stage 'transforms[0]/sleep-at': process() running for"), std::string::npos) << log;
 }
 
+// A bounded run whose input is all committed, with a plugin whose destroy() never
+// returns: the host waited for it for good, a batch job never ended (QA). The close is
+// held to shutdown.timeout like a stop's, and the report says nothing was left uncommitted.
+TEST(HungStage, ABoundedRunWhoseSinkHangsInDestroyEndsAfterShutdownTimeout) {
+  auto dir = temp_dir("hung");
+  write_file(dir / "p.yaml", "plugin.path: [" + kPlugins + "]\nstage.timeout: 1s\nshutdown.timeout: 2s\n"
+                             "pipelines:\n  - name: closing\n"
+                             "    source: { plugin: counter, config: { count: 100, batch.size: 10 } }\n"
+                             "    sink: { plugin: faulty, config: { path: " + (dir / "out.txt").string() +
+                             ", close.delay.ms: 3600000 } }\n");
+  Child host({exactly_bin(), "run", "--no-watch", (dir / "p.yaml").string()}, dir / "log.txt");
+  int code = wait_exit(host, std::chrono::seconds(30));
+  const std::string log = read_file(dir / "log.txt");
+  EXPECT_EQ(code, 3) << log;
+  EXPECT_NE(log.find("end of input"), std::string::npos) << log;
+  EXPECT_NE(log.find("the pipelines ended but did not close within shutdown.timeout (2 s); still running:\n"
+                     "    pipeline 'closing', stage 'sink/faulty': destroy() running for"),
+            std::string::npos) << log;
+  EXPECT_NE(log.find("(those still closing had committed all of their input)"), std::string::npos) << log;
+  // Every value was committed before the close began.
+  const std::string out = read_file(dir / "out.txt");
+  for (int v : {0, 50, 99}) EXPECT_NE(out.find(std::to_string(v) + "\n"), std::string::npos) << v << "\n" << out;
+}
+
 TEST(HungStage, TimeoutsAreCheckedByValidate) {
   auto dir = temp_dir("hung");
   write_file(dir / "p.yaml", yaml(dir, "shutdown.timeout: 0s\nstage.timeout: soon\n", 0));
