@@ -255,7 +255,7 @@ Pipeline::RunResult Pipeline::run_instance() {
     ex_checkpoint cp{};
     o = in.source->checkpoint(&cp);
     if (!o.ok()) {
-      fail(fmt::format("source checkpoint: {}", o.message));
+      fail(fmt::format("{} checkpoint: {}", in.source->id(), o.message));
       return cleanup(classify(o));
     }
     in.has_last = true;
@@ -310,14 +310,14 @@ Pipeline::RunResult Pipeline::run_instance() {
                              Clock::now() - polled_at >= std::chrono::milliseconds(kIdlePollMs * 9 / 10);
       if (!o.ok()) {
         if (o.code == EX_ERR_RETRIABLE) {
-          if (++retriable_polls % 50 == 1) log::warn(scope, "source: {} (retrying)", o.message);
+          if (++retriable_polls % 50 == 1) log::warn(scope, "{} poll: {} (retrying)", in.source->id(), o.message);
           sleep_interruptible(std::chrono::milliseconds(100));
           continue;
         }
         // An error on a config key names its place in the file, as open()'s does.
         err = Outcome{o.code,
                       stage_failure     ? o.message
-                      : o.key.empty() ? "source: " + o.message
+                      : o.key.empty() ? in.source->id() + " poll: " + o.message
                                       : in.source->describe_call_error("poll", o),
                       o.key};
         break;

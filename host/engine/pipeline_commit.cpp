@@ -25,7 +25,7 @@ Outcome Pipeline::commit_round(Instance& in, bool final) {
   auto t0 = Clock::now();
   ex_checkpoint cp{};
   Outcome o = in.source->checkpoint(&cp);
-  if (!o.ok()) return o;
+  if (!o.ok()) return call_failure(*in.source, "checkpoint", o);
   std::string fmt_s = sv(cp.format), data_s = sv(cp.data);
   // Records an earlier round wrote and the sink was still delivering: this commit moves
   // them too (for the summary's active span, which ended at the read before: QA saw an
@@ -67,8 +67,9 @@ Outcome Pipeline::commit_round(Instance& in, bool final) {
   if (in.dlq) {
     uint32_t f = 0;
     o = in.dlq->prepare_commit();
-    if (o.ok()) o = in.dlq->commit(nullptr, &f);
-    if (!o.ok()) return Outcome{o.code, "dead-letter sink: " + o.message, o.key};
+    if (!o.ok()) return call_failure(*in.dlq, "prepare_commit", o);
+    o = in.dlq->commit(nullptr, &f);
+    if (!o.ok()) return call_failure(*in.dlq, "commit", o);
   }
   const auto t_prepared = Clock::now();
   // 2. the sink commits output and, when it can, the positions with it
@@ -81,8 +82,8 @@ Outcome Pipeline::commit_round(Instance& in, bool final) {
     // after a rebalance) does not start over. Best effort: the sink's copy is the truth.
     o = in.source->commit(&positions);
     if (!o.ok())
-      log::warn("pipeline:" + spec_.name, "source could not mirror the positions the sink stored ({})",
-                o.message);
+      log::warn("pipeline:" + spec_.name, "{} could not mirror the positions the sink stored ({})",
+                in.source->id(), o.message);
   } else if ((flags & EX_SINK_STORED_POSITIONS) == 0) {
     if (spec_.delivery == config::Delivery::exactly_once)
       return Outcome::make(
@@ -94,8 +95,8 @@ Outcome Pipeline::commit_round(Instance& in, bool final) {
     o = in.source->commit(&positions);
     if (!o.ok())
       log::warn("pipeline:" + spec_.name,
-                "source could not commit its positions ({}); they are committed with the next round",
-                o.message);
+                "{} could not commit its positions ({}); they are committed with the next round",
+                in.source->id(), o.message);
   }
   const auto t_sink = Clock::now();
   for (auto& task : in.tasks)
@@ -157,7 +158,7 @@ void Pipeline::abort_round(Instance& in, const std::string& why) {
     ex_checkpoint last = in.last();
     Outcome o = in.source->rewind(&last);
     if (!o.ok()) {
-      in.callback_failure = Outcome{EX_ERR_FATAL, "rewind failed: " + o.message, {}};
+      in.callback_failure = Outcome{EX_ERR_FATAL, in.source->id() + " rewind failed: " + o.message, {}};
     }
   }
   stats_.replayed += in.round_records;

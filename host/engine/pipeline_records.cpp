@@ -189,10 +189,10 @@ Outcome Pipeline::process_batch(Instance& in, const ex_batch* batch) {
     info->last_offset = r.offset;
     // A record's position is its offset + 1: the largest int64 has none.
     if (r.offset == std::numeric_limits<int64_t>::max())
-      return Outcome::make(EX_ERR_FATAL, fmt::format("source: record {} of a batch of {} (partition {}) has "
+      return Outcome::make(EX_ERR_FATAL, fmt::format("{}: record {} of a batch of {} (partition {}) has "
                                                      "offset {}, which has no next position; offsets "
                                                      "must be below it",
-                                                     i, batch->count, r.partition, r.offset));
+                                                     in.source->id(), i, batch->count, r.partition, r.offset));
     *pos = std::max(*pos, r.offset + 1);
   }
   metrics::global().add("records_in_total", labels(), static_cast<double>(batch->count));
@@ -309,7 +309,7 @@ Outcome Pipeline::write_dead_letters(Instance& in) {
                            nullptr};
     Outcome o = in.dlq->write(&d, &derrs);
     if (!o.ok()) {
-      o.message = fmt::format("dead-letter sink: {}", o.message);
+      o.message = fmt::format("{} write: {}", in.dlq->id(), o.message);
       return o;
     }
     // A record the dead-letter sink refuses has nowhere left to go: stop, never drop.

@@ -180,7 +180,36 @@ TEST(FailureLogging, ASourceOffsetWithNoNextPositionFailsTheRoundByName) {
   const std::string out = run_until_said("offsetmax", "count: 5, batch.size: 1, last.offset: 9223372036854775807",
                                          "has offset 9223372036854775807, which has no next position", "4");
   EXPECT_NE(out.find("(partition 0)"), std::string::npos) << out;
+  // Named by its stage, as every other stage's error is (it said only "source:", QA).
+  EXPECT_NE(out.find("source/counter: record 0 of a batch of 1 (partition 0)"), std::string::npos) << out;
   EXPECT_NE(out.find("restarting in"), std::string::npos) << out;
+}
+
+// A dead-letter sink's failure names that stage by its plugin, as its crash report does
+// (it said "dead-letter sink: error ...", whichever plugin it was, QA).
+TEST(FailureLogging, ADeadLetterSinksFailureNamesItsStage) {
+  auto dir = temp_dir("faillog-dlq");
+  write_file(dir / "p.yaml",
+             "plugin.path: [" + test_plugins() + "]\npipelines:\n  - name: dl\n"
+             "    source: { plugin: counter, config: { count: 100, batch.size: 10 } }\n"
+             "    transforms: [ { plugin: reject-every, config: { every: 10 } } ]\n"
+             "    errors:\n      policy: dead-letter\n"
+             "      dead-letter: { plugin: faulty, config: { path: " + (dir / "dlq.txt").string() +
+             ", fatal.probability: 1 } }\n"
+             "    sink: { plugin: faulty, config: { path: " + (dir / "out.txt").string() + " } }\n");
+  const fs::path log = dir / "run.log";
+  Child host({exactly_bin(), "run", "--no-watch", (dir / "p.yaml").string()}, log);
+  const std::string want = "errors.dead-letter/faulty commit: ";
+  for (int i = 0; i < 300 && read_file(log).find(want) == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  host.kill(SIGTERM);
+  host.wait();
+  const std::string out = read_file(log);
+  EXPECT_NE(out.find(want), std::string::npos) << out;
+  EXPECT_EQ(out.find("dead-letter sink: "), std::string::npos) << out;
+  // Nothing of a round whose dead letters were not kept is committed.
+  EXPECT_FALSE(fs::exists(dir / "out.txt") && read_file(dir / "out.txt").find("#pos") != std::string::npos)
+      << read_file(dir / "out.txt");
 }
 
 // A plugin that refuses its config only when it opens (here: a file source whose path is
