@@ -223,7 +223,8 @@ int cmd_run(const RunOptions& opts) {
     std::_Exit(0);
   }
   // From here on only _Exit ends the host: an exit() is a plugin's, reported (code 4).
-  engine::install_unexpected_exit_report();
+  engine::install_unexpected_exit_report(
+      "its running rounds are not committed (the next start replays them)");
   auto rep = sup.apply(loaded.spec);
   stop.pipelines_started();
   log::info("host", "started {} pipeline(s) from {} file(s){}", rep.added.size(),

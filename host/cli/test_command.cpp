@@ -298,7 +298,7 @@ int cmd_test(const std::vector<std::string>& files) {
   // 0 included, would have passed every case) ends the command with code 4. From here on
   // only _Exit ends the process.
   engine::install_fatal_signal_report();
-  engine::install_unexpected_exit_report();
+  engine::install_unexpected_exit_report("the test did not finish");
   // Registered after it, so run before it (on_exit runs handlers in reverse): a plugin's
   // exit() leaves no scratch directory behind.
   static fs::path scratch_at_exit;

@@ -15,6 +15,8 @@
 namespace exactly::engine {
 namespace {
 
+const char* g_consequence = "";
+
 // The first library on the calling stack that is an exactly plugin (exports the entry
 // symbol): names the culprit also when exit() came from a thread of the plugin's own.
 std::string plugin_on_stack() {
@@ -41,16 +43,16 @@ void on_exit_called(int status, void*) {
   const std::string lib = plugin_on_stack();
   if (!lib.empty()) where += "; called from " + lib;
   std::fprintf(stderr,
-               "exactly: exit(%d) called%s: the host did not ask for it; its running rounds "
-               "are not committed (the next start replays them); exit code %d\n",
-               status, where.c_str(), kExitByPlugin);
+               "exactly: exit(%d) called%s: the host did not ask for it; %s; exit code %d\n",
+               status, where.c_str(), g_consequence, kExitByPlugin);
   std::fflush(nullptr);
   _exit(kExitByPlugin);
 }
 
 }  // namespace
 
-void install_unexpected_exit_report() {
+void install_unexpected_exit_report(const char* consequence) {
+  g_consequence = consequence;
   static bool installed = false;
   if (installed) return;
   installed = true;

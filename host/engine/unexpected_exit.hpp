@@ -10,6 +10,7 @@ namespace exactly::engine {
 constexpr int kExitByPlugin = 4;
 
 // Process-wide, once; from then on every exit() is reported and ends with kExitByPlugin.
-void install_unexpected_exit_report();
+// `consequence` (a literal) says what the exit cut short, for the command that runs.
+void install_unexpected_exit_report(const char* consequence);
 
 }  // namespace exactly::engine

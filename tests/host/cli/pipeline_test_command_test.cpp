@@ -286,6 +286,9 @@ TEST(PipelineTest, APluginsExitEndsItWithCodeFourNamingThePlugin) {
   // Named by its stage and call, as under `run` (it said "outside any plugin call").
   EXPECT_NE(r.err.find("in pipeline 'p', stage 'transforms[0]/exit-at'"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("during process()"), std::string::npos) << r.err;
+  // What it cut short is the test, not a run's rounds (it spoke of a replay, QA).
+  EXPECT_NE(r.err.find("the test did not finish; exit code 4"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("replays"), std::string::npos) << r.err;
 }
 
 TEST(PipelineTest, APluginsCrashIsReportedInOneLine) {
