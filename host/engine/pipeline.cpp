@@ -167,7 +167,9 @@ Pipeline::RunResult Pipeline::run_instance() {
     return o.code == EX_ERR_CONFIG ? RunResult::failed_permanent : RunResult::failed_retry;
   };
   held_.clear();
+  instance_closing_ = false;
   auto cleanup = [&](RunResult r) {
+    instance_closing_ = true;
     if (r == RunResult::finished) closing_after_end_ = true;
     publish_stage_cpu(in);
     current_ = nullptr;

@@ -142,6 +142,9 @@ class Pipeline {
   std::atomic<State> state_{State::starting};
   std::atomic<bool> stop_{false};
   std::atomic<bool> closing_after_end_{false};
+  // The running instance is being torn down (a failure's restart as much as a stop): its
+  // plugins' threads are told so by stopping() and give up instead of failing loudly.
+  std::atomic<bool> instance_closing_{false};
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::string error_;

@@ -82,7 +82,7 @@ void Pipeline::cb_log(ex_host_ctx ctx, int32_t level, const char* msg, size_t le
 int32_t Pipeline::cb_stopping(ex_host_ctx ctx) {
   HostCall call(ctx);
   Pipeline* p = call.owner();
-  return p == nullptr || p->stop_.load() ? 1 : 0;
+  return p == nullptr || p->stop_.load() || p->instance_closing_.load() ? 1 : 0;
 }
 
 void Pipeline::cb_metric(ex_host_ctx ctx, int32_t kind, const char* name, const char* labels, double v) {

@@ -29,11 +29,12 @@ void DedupeTransform::start_background_restore(Part& part) {
     } catch (const std::exception& e) {
       st = Status::fatal(std::string("dedupe: background restore failed: ") + e.what());
     }
-    // A stop (ABI 1.5) that tears the sink down under a restore is not a failure: the
+    // An instance torn down under a restore (a stop, or a restart after another stage's
+    // failure; ABI 1.5 stopping()) takes its sink along: not a failure of its own, the
     // next owner restores the partition again.
     if (!st && !part.cancel.load() && host_.stopping())
       host_.info("dedupe: restoring partition '" + part.partition.name +
-                 "' in the background ended with the stop (" + st.message() + ")");
+                 "' in the background ended with its instance (" + st.message() + ")");
     else if (!st && !part.cancel.load())
       host_.error("dedupe: restoring partition '" + part.partition.name +
                   "' in the background failed: " + st.message());

@@ -315,3 +315,27 @@ TEST(FailureLogging, ASourceOffsetThatDoesNotRiseFailsTheRoundByName) {
                      "from partition counter-0 at offset 4 after offset 4: a source's offsets must rise", "5");
   EXPECT_NE(out.find("restarting in"), std::string::npos) << out;
 }
+
+// An instance torn down because another stage failed: its plugins are told by stopping()
+// (ABI 1.5), so a thread of their own that loses the host's state under it (the dedupe
+// stage's background restore) stops quietly instead of logging the teardown as its own
+// failure (QA: "restoring ... failed: no sink to keep state" at every restart).
+TEST(FailureLogging, AStageTornDownAfterAnotherStagesFailureIsToldTheInstanceStops) {
+  auto dir = temp_dir("faillog-probe");
+  const fs::path yaml = counter_pipeline(
+      dir, "probe", "count: 100, batch.size: 10",
+      "[ { plugin: close-probe, config: { path: " + (dir / "probe.txt").string() +
+          " } }, { plugin: fail-at, config: { at: 50 } } ]");
+  Child host({exactly_bin(), "run", "--no-watch", yaml.string()}, dir / "run.log");
+  for (int i = 0; i < 300 && !fs::exists(dir / "probe.txt"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  host.kill(SIGTERM);
+  host.wait();
+  const std::string log = read_file(dir / "run.log");
+  ASSERT_TRUE(fs::exists(dir / "probe.txt")) << log;
+  const auto lines = lines_of(read_file(dir / "probe.txt"));
+  ASSERT_FALSE(lines.empty()) << log;
+  // The first teardown is the failure's, before any signal.
+  EXPECT_EQ(lines[0], "stopping=1") << log;
+  EXPECT_NE(log.find("fail-at reached 50"), std::string::npos) << log;
+}
