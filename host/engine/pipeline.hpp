@@ -108,6 +108,8 @@ class Pipeline {
   std::string origin(const ex_record& r) const;
   // "<first record origin> and N more", for reports on a stage call.
   std::string batch_origin(const ex_batch* b) const;
+  // " (in process(), working on p@o and n more)" for an error of a whole call.
+  std::string working_on(const ex_batch* b, const char* call) const;
   void apply_reconfigure(Instance& in);
   // Answers a pending reconfigure "not in place" at once (the pipeline cannot reach a
   // round boundary soon, e.g. waiting for a sink to finish its last records), so that

@@ -87,6 +87,10 @@ std::string Pipeline::batch_origin(const ex_batch* b) const {
   return b->count > 1 ? fmt::format("{} and {} more", first, b->count - 1) : first;
 }
 
+std::string Pipeline::working_on(const ex_batch* b, const char* call) const {
+  return b->count > 0 ? fmt::format(" (in {}(), working on {})", call, batch_origin(b)) : std::string();
+}
+
 // One task's records through its own transforms, on whichever thread runs the task.
 // Rejects are kept (copied) for the pipeline thread, which applies the error policy
 // once every task is done.
@@ -126,8 +130,10 @@ void Pipeline::run_task(Task& task, const ex_batch* batch) {
     Outcome o = t->process(cur, &em);
     if (o.ok() && !ctx.bad_call.empty()) o = refuse_bad_call(ctx.bad_call);
     if (!o.ok()) {
-      // An error on a config key names its place in the file, as create()'s does.
-      o.message = o.key.empty() ? fmt::format("{}: {}", stage, o.message) : t->describe_call_error("process", o);
+      // An error on a config key names its place in the file, as create()'s does. The
+      // batch is named too: an error of a whole call says no record of its own.
+      o.message = o.key.empty() ? fmt::format("{}: {}{}", stage, o.message, working_on(cur, "process"))
+                                : t->describe_call_error("process", o);
       task.failure = o;
       return;
     }
@@ -273,7 +279,7 @@ Outcome Pipeline::process_batch(Instance& in, const ex_batch* batch) {
     // to the error policy: the round must not commit past it.
     if (o.ok() && !sctx.bad_call.empty()) o = refuse_bad_call(sctx.bad_call);
     if (!o.ok()) {
-      o.message = o.key.empty() ? fmt::format("{}: {}", in.sink->id(), o.message)
+      o.message = o.key.empty() ? fmt::format("{}: {}{}", in.sink->id(), o.message, working_on(cur, "write"))
                                 : in.sink->describe_call_error("write", o);
       return o;
     }
