@@ -48,13 +48,7 @@ void ClientContext::log_cb(const rd_kafka_t* rk, int level, const char* fac, con
   if (suppressed > 0)
     line += " (" + std::to_string(suppressed) + " more like it since it was last logged, within " +
             std::to_string(self->repeats_.window_ms() / 1000) + " s each, not logged)";
-  self->host_.log(host_log_level(level), line);
-}
-
-ex_log_level host_log_level(int syslog_level) {
-  return syslog_level <= 3 ? EX_LOG_ERROR : syslog_level == 4 ? EX_LOG_WARN
-                                        : syslog_level <= 6 ? EX_LOG_INFO
-                                                            : EX_LOG_DEBUG;
+  self->host_.log(librdkafka_line_level(level, fac, buf), line);
 }
 
 void refresh_metadata(rd_kafka_t* rk, const std::string& topic, int timeout_ms) {

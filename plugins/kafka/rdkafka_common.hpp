@@ -6,6 +6,7 @@
 #include <exactly/sdk.hpp>
 #include <librdkafka/rdkafka.h>
 
+#include "log_level.hpp"
 #include "repeat_filter.hpp"
 
 #include <atomic>
@@ -168,9 +169,6 @@ sdk::Status describe_topic_config(rd_kafka_t* rk, const std::string& topic, cons
 // as a changelog reader, needs to reach the same cluster.
 std::map<std::string, std::string> connection_settings(const std::map<std::string, std::string>& user);
 
-// librdkafka's syslog level (0-3 error, 4 warning, 5-6 notice/info, 7 debug) as the
-// host's, for every handle whose log goes to the host.
-ex_log_level host_log_level(int syslog_level);
 
 // Asks the cluster for `topic`'s metadata on `rk` (at most `timeout_ms`), which updates
 // librdkafka's cache of it: its partitions' leaders, and partitions added since. A handle

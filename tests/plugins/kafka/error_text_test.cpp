@@ -6,6 +6,7 @@
 #include <string>
 
 #include "error_text.hpp"
+#include "log_level.hpp"
 #include "process_age.hpp"
 #include "repeat_filter.hpp"
 
@@ -129,4 +130,30 @@ TEST(KafkaLogRepeats, ALineRepeatedWithinTheWindowIsCountedAndTheCountGoesWithTh
   EXPECT_FALSE(f.pass("GETPID: coordinator not available", 6001, held));
   EXPECT_TRUE(f.pass("GETPID: coordinator not available", 20000, held));
   EXPECT_EQ(held, 1u);
+}
+
+// A restart after a kill -9 waits while the coordinator aborts the dead producer's
+// transaction; librdkafka warns at every retry of it, which the sink waits through anyway
+// (bounded by open.timeout, which reports it): said at info, not as a warning (QA). Other
+// warnings, and the same facility's other lines, keep their level.
+TEST(LibrdkafkaLogLevel, ExpectedTransactionalPidRetriesAreInfo) {
+  using exactly::kafka::librdkafka_line_level;
+  EXPECT_EQ(librdkafka_line_level(4, "GETPID",
+                                  "[thrd:main]: Failed to acquire transactional PID from broker TxnCoordinator/1: Broker: "
+                                  "Producer attempted to update a transaction while another concurrent "
+                                  "operation on the same transaction was ongoing: retrying"),
+            EX_LOG_INFO);
+  EXPECT_EQ(librdkafka_line_level(4, "GETPID",
+                                  "[thrd:main]: Failed to acquire transactional PID from broker TxnCoordinator/1: Broker: "
+                                  "Coordinator load in progress: retrying"),
+            EX_LOG_INFO);
+  EXPECT_EQ(librdkafka_line_level(4, "GETPID",
+                                  "[thrd:main]: Failed to acquire transactional PID from broker TxnCoordinator/1: Broker: "
+                                  "Transactional Id authorization failed"),
+            EX_LOG_WARN);
+  EXPECT_EQ(librdkafka_line_level(4, "FAIL", "127.0.0.1:9092/1: Connect to ipv4#127.0.0.1:9092 failed: retrying"),
+            EX_LOG_WARN);
+  EXPECT_EQ(librdkafka_line_level(3, "GETPID", "Coordinator load in progress: retrying"), EX_LOG_ERROR);
+  EXPECT_EQ(librdkafka_line_level(6, "GETPID", "x"), EX_LOG_INFO);
+  EXPECT_EQ(librdkafka_line_level(7, "GETPID", "x"), EX_LOG_DEBUG);
 }

@@ -1,0 +1,26 @@
+#include "log_level.hpp"
+
+#include <cstring>
+#include <string_view>
+
+namespace exactly::kafka {
+
+ex_log_level host_log_level(int syslog_level) {
+  return syslog_level <= 3 ? EX_LOG_ERROR : syslog_level == 4 ? EX_LOG_WARN
+                                        : syslog_level <= 6 ? EX_LOG_INFO
+                                                            : EX_LOG_DEBUG;
+}
+
+ex_log_level librdkafka_line_level(int syslog_level, const char* facility, const char* text) {
+  const ex_log_level level = host_log_level(syslog_level);
+  if (level != EX_LOG_WARN || facility == nullptr || text == nullptr) return level;
+  const std::string_view t(text);
+  const bool retrying = t.ends_with(": retrying");
+  if (std::strcmp(facility, "GETPID") == 0 && retrying &&
+      (t.find("Coordinator load in progress") != std::string_view::npos ||
+       t.find("another concurrent operation on the same transaction") != std::string_view::npos))
+    return EX_LOG_INFO;
+  return level;
+}
+
+}  // namespace exactly::kafka
