@@ -45,7 +45,8 @@ std::string timed_out_transaction_hint(int64_t open_ms, int64_t timeout_ms) {
   };
   return ". The transaction had been open for " + secs(open_ms) + ", longer than transaction.timeout (" +
          secs(timeout_ms) + "): the transaction coordinator aborted it and fenced this producer "
-         "(a broker outage or a stalled round does that). The pipeline is rebuilt and the round "
+         "(a broker outage, a stalled round, or this host paused: a stopped process, a frozen "
+         "VM). The pipeline is rebuilt and the round "
          "replayed, nothing lost or doubled; if it recurs without an outage, raise transaction.timeout";
 }
 
