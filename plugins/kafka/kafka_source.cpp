@@ -120,6 +120,7 @@ KafkaSource::KafkaSource(sdk::Host host, const sdk::Config& cfg) : ClientContext
       if (t[0] != '^') cluster_.prepare_topic(t);  // a pattern names no topic to prepare
   apply_consumer_defaults(b, user, cluster_.consumer_settings);
   const std::string pipeline = host_.pipeline();
+  static_member_ = s.static_membership;
   if (s.static_membership)
     b.set("group.instance.id",
           default_transactional_id(pipeline, txn_instance_id(s.state_dir, pipeline)),
@@ -204,6 +205,16 @@ void KafkaSource::close_consumer() {
       rd_kafka_event_destroy(ev);
     }
     if (!rd_kafka_consumer_closed(rk_)) host_.warn("kafka source: consumer close timed out");
+    // Kafka takes a static member's stop for a restart: it stays in the group, and the
+    // partitions it had wait for it (QA: a scale-down stalled them with no word).
+    if (static_member_) {
+      char ms[32] = "6000";
+      size_t len = sizeof(ms);
+      rd_kafka_conf_get(rd_kafka_conf(rk_), "session.timeout.ms", ms, &len);
+      host_.info("kafka source: a static member (static.membership) stays in group " + group_ +
+                 " when it stops: the partitions it had wait up to session.timeout.ms (" + ms +
+                 " ms) for this host to come back, then move to the others");
+    }
   } else {
     host_.warn("kafka source: close: " + describe(e.get()));
   }

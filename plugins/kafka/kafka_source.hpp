@@ -200,6 +200,7 @@ class KafkaSource final : public sdk::Source, public ClientContext {
   void observe_queue(uint64_t handed_bytes, size_t handed);
   bool opened_ = false;
   bool closing_ = false;
+  bool static_member_ = false;  // static.membership: a close does not leave the group
   bool paused_ = false;
   sdk::Status pending_;  // an error raised inside a callback, returned by the next poll
 
