@@ -176,6 +176,11 @@ Pipeline::RunResult Pipeline::run_instance() {
     end_instance_calls();
     in.teardown();
     held_.clear();
+    // The partitions went with the instance (its consumer left, or will be taken for
+    // gone): their gauges go too, as at a revocation. A pipeline that failed for good
+    // kept reporting partitions other hosts had taken over (QA: 8 assigned of 6).
+    for (const auto& [id, info] : partitions_)
+      metrics::global().remove_gauges_matching({{"pipeline", spec_.name}, {"partition", info.name}});
     return r;
   };
 

@@ -46,3 +46,36 @@ TEST(RevokedGauges, ARevokedPartitionsGaugesLeaveTheScrapeAndTheOthersStay) {
   c.kill(SIGTERM);
   EXPECT_EQ(c.wait(), 0) << read_file(log);
 }
+
+// A pipeline that failed for good has no partitions left on this host (its consumer is
+// closed; other hosts take them over): their gauges leave the scrape, as at a revocation.
+// They stayed, and a group's hosts summed to more partitions than the topic has (QA).
+TEST(RevokedGauges, APipelineThatFailedForGoodTakesItsPartitionsGaugesAlong) {
+  auto dir = temp_dir("failed-gauges");
+  write_file(dir / "p.yaml", "plugin.path: [" + kPluginPath + "]\n"
+                             "metrics: { listen: 127.0.0.1:0 }\n"
+                             "pipelines:\n"
+                             "  - name: f\n"
+                             "    source: { plugin: counters, config: { count: 1000000000, batch.size: 100, partitions: 2 } }\n"
+                             "    transforms: [ { plugin: checked, config: { level: 1, refuse.prepare: true } } ]\n"
+                             "    sink: { plugin: discard }\n"
+                             "  - name: stays\n"
+                             "    source: { plugin: counters, config: { count: 1000000000, batch.size: 100, partitions: 1 } }\n"
+                             "    sink: { plugin: discard }\n");
+  const fs::path log = dir / "log.txt";
+  Child c({exactly_bin(), "run", (dir / "p.yaml").string()}, log);
+  for (int i = 0; i < 200 && (metrics_port(read_file(log)) == 0 ||
+                              read_file(log).find("failed, not restarted") == std::string::npos);
+       ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const int port = metrics_port(read_file(log));
+  ASSERT_NE(port, 0) << read_file(log);
+  ASSERT_NE(read_file(log).find("[pipeline:f] failed, not restarted"), std::string::npos) << read_file(log);
+  const std::string body = scrape(port);
+  // The pipeline that still runs keeps its partition's gauge; the failed one has none.
+  EXPECT_NE(body.find("exactly_testkit_first_assigned_at{pipeline=\"stays\""), std::string::npos) << body;
+  EXPECT_EQ(body.find("exactly_testkit_first_assigned_at{pipeline=\"f\""), std::string::npos) << body;
+  EXPECT_NE(body.find("exactly_pipeline_up{pipeline=\"f\"} 0"), std::string::npos) << body;
+  c.kill(SIGTERM);
+  c.wait();
+}
