@@ -14,7 +14,16 @@ using namespace exactly::test;
 
 namespace {
 const std::string kPluginPath = std::string(EXACTLY_BUILD_DIR) + "/test-plugins";
+
+// Waits (10 s at most) until the host's log names its metrics port and says `said`;
+// returns the port (0: never named).
+int wait_for_port_and(const fs::path& log, const std::string& said) {
+  for (int i = 0; i < 200 && (metrics_port(read_file(log)) == 0 || read_file(log).find(said) == std::string::npos);
+       ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  return metrics_port(read_file(log));
 }
+}  // namespace
 
 TEST(RevokedGauges, ARevokedPartitionsGaugesLeaveTheScrapeAndTheOthersStay) {
   auto dir = temp_dir("revoked-gauges");
@@ -28,11 +37,7 @@ TEST(RevokedGauges, ARevokedPartitionsGaugesLeaveTheScrapeAndTheOthersStay) {
                              "    sink: { plugin: discard }\n");
   const fs::path log = dir / "log.txt";
   Child c({exactly_bin(), "run", (dir / "p.yaml").string()}, log);
-  for (int i = 0; i < 200 && (metrics_port(read_file(log)) == 0 ||
-                              read_file(log).find("revoked counters-1") == std::string::npos);
-       ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  const int port = metrics_port(read_file(log));
+  const int port = wait_for_port_and(log, "revoked counters-1");
   ASSERT_NE(port, 0) << read_file(log);
   ASSERT_NE(read_file(log).find("revoked counters-1"), std::string::npos) << read_file(log);
   const std::string body = scrape(port);
@@ -64,11 +69,7 @@ TEST(RevokedGauges, APipelineThatFailedForGoodTakesItsPartitionsGaugesAlong) {
                              "    sink: { plugin: discard }\n");
   const fs::path log = dir / "log.txt";
   Child c({exactly_bin(), "run", (dir / "p.yaml").string()}, log);
-  for (int i = 0; i < 200 && (metrics_port(read_file(log)) == 0 ||
-                              read_file(log).find("failed, not restarted") == std::string::npos);
-       ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  const int port = metrics_port(read_file(log));
+  const int port = wait_for_port_and(log, "failed, not restarted");
   ASSERT_NE(port, 0) << read_file(log);
   ASSERT_NE(read_file(log).find("[pipeline:f] failed, not restarted"), std::string::npos) << read_file(log);
   const std::string body = scrape(port);
