@@ -61,23 +61,17 @@ void StopSignals::loop() {
     const int64_t deadline = deadline_ms_.load();
     if (deadline != 0 && engine::steady_ms() >= deadline) {
       // Past shutdown.timeout a stop does not wait for a hung plugin: say what is stuck, exit.
-      // Without a signal every pipeline had ended before the close began: nothing of theirs
-      // is left to commit, only plugins to close.
-      if (!started_.load())
-        log::error("host",
-                   "the first config load did not finish within shutdown.timeout ({} s); still running:\n{}"
-                   "exiting with code 3 (no pipeline had started)",
-                   timeout_ms_.load() / 1000.0, engine::describe(engine::calls_running_longer_than(0)));
-      else if (requested_.load())
-        log::error("host",
-                   "the pipelines did not stop within shutdown.timeout ({} s); still running:\n{}"
-                   "exiting with code 3 without committing them (their rounds are replayed on the next start)",
-                   timeout_ms_.load() / 1000.0, engine::describe(engine::calls_running_longer_than(0)));
-      else
-        log::error("host",
-                   "the pipelines ended but did not close within shutdown.timeout ({} s); still running:\n{}"
-                   "exiting with code 3 (those still closing had committed all of their input)",
-                   timeout_ms_.load() / 1000.0, engine::describe(engine::calls_running_longer_than(0)));
+      // Before any pipeline started, nothing is uncommitted; without a signal every
+      // pipeline had ended before the close began, so only plugins were left to close.
+      const char* what = !started_.load()   ? "the first config load did not finish"
+                         : requested_.load() ? "the pipelines did not stop"
+                                             : "the pipelines ended but did not close";
+      const char* then = !started_.load() ? "(no pipeline had started)"
+                         : requested_.load()
+                             ? "without committing them (their rounds are replayed on the next start)"
+                             : "(those still closing had committed all of their input)";
+      log::error("host", "{} within shutdown.timeout ({} s); still running:\n{}exiting with code 3 {}", what,
+                 timeout_ms_.load() / 1000.0, engine::describe(engine::calls_running_longer_than(0)), then);
       std::function<void()> give_up;
       {
         std::lock_guard<std::mutex> g(on_first_mu_);

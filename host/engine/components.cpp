@@ -68,6 +68,10 @@ std::string Component::describe_call_error(const char* call, const Outcome& o) c
                      spec_.plugin, call, o.key, o.message);
 }
 
+Outcome Component::call_failure(const char* call, const Outcome& o) const {
+  return Outcome{o.code, o.key.empty() ? id() + " " + call + ": " + o.message : describe_call_error(call, o), o.key};
+}
+
 #define CALL(fn, ...)                                       \
   do {                                                      \
     if (vt().fn == nullptr) return Outcome{};               \

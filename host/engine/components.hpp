@@ -85,6 +85,11 @@ class Component {
   // A failed call after create (open, ...): "<where> <call>: <message>", or, when the
   // plugin named a config key, led by that key's file:line:col like a create error.
   std::string describe_call_error(const char* call, const Outcome& o) const;
+  // A failed call as the pipeline reports it: "<id> <call>: <message>" (id: source/kafka,
+  // errors.dead-letter/file, ...), or describe_call_error's text when the plugin named a
+  // config key (a problem found only now, such as a Redis server without the durability
+  // asked for). The code and key are kept.
+  Outcome call_failure(const char* call, const Outcome& o) const;
   // The CPU its calls took since the last drain, by call (stage_cpu.hpp).
   void drain_cpu(std::vector<std::pair<const char*, int64_t>>& out) { cpu_.drain(out); }
 

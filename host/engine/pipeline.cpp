@@ -262,7 +262,7 @@ Pipeline::RunResult Pipeline::run_instance() {
     ex_checkpoint cp{};
     o = in.source->checkpoint(&cp);
     if (!o.ok()) {
-      fail(fmt::format("{} checkpoint: {}", in.source->id(), o.message));
+      fail(in.source->call_failure("checkpoint", o).message);
       return cleanup(classify(o));
     }
     in.has_last = true;
@@ -322,11 +322,7 @@ Pipeline::RunResult Pipeline::run_instance() {
           continue;
         }
         // An error on a config key names its place in the file, as open()'s does.
-        err = Outcome{o.code,
-                      stage_failure     ? o.message
-                      : o.key.empty() ? in.source->id() + " poll: " + o.message
-                                      : in.source->describe_call_error("poll", o),
-                      o.key};
+        err = stage_failure ? o : in.source->call_failure("poll", o);
         break;
       }
       retriable_polls = 0;

@@ -11,21 +11,12 @@
 
 namespace exactly::engine {
 
-namespace {
-// A commit step that failed: "<stage> <call>: <message>", or, when the plugin named a key
-// (a config problem found only now, such as a Redis server without the durability asked
-// for), led by that key's file:line:col like a create error.
-Outcome call_failure(const Component& c, const char* call, const Outcome& o) {
-  return Outcome{o.code, o.key.empty() ? c.id() + " " + call + ": " + o.message : c.describe_call_error(call, o),
-                 o.key};
-}
-}  // namespace
 
 Outcome Pipeline::commit_round(Instance& in, bool final) {
   auto t0 = Clock::now();
   ex_checkpoint cp{};
   Outcome o = in.source->checkpoint(&cp);
-  if (!o.ok()) return call_failure(*in.source, "checkpoint", o);
+  if (!o.ok()) return in.source->call_failure("checkpoint", o);
   std::string fmt_s = sv(cp.format), data_s = sv(cp.data);
   // Records an earlier round wrote and the sink was still delivering: this commit moves
   // them too (for the summary's active span, which ended at the read before: QA saw an
@@ -51,7 +42,7 @@ Outcome Pipeline::commit_round(Instance& in, bool final) {
       if (shares[k].empty()) continue;
       for (auto& t : in.tasks[k].transforms) {
         o = t->positions(shares[k]);
-        if (!o.ok()) return call_failure(*t, "positions", o);
+        if (!o.ok()) return t->call_failure("positions", o);
       }
     }
   }
@@ -59,23 +50,23 @@ Outcome Pipeline::commit_round(Instance& in, bool final) {
   for (auto& task : in.tasks)
     for (auto& t : task.transforms) {
       o = t->prepare_commit();
-      if (!o.ok()) return call_failure(*t, "prepare_commit", o);
+      if (!o.ok()) return t->call_failure("prepare_commit", o);
     }
   o = in.sink->prepare_commit();
-  if (!o.ok()) return call_failure(*in.sink, "prepare_commit", o);
+  if (!o.ok()) return in.sink->call_failure("prepare_commit", o);
   // Dead letters are flushed before the main commit: never lost, at worst repeated.
   if (in.dlq) {
     uint32_t f = 0;
     o = in.dlq->prepare_commit();
-    if (!o.ok()) return call_failure(*in.dlq, "prepare_commit", o);
+    if (!o.ok()) return in.dlq->call_failure("prepare_commit", o);
     o = in.dlq->commit(nullptr, &f);
-    if (!o.ok()) return call_failure(*in.dlq, "commit", o);
+    if (!o.ok()) return in.dlq->call_failure("commit", o);
   }
   const auto t_prepared = Clock::now();
   // 2. the sink commits output and, when it can, the positions with it
   uint32_t flags = 0;
   o = in.sink->commit(&positions, &flags);
-  if (!o.ok()) return call_failure(*in.sink, "commit", o);
+  if (!o.ok()) return in.sink->call_failure("commit", o);
   if ((flags & EX_SINK_STORED_POSITIONS) != 0 && (flags & EX_SINK_POSITIONS_IN_SOURCE) == 0) {
     // The sink keeps the positions with its output; the source's own store follows, so
     // that whoever resumes a partition from it (another host of the group, or this one
@@ -158,7 +149,7 @@ void Pipeline::abort_round(Instance& in, const std::string& why) {
     ex_checkpoint last = in.last();
     Outcome o = in.source->rewind(&last);
     if (!o.ok()) {
-      in.callback_failure = Outcome{EX_ERR_FATAL, in.source->id() + " rewind failed: " + o.message, {}};
+      in.callback_failure = Outcome{EX_ERR_FATAL, in.source->call_failure("rewind", o).message, {}};
     }
   }
   stats_.replayed += in.round_records;

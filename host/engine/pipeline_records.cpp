@@ -314,10 +314,7 @@ Outcome Pipeline::write_dead_letters(Instance& in) {
                            },
                            nullptr};
     Outcome o = in.dlq->write(&d, &derrs);
-    if (!o.ok()) {
-      o.message = fmt::format("{} write: {}", in.dlq->id(), o.message);
-      return o;
-    }
+    if (!o.ok()) return in.dlq->call_failure("write", o);
     // A record the dead-letter sink refuses has nowhere left to go: stop, never drop.
     if (dctx.n > 0) {
       const std::string first =

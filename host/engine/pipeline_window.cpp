@@ -91,7 +91,7 @@ Outcome Pipeline::settle_window(Instance& in, bool final, std::string& format, s
   if (lowered.empty()) return {};
   ex_checkpoint low{};
   Outcome o = in.source->checkpoint_at(lowered, &low);
-  if (!o.ok()) return Outcome{o.code, in.source->id() + " checkpoint_at: " + o.message, o.key};
+  if (!o.ok()) return in.source->call_failure("checkpoint_at", o);
   format = sv(low.format);
   data = sv(low.data);
   return {};

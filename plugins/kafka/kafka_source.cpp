@@ -208,7 +208,7 @@ void KafkaSource::close_consumer() {
     // Kafka takes a static member's stop for a restart: it stays in the group, and the
     // partitions it had wait for it (QA: a scale-down stalled them with no word).
     if (static_member_) {
-      char ms[32] = "6000";
+      char ms[32] = "?";  // librdkafka always has the property; set or defaulted
       size_t len = sizeof(ms);
       rd_kafka_conf_get(rd_kafka_conf(rk_), "session.timeout.ms", ms, &len);
       host_.info("kafka source: a static member (static.membership) stays in group " + group_ +
