@@ -12,6 +12,19 @@ int64_t non_negative(const sdk::Config& c, const std::string& key) {
   if (v < 0) throw ConfigError(key, "must be 0 or more, got " + std::to_string(v));
   return v;
 }
+
+const char* name_of(ConflictPolicy p) {
+  switch (p) {
+    case ConflictPolicy::duplicate: return "duplicate";
+    case ConflictPolicy::reject: return "reject";
+    case ConflictPolicy::stop: return "stop";
+  }
+  return "?";
+}
+const char* name_of(BehindPolicy p) { return p == BehindPolicy::fail ? "fail" : "ignore"; }
+const char* name_of(DamagedPolicy p) { return p == DamagedPolicy::restore ? "restore" : "fail"; }
+
+std::string ms(int64_t v) { return std::to_string(v) + " ms"; }
 }  // namespace
 
 IdSpec parse_id_spec(const sdk::Config& c) {
@@ -161,6 +174,28 @@ bool same_store_layout(const Settings& a, const Settings& b, std::string& what) 
     return false;
   }
   return true;
+}
+
+std::string in_place_changes(const Settings& a, const Settings& b) {
+  std::string out;
+  auto moved = [&](const char* key, const std::string& from, const std::string& to) {
+    if (from == to) return;
+    out += (out.empty() ? "" : ", ") + std::string(key) + " " + from + " -> " + to;
+  };
+  moved("retention.max.keys", std::to_string(a.retention.max_keys), std::to_string(b.retention.max_keys));
+  moved("retention.max.bytes", std::to_string(a.retention.max_bytes),
+        std::to_string(b.retention.max_bytes));
+  moved("retention.max.age", ms(a.retention.max_age_ms), ms(b.retention.max_age_ms));
+  moved("on.conflict", name_of(a.on_conflict), name_of(b.on_conflict));
+  moved("on.store.behind", name_of(a.on_store_behind), name_of(b.on_store_behind));
+  moved("store.behind.tolerance", std::to_string(a.store_behind_tolerance),
+        std::to_string(b.store_behind_tolerance));
+  moved("on.store.damaged", name_of(a.on_store_damaged), name_of(b.on_store_damaged));
+  moved("claims.files.max", std::to_string(a.tuning.own_files_max),
+        std::to_string(b.tuning.own_files_max));
+  moved("changelog.catch.up.timeout", ms(a.changelog_catch_up_ms), ms(b.changelog_catch_up_ms));
+  moved("standby.budget", ms(a.standby_budget_ms), ms(b.standby_budget_ms));
+  return out;
 }
 
 }  // namespace exactly::dedupe

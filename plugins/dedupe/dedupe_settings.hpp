@@ -42,4 +42,8 @@ struct Settings {
 // What reconfigure() cannot change in place.
 bool same_store_layout(const Settings& a, const Settings& b, std::string& what);
 
+// The keys a reconfigure() changes in place, each with its old and new value
+// ("retention.max.keys 1000 -> 2000, standby.budget 200 ms -> 0 ms"); empty if none.
+std::string in_place_changes(const Settings& before, const Settings& after);
+
 }  // namespace exactly::dedupe

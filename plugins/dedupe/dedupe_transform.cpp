@@ -22,6 +22,7 @@
 
 #include "changelog_codec.hpp"
 #include "side_by_side.hpp"
+#include "stage_line.hpp"
 
 namespace exactly::dedupe {
 
@@ -937,17 +938,16 @@ Status DedupeTransform::reconfigure(const sdk::Config& config) {
   Settings next = Settings::parse(config);
   std::string what;
   if (!same_store_layout(settings_, next, what)) return Status::unsupported(what);
-  settings_.retention = next.retention;
-  settings_.on_conflict = next.on_conflict;
-  settings_.on_store_behind = next.on_store_behind;
-  settings_.on_store_damaged = next.on_store_damaged;
-  settings_.store_behind_tolerance = next.store_behind_tolerance;
+  // Whole: every key same_store_layout lets through is read from settings_ when used, so
+  // none is left behind (standby.budget and changelog.catch.up.timeout were, when the keys
+  // were copied one by one).
+  const std::string changed = in_place_changes(settings_, next);
+  settings_ = std::move(next);
   // Stores opened later take it from settings_.tuning; open ones (warm copies too) now.
-  settings_.tuning.own_files_max = next.tuning.own_files_max;
-  for (auto& [id, part] : parts_) part->store->set_own_files_max(next.tuning.own_files_max);
+  for (auto& [id, part] : parts_) part->store->set_own_files_max(settings_.tuning.own_files_max);
   for (auto& [id, w] : warm_)
-    if (w.store) w.store->set_own_files_max(next.tuning.own_files_max);
-  host_.info("dedupe: retention, policies and claims.files.max changed in place");
+    if (w.store) w.store->set_own_files_max(settings_.tuning.own_files_max);
+  if (!changed.empty()) say_once_per_stage(host_, "in place", "dedupe: changed in place: " + changed);
   return Status::ok();
 }
 

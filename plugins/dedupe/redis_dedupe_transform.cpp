@@ -2,11 +2,10 @@
 
 #include <chrono>
 #include <ctime>
-#include <map>
-#include <mutex>
 
 #include "claim_codec.hpp"
 #include "redis_encoding.hpp"
+#include "stage_line.hpp"
 
 namespace exactly::dedupe {
 
@@ -15,22 +14,6 @@ using sdk::Status;
 namespace {
 std::string default_prefix(const std::string& pipeline, const std::string& stage) {
   return "exactly:" + pipeline + ":" + stage + ":";
-}
-
-// A pipeline with several tasks makes one instance per task, each with the same settings:
-// the line is said once per stage and text (QA: every start logged it once per task), and
-// again when a reload changes it.
-void say_once(const sdk::Host& host, const char* what, const std::string& text) {
-  static std::mutex mu;
-  static std::map<std::string, std::string> said;  // pipeline/stage/what -> last text
-  const std::string stage = std::string(host.pipeline()) + "/" + host.component_id() + "/" + what;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    auto& last = said[stage];
-    if (last == text) return;
-    last = text;
-  }
-  host.info(text);
 }
 
 std::string when(int64_t ms) {
@@ -52,7 +35,7 @@ int64_t RedisDedupeTransform::now_ms() {
 RedisDedupeTransform::RedisDedupeTransform(sdk::Host host, const sdk::Config& config)
     : host_(host), settings_(RedisSettings::parse(config)), ids_(settings_.id) {
   apply(settings_);
-  say_once(host_, "shards", "dedupe-redis: shards " + current_->describe() +
+  say_once_per_stage(host_, "shards", "dedupe-redis: shards " + current_->describe() +
              (previous_ ? " from " + when(settings_.cutover_ms) + ", before that " +
                               previous_->describe()
                         : std::string()) +
@@ -60,7 +43,7 @@ RedisDedupeTransform::RedisDedupeTransform(sdk::Host host, const sdk::Config& co
              std::to_string(settings_.bucket_span_ms / 1000) + " s");
   // Said, not silent: right after a reshard this is a stale cutover, not a leftover.
   if (!settings_.previous_shards.empty() && previous_ == nullptr)
-    say_once(host_, "stale cutover", "dedupe-redis: shards.previous is not consulted: shards.cutover (" + when(settings_.cutover_ms) +
+    say_once_per_stage(host_, "stale cutover", "dedupe-redis: shards.previous is not consulted: shards.cutover (" + when(settings_.cutover_ms) +
                ") is long enough ago that every claim made in it has expired. Remove both keys; "
                "if the shards were just changed, set shards.cutover a little in the future instead");
 }
@@ -323,7 +306,7 @@ Status RedisDedupeTransform::reconfigure(const sdk::Config& config) {
         "they will not be found, and duplicates of ids seen in the last retention.max.age "
         "will pass");
   apply(std::move(next));
-  say_once(host_, "shards", "dedupe-redis: reconfigured; shards " + current_->describe() +
+  say_once_per_stage(host_, "shards", "dedupe-redis: reconfigured; shards " + current_->describe() +
              (previous_ ? " from " + when(settings_.cutover_ms) + " (previous " +
                               previous_->describe() + " consulted until " +
                               when(settings_.previous_retired_at_ms()) + ")"
