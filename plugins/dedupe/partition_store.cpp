@@ -4,6 +4,7 @@
 #include "changelog_codec.hpp"
 #include "claim_fold.hpp"
 #include "damage_mark.hpp"
+#include "evicted_mark.hpp"
 #include "empty_wals.hpp"
 #include "fold_files.hpp"
 #include "info_log.hpp"
@@ -27,6 +28,14 @@
 namespace exactly::dedupe {
 
 namespace {
+// The label of the file a claims file follows in its store; 0 for none, or for a file
+// written before files said it (ClaimsFileStats::after; merged files of that time name
+// the file below their inputs in merged_from).
+uint64_t follows(const ClaimsFileStats& st) {
+  const uint64_t after = st.after != 0 ? st.after : st.merged_from;
+  return after == 0 ? 0 : after - 1;
+}
+
 int64_t read_chunk_ms(const rocksdb::Slice& v) {
   const char* p = v.data();
   uint64_t ms = 0;
@@ -600,6 +609,17 @@ void PartitionStore::keep_fold_layout() {
   if (own_mode_) {
     // Own files go whole once the floor passes their label, like folded SST files. One
     // that cannot be removed now is removed at the next open (load_own_files).
+    uint64_t through = 0;
+    for (const auto& f : own_files_) {
+      if (f->stats().seq_end > meta_.floor) break;
+      through = f->stats().seq_end;
+    }
+    if (through == 0) return;
+    // Said before the files go, so that an open can tell them from files lost; until it
+    // can be said the files stay (lookups skip what is below the floor).
+    std::string error;
+    if (through > evicted_through_ && !write_evicted_mark(dir_, through, error)) return;
+    evicted_through_ = std::max(evicted_through_, through);
     while (!own_files_.empty() && own_files_.front()->stats().seq_end <= meta_.floor) {
       std::remove(own_files_.front()->path().c_str());
       own_files_.erase(own_files_.begin());
@@ -775,6 +795,8 @@ sdk::Status PartitionStore::destroy(const std::string& dir) {
     if (!std::filesystem::remove(f.path, ec)) break;
   if (!ec && !clear_damage_mark(dir))
     return sdk::Status::fatal("dedupe: cannot remove " + damage_mark_path(dir) + " before a restore");
+  if (!ec && !clear_evicted_mark(dir))
+    return sdk::Status::fatal("dedupe: cannot remove " + evicted_mark_path(dir) + " before a restore");
   if (ec) return sdk::Status::fatal("dedupe: cannot clear store " + dir + " before a restore: " + ec.message());
   return sdk::Status::ok();
 }
@@ -807,16 +829,37 @@ sdk::Status PartitionStore::load_own_files() {
     if (f->stats().merged_from != 0) covered_from = f->stats().merged_from;
     add_own_file(std::move(f));
   }
+  switch (read_evicted_mark(dir_, evicted_through_)) {
+    case EvictedMark::read:
+      break;
+    case EvictedMark::unreadable:
+      damaged_ = true;
+      return sdk::Status::fatal(
+          "dedupe: store " + dir_ + " has an unreadable " + evicted_mark_path(dir_) +
+          " (how far eviction removed its claims files; a number): the store cannot be "
+          "trusted. Move the directory away to start the partition over (with a changelog it "
+          "is restored from the changelog; without one, ids it had seen pass again)");
+    case EvictedMark::absent: {
+      // A new store, or one made before the mark: what is here is taken as whole (the
+      // checks below still hold), and the mark is kept from now on.
+      evicted_through_ = own_files_.empty() ? meta_.newest_file : follows(own_files_.front()->stats());
+      std::string error;
+      if (!write_evicted_mark(dir_, evicted_through_, error))
+        return sdk::Status::fatal("dedupe: cannot write store " + dir_ + ": " + error);
+      break;
+    }
+  }
   return check_own_files_whole();
 }
 
 sdk::Status PartitionStore::check_own_files_whole() {
-  // A file gone from between two others, or the newest gone while older ones remain, is
-  // not something the store does: eviction removes the oldest first, and a merge renames
-  // its file over its newest input before it removes the others. Its claims are lost
-  // (a file deleted by hand, a partial copy of the directory): ids in it would pass again.
-  // The oldest file is not checked against the floor: without a WAL the floor on disk
-  // may lag the files eviction removed before a kill.
+  // A file gone that eviction did not remove is not something the store does: eviction
+  // removes the oldest first (and says how far before it does, evicted_mark.hpp), and a
+  // merge renames its file over its newest input before it removes the others. Its claims
+  // are lost (a file deleted by hand, a partial copy of the directory): ids in it would
+  // pass again. The floor alone does not tell: without a WAL the floor on disk may lag
+  // the files eviction removed before a kill.
+  const uint64_t gone_through = std::max(meta_.floor, evicted_through_);
   auto missing = [&](uint64_t label, const std::string& why) {
     damaged_ = true;
     return sdk::Status::fatal(
@@ -825,19 +868,21 @@ sdk::Status PartitionStore::check_own_files_whole() {
         "directory away to start the partition over (with a changelog it is restored from the "
         "changelog; without one, ids it had seen pass again)");
   };
-  for (size_t i = 1; i < own_files_.size(); ++i) {
-    const auto& st = own_files_[i]->stats();
-    const uint64_t after = st.after != 0 ? st.after : st.merged_from;
-    if (after == 0) continue;  // written before files said what they follow
-    const uint64_t follows = after - 1;
-    if (follows > own_files_[i - 1]->stats().seq_end && follows > meta_.floor)
-      return missing(follows, own_files_[i]->path() + " follows it, and " +
-                                  own_files_[i - 1]->path() + " is the one below");
+  const std::string evicted = " (eviction removed files up to " + std::to_string(evicted_through_) + ")";
+  for (size_t i = 0; i < own_files_.size(); ++i) {
+    const uint64_t below = follows(own_files_[i]->stats());
+    if (below <= gone_through) continue;  // none, evicted, or written before files said it
+    if (i == 0)
+      return missing(below, own_files_[0]->path() + " follows it, and no older file is left" + evicted);
+    if (below > own_files_[i - 1]->stats().seq_end)
+      return missing(below, own_files_[i]->path() + " follows it, and " +
+                                own_files_[i - 1]->path() + " is the one below");
   }
-  if (!own_files_.empty() && meta_.newest_file > meta_.floor &&
-      own_files_.back()->stats().seq_end < meta_.newest_file)
+  if (meta_.newest_file > gone_through &&
+      (own_files_.empty() || own_files_.back()->stats().seq_end < meta_.newest_file))
     return missing(meta_.newest_file, "the store's bookkeeping names it as its newest, and " +
-                                          own_files_.back()->path() + " is the newest left");
+                                          (own_files_.empty() ? "no claims file is left" + evicted
+                                                              : own_files_.back()->path() + " is the newest left"));
   return sdk::Status::ok();
 }
 

@@ -232,8 +232,9 @@ class PartitionStore {
   // The store's own claims files (claims-<end>.xc): read at open, oldest first; files
   // whose claims the floor has passed are removed.
   sdk::Status load_own_files();
-  // After load_own_files: no file missing between two others, nor the newest the meta
-  // knows of while older ones remain (ClaimsFileStats::after). Sets damaged_.
+  // After load_own_files: no file missing that eviction did not remove: between two
+  // others, below the oldest, or the newest the meta knows of (ClaimsFileStats::after,
+  // evicted_mark.hpp). Sets damaged_.
   sdk::Status check_own_files_whole();
   void add_own_file(std::shared_ptr<const ClaimsFile> f);
   // Past claims.files.max own files, neighbouring files are merged into one on a thread
@@ -320,6 +321,8 @@ class PartitionStore {
   bool own_mode_ = false;
   bool cf_has_claims_ = false;
   std::vector<std::shared_ptr<const ClaimsFile>> own_files_;  // oldest claims first
+  // Own files labelled at or below it were evicted (evicted_mark.hpp): they may be gone.
+  uint64_t evicted_through_ = 0;
   uint64_t synced_writes_ = 0;
   std::shared_ptr<const ClaimsFile> fold_file_;  // the fold thread's, adopted by finish_fold
   size_t own_files_max_ = 256;
