@@ -173,12 +173,13 @@ std::string Registry::label_value(const std::string& rendered, const std::string
   return v;
 }
 
-void Registry::remove_gauges_matching(const Labels& match) {
+void Registry::remove_gauges_matching(const Labels& match, const std::string& having) {
   std::lock_guard<std::mutex> g(mu_);
   auto matches = [&](const std::string& rendered) {
     for (auto& [k, v] : match)
       if (rendered.find(k + "=\"") == std::string::npos || label_value(rendered, k) != v) return false;
-    return true;
+    return having.empty() || rendered.rfind(having + "=\"", 0) == 0 ||
+           rendered.find("," + having + "=\"") != std::string::npos;
   };
   for (auto& [name, f] : families_) {
     if (f.type != Type::gauge) continue;

@@ -27,7 +27,9 @@ class Registry {
   // Drops the gauges whose labels include every pair of `match` (a revoked partition's:
   // a gauge that nobody sets any more would report its last value for ever). Counters
   // stay: they count what happened.
-  void remove_gauges_matching(const Labels& match);
+  // With `having`, only those that also carry that label, whatever its value (a stage's
+  // gauges, which the plugins set, and not the host's own).
+  void remove_gauges_matching(const Labels& match, const std::string& having = "");
   std::string exposition() const;
   // Every plain series (counters and gauges) carrying label k=v: (name, labels, value).
   struct Series {

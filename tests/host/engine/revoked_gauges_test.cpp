@@ -53,7 +53,8 @@ TEST(RevokedGauges, ARevokedPartitionsGaugesLeaveTheScrapeAndTheOthersStay) {
 }
 
 // A pipeline that failed for good has no partitions left on this host (its consumer is
-// closed; other hosts take them over): their gauges leave the scrape, as at a revocation.
+// closed; other hosts take them over): their gauges leave the scrape, as at a revocation,
+// and so does every other gauge its stages set; the host's own (pipeline_up) stay.
 // They stayed, and a group's hosts summed to more partitions than the topic has (QA).
 TEST(RevokedGauges, APipelineThatFailedForGoodTakesItsPartitionsGaugesAlong) {
   auto dir = temp_dir("failed-gauges");
@@ -62,7 +63,8 @@ TEST(RevokedGauges, APipelineThatFailedForGoodTakesItsPartitionsGaugesAlong) {
                              "pipelines:\n"
                              "  - name: f\n"
                              "    source: { plugin: counters, config: { count: 1000000000, batch.size: 100, partitions: 2 } }\n"
-                             "    transforms: [ { plugin: checked, config: { level: 1, refuse.prepare: true } } ]\n"
+                             "    transforms: [ { plugin: metric, config: { kind: gauge, name: testkit_level, value: 3 } },\n"
+                             "                  { plugin: checked, config: { level: 1, refuse.prepare: true } } ]\n"
                              "    sink: { plugin: discard }\n"
                              "  - name: stays\n"
                              "    source: { plugin: counters, config: { count: 1000000000, batch.size: 100, partitions: 1 } }\n"
@@ -76,6 +78,9 @@ TEST(RevokedGauges, APipelineThatFailedForGoodTakesItsPartitionsGaugesAlong) {
   // The pipeline that still runs keeps its partition's gauge; the failed one has none.
   EXPECT_NE(body.find("exactly_testkit_first_assigned_at{pipeline=\"stays\""), std::string::npos) << body;
   EXPECT_EQ(body.find("exactly_testkit_first_assigned_at{pipeline=\"f\""), std::string::npos) << body;
+  // Nor any other gauge its stages set (the kafka source's assigned count was one: a
+  // failed host's 2 summed with the others' to 10 assigned partitions of 6).
+  EXPECT_EQ(body.find("exactly_testkit_level{"), std::string::npos) << body;
   EXPECT_NE(body.find("exactly_pipeline_up{pipeline=\"f\"} 0"), std::string::npos) << body;
   c.kill(SIGTERM);
   c.wait();
