@@ -103,7 +103,7 @@ void ChangelogStore::give_back(rd_kafka_t* rk) {
 void ChangelogStore::reader_log(const rd_kafka_t* rk, int level, const char* fac, const char* buf) {
   auto* self = static_cast<ChangelogStore*>(rd_kafka_opaque(rk));
   if (self == nullptr) return;
-  self->host_.log(host_log_level(level), std::string("librdkafka changelog reader ") + fac + ": " + buf);
+  self->host_.log(librdkafka_line_level(level, fac, buf), std::string("librdkafka changelog reader ") + fac + ": " + buf);
 }
 
 rd_kafka_t* ChangelogStore::reader(std::string& error) {
@@ -139,6 +139,10 @@ rd_kafka_t* ChangelogStore::reader(std::string& error) {
   set("log.connection.close", "false");
   rd_kafka_conf_set_opaque(c, this);
   rd_kafka_conf_set_log_cb(c, &ChangelogStore::reader_log);
+  // Without one librdkafka logs each error again (ERROR, after the FAIL line that said
+  // it) and counts brokers it only knew by their bootstrap address as down too ("4/4
+  // brokers are down" with one of three up, QA r10); a read's failure is said by its caller.
+  rd_kafka_conf_set_error_cb(c, [](rd_kafka_t*, int, const char*, void*) {});
   if (!error.empty()) {
     rd_kafka_conf_destroy(c);
     return nullptr;

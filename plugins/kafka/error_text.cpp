@@ -37,6 +37,16 @@ std::string fenced_hint(const std::string& txn_id, const std::string& identity_f
          "If this repeats, " + copy;
 }
 
+std::string fenced_instance_hint(const std::string& instance_id) {
+  return ". The group fenced this member's group.instance.id" +
+         (instance_id.empty() ? std::string() : " " + instance_id) +
+         ": after the broker that coordinated the group failed, a static member's request "
+         "from before its rejoin is answered this way (once per member, nothing lost or "
+         "doubled: the pipeline is rebuilt and joins again with the same id); if it repeats "
+         "without a broker failure, another live host uses the same group.instance.id (a copy "
+         "of this source's state.dir, or the same id set by hand): each host needs its own";
+}
+
 std::string timed_out_transaction_hint(int64_t open_ms, int64_t timeout_ms) {
   auto secs = [](int64_t ms) {
     char buf[32];

@@ -27,6 +27,15 @@ std::string with_reason(const std::string& what, const std::string& reason);
 // that happens once or twice and passes. Only if it repeats is a copied state.dir the cause.
 std::string fenced_hint(const std::string& txn_id, const std::string& identity_file, double process_age_s);
 
+// The hint after a consumer fenced for its group.instance.id (static membership,
+// FENCED_INSTANCE_ID). Two causes: another live member with the same id (a copied
+// state.dir, or the same id set by hand on two hosts), or this member itself, when the
+// broker that was its group coordinator died: librdkafka 2.0.2 rejoins with a new member
+// id, and a request of its earlier membership answered after that is fenced (QA r10: every
+// static host of a group, each with its own id, was fenced once when the coordinator's
+// broker was killed). The first passes with the rebuild; only a repeat points at a copy.
+std::string fenced_instance_hint(const std::string& instance_id);
+
 // The hint after a fence that came while the transaction had been open `open_ms`, past
 // `timeout_ms` (transaction.timeout): the coordinator aborted it and bumped the epoch.
 std::string timed_out_transaction_hint(int64_t open_ms, int64_t timeout_ms);

@@ -173,7 +173,6 @@ sdk::Status KafkaSink::fit_topic_limit(const std::string& topic) {
     return sdk::Status::config("topic", "kafka sink: topic " + topic + " takes batches of at most " +
                                             std::to_string(limit) + " bytes (max.message.bytes): " + err);
   }
-  rd_kafka_set_log_queue(fresh, nullptr);
   rd_kafka_destroy(rk_);  // nothing was produced with it yet
   rk_ = fresh;
   batch_bytes_ = batch;
@@ -283,6 +282,19 @@ sdk::Status KafkaSink::open(std::optional<sdk::Checkpoint>& stored) {
         if (host_.stopping())
           return sdk::Status::retriable("stopped during init_transactions with " + cluster_.display);
         if (now_ms() < deadline) continue;  // resumes the same initialisation
+        // A cluster that answers a metadata request is reachable: what did not answer is
+        // the transaction coordinator (QA r10: "cannot reach" while two of three brokers
+        // were down and the third served this host's consumers).
+        const rd_kafka_metadata_t* md = nullptr;
+        const bool answers = rd_kafka_metadata(rk_, 0, nullptr, &md, 2000) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+                             md != nullptr && md->broker_cnt > 0;
+        if (md != nullptr) rd_kafka_metadata_destroy(md);
+        if (answers)
+          return sdk::Status::retriable(
+              "the transaction coordinator of " + cluster_.display + " did not answer init_transactions for "
+              "transactional.id " + txn_id_ + " (" + describe(e.get()) + "), though the cluster answers: a "
+              "broker leading a partition of __transaction_state is down, or that partition has fewer "
+              "in-sync replicas than min.insync.replicas; retried");
         return sdk::Status::retriable("cannot reach " + cluster_.display +
                                       ": init_transactions: " + describe(e.get()));
       }

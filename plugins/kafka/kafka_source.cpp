@@ -1,6 +1,7 @@
 #include "kafka_source.hpp"
 
 #include "departed_members.hpp"
+#include "error_text.hpp"
 #include "kafka_settings.hpp"
 #include "cluster_endpoint.hpp"
 #include "message_headers.hpp"
@@ -142,6 +143,7 @@ KafkaSource::KafkaSource(sdk::Host host, const sdk::Config& cfg) : ClientContext
   reset_error_ = reset == "error";
   b.route_callbacks(static_cast<ClientContext*>(this));
   rd_kafka_conf_set_rebalance_cb(b.raw(), &KafkaSource::rebalance_cb);
+  instance_id_ = b.get("group.instance.id");
   rk_ = b.create(RD_KAFKA_CONSUMER);
   // Rebalances, logs and errors are then all served by consumer_poll, on the host's thread.
   rd_kafka_poll_set_consumer(rk_);
@@ -495,13 +497,20 @@ void KafkaSource::on_revoke(rd_kafka_topic_partition_list_t* parts) {
                                                 [](const PartState& p) { return p.assigned; })));
 }
 
+std::string KafkaSource::fatal_text() {
+  const std::string text = "kafka source: " + fatal_reason(rk_);
+  char reason[8];
+  if (rd_kafka_fatal_error(rk_, reason, sizeof(reason)) != RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID) return text;
+  return fit_error(text, fenced_instance_hint(instance_id_), EX_ERROR_MESSAGE_MAX);
+}
+
 sdk::Status KafkaSource::handle_message_error(rd_kafka_message_t* m) {
   switch (m->err) {
     case RD_KAFKA_RESP_ERR__PARTITION_EOF:
       return sdk::Status::ok();
     case RD_KAFKA_RESP_ERR__FATAL:
       fatal_.store(true);
-      return sdk::Status::fatal("kafka source: " + fatal_reason(rk_));
+      return sdk::Status::fatal(fatal_text());
     // An ACL: no retry reads the topic, and a warning per fetch let a pipeline with
     // stop.when.idle end "idle" with the input unread (exit 0).
     case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED: {
@@ -535,7 +544,7 @@ sdk::Status KafkaSource::poll(int timeout_ms, std::vector<ex_record>& out, bool&
   end_of_input = false;
   release_batch();
   if (!opened_) return sdk::Status::fatal("kafka source: poll before open");
-  if (fatal()) return sdk::Status::fatal("kafka source: " + fatal_reason(rk_));
+  if (fatal()) return sdk::Status::fatal(fatal_text());
   if (!pending_) return std::exchange(pending_, sdk::Status::ok());
   if (watches_group()) group_watch_step();
   if (waits_for_not_before()) {
@@ -591,7 +600,7 @@ sdk::Status KafkaSource::poll(int timeout_ms, std::vector<ex_record>& out, bool&
     if (!pending_) break;
   }
   if (failure && !pending_) failure = std::exchange(pending_, sdk::Status::ok());
-  if (failure && fatal()) failure = sdk::Status::fatal("kafka source: " + fatal_reason(rk_));
+  if (failure && fatal()) failure = sdk::Status::fatal(fatal_text());
   if (!failure) {
     // Messages fetched but never handed out: put the fetch positions back where the
     // host's view ends so nothing is skipped even if the host did not rewind.
@@ -759,7 +768,7 @@ sdk::Status KafkaSource::commit(const sdk::Checkpoint& positions) {
   rd_kafka_resp_err_t err = rd_kafka_commit(rk_, list.get(), 0 /* synchronous */);
   if (err == RD_KAFKA_RESP_ERR__NO_OFFSET) return sdk::Status::ok();
   if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-    if (err == RD_KAFKA_RESP_ERR__FATAL) return sdk::Status::fatal("kafka source: " + fatal_reason(rk_));
+    if (err == RD_KAFKA_RESP_ERR__FATAL) return sdk::Status::fatal(fatal_text());
     return sdk::Status::retriable(std::string("kafka source: committing offsets failed: ") +
                                   rd_kafka_err2str(err));
   }

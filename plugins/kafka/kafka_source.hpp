@@ -201,6 +201,10 @@ class KafkaSource final : public sdk::Source, public ClientContext {
   bool opened_ = false;
   bool closing_ = false;
   bool static_member_ = false;  // static.membership: a close does not leave the group
+  std::string instance_id_;      // group.instance.id, set or derived ("" when none)
+  // "kafka source: <librdkafka's fatal error>", with what a fence of the member's
+  // group.instance.id means (fenced_instance_hint).
+  std::string fatal_text();
   bool paused_ = false;
   sdk::Status pending_;  // an error raised inside a callback, returned by the next poll
 

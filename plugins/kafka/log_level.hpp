@@ -12,7 +12,10 @@ ex_log_level host_log_level(int syslog_level);
 // plugin waits through anyway (bounded by the sink's open.timeout, which reports it):
 // a transactional producer's PID while the coordinator loads, or while it aborts the
 // transaction of a producer with the same id that died (every restart after a kill -9
-// warned so, QA). Those are said at info.
+// warned so, QA). Those are said at info. And a broker's connection failing (FAIL:
+// refused, reset, timed out) is a warning, not an error: librdkafka retries it, and one
+// broker of several down is routine; a FAIL that names SSL, SASL or authentication
+// stays an error.
 ex_log_level librdkafka_line_level(int syslog_level, const char* facility, const char* text);
 
 }  // namespace exactly::kafka

@@ -147,10 +147,13 @@ void ClientContext::error_cb(rd_kafka_t* rk, int err, const char* reason, void* 
     self->security_failure_ = reason ? reason : rd_kafka_err2str(static_cast<rd_kafka_resp_err_t>(err));
     self->security_failure_tls_ = err == RD_KAFKA_RESP_ERR__SSL;
   }
-  // Transport-level trouble is retried by librdkafka itself; say so once per event.
+  // Transport-level trouble is retried by librdkafka itself; say so once per event. A
+  // transport error is the broker failure librdkafka has just logged (FAIL, the same
+  // text): kept for the errors that name it, not said twice (QA r10: a quarter of a
+  // host's log in a broker outage was such pairs).
   std::string text = std::string(rd_kafka_err2name(static_cast<rd_kafka_resp_err_t>(err))) + ": " +
                      (reason ? reason : "");
-  self->host_.warn("kafka: " + text);
+  if (err != RD_KAFKA_RESP_ERR__TRANSPORT) self->host_.warn("kafka: " + text);
   self->recent_error_ = std::move(text);
   self->recent_error_ms_ = now_ms();
 }
@@ -184,7 +187,11 @@ void ConfBuilder::route_callbacks(ClientContext* ctx) {
   rd_kafka_conf_set_opaque(conf_, ctx);
   rd_kafka_conf_set_log_cb(conf_, &ClientContext::log_cb);
   rd_kafka_conf_set_error_cb(conf_, &ClientContext::error_cb);
-  set("log.queue", "true", "rdkafka.log.queue");
+  // Logged from librdkafka's own threads as they happen (log_cb is thread-safe, and a
+  // host's log may be called from any thread). Through the main queue they waited for the
+  // component's next call: a transaction call blocked for 10 s in an outage held them back
+  // and they came out late, stamped with the late time (QA r10).
+  set("log.queue", "false", "rdkafka.log.queue");
 }
 
 rd_kafka_t* ConfBuilder::create(rd_kafka_type_t type) {
@@ -192,8 +199,6 @@ rd_kafka_t* ConfBuilder::create(rd_kafka_type_t type) {
   rd_kafka_t* rk = rd_kafka_new(type, conf_, errstr, sizeof(errstr));
   if (rk == nullptr) throw sdk::ConfigError("rdkafka", errstr);
   conf_ = nullptr;  // owned by rk now
-  // Logs go to the main queue, which each component serves from its own calls.
-  rd_kafka_set_log_queue(rk, nullptr);
   return rk;
 }
 

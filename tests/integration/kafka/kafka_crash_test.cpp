@@ -381,4 +381,33 @@ TEST(KafkaRebalance, StaticMemberRestartMovesNoPartition) {
   EXPECT_EQ(json_number(v.out, "duplicated"), 0);
 }
 
+// Two live hosts with one group.instance.id (set by hand, or a copied state.dir): the
+// broker fences the older member. Its error says what a fence of the instance id means
+// (QA r10: the same fence came to every static host, each with its own id, when the
+// broker coordinating the group died, and the bare librdkafka text pointed nowhere).
+TEST(KafkaRebalance, AFencedInstanceIdIsExplained) {
+  Topics s = make_topics("fenced-instance", 2);
+  write_file(s.dir / "a.yaml", pipeline_yaml(s, "exactly_once", "one-id", "", "state-a"));
+  write_file(s.dir / "b.yaml", pipeline_yaml(s, "exactly_once", "one-id", "", "state-b"));
+  Child a({exactly_bin(), "run", "--no-watch", (s.dir / "a.yaml").string()}, s.dir / "a.log");
+  ASSERT_TRUE(wait_for_text(s.dir / "a.log", "] assigned ", 60)) << read_file(s.dir / "a.log");
+  Child b({exactly_bin(), "run", "--no-watch", (s.dir / "b.yaml").string()}, s.dir / "b.log");
+  const std::string fenced = "FENCED_INSTANCE_ID";
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (read_file(s.dir / "a.log").find(fenced) == std::string::npos &&
+         read_file(s.dir / "b.log").find(fenced) == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  a.kill(SIGTERM);
+  b.kill(SIGTERM);
+  a.wait();
+  b.wait();
+  const std::string logs = read_file(s.dir / "a.log") + read_file(s.dir / "b.log");
+  ASSERT_NE(logs.find(fenced), std::string::npos) << logs.substr(0, 4000);
+  EXPECT_NE(logs.find("The group fenced this member's group.instance.id one-id"), std::string::npos)
+      << logs.substr(0, 4000);
+  EXPECT_NE(logs.find("another live host uses the same group.instance.id"), std::string::npos)
+      << logs.substr(0, 4000);
+}
+
 }  // namespace

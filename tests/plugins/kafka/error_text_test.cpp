@@ -160,3 +160,23 @@ TEST(LibrdkafkaLogLevel, ExpectedTransactionalPidRetriesAreInfo) {
   EXPECT_EQ(librdkafka_line_level(6, "GETPID", "x"), EX_LOG_INFO);
   EXPECT_EQ(librdkafka_line_level(7, "GETPID", "x"), EX_LOG_DEBUG);
 }
+
+// A broker down or gone is a warning (QA r10: ERROR lines at every broker restart of a
+// 3-node cluster); a refused certificate or login, and other failures, stay errors.
+TEST(LibrdkafkaLogLevel, ABrokerConnectionFailingIsAWarningAndALoginFailureAnError) {
+  using exactly::kafka::librdkafka_line_level;
+  EXPECT_EQ(librdkafka_line_level(3, "FAIL",
+                                  "[thrd:127.0.0.1:29092/bootstrap]: 127.0.0.1:29092/1: Connect to "
+                                  "ipv4#127.0.0.1:29092 failed: Connection refused (after 0ms in state CONNECT)"),
+            EX_LOG_WARN);
+  EXPECT_EQ(librdkafka_line_level(3, "FAIL", "[thrd:TxnCoordinator]: TxnCoordinator: 127.0.0.1:29093: 1 request(s) "
+                                             "timed out: disconnect (after 10032ms in state UP)"),
+            EX_LOG_WARN);
+  EXPECT_EQ(librdkafka_line_level(3, "FAIL", "127.0.0.1:9093/bootstrap: SSL handshake failed: certificate verify failed"),
+            EX_LOG_ERROR);
+  EXPECT_EQ(librdkafka_line_level(3, "FAIL", "127.0.0.1:9093/bootstrap: SASL authentication error: Authentication "
+                                             "failed during authentication due to invalid credentials"),
+            EX_LOG_ERROR);
+  EXPECT_EQ(librdkafka_line_level(3, "ADDOFFSETS", "Failed to add offsets to transaction: Local: Timed out"),
+            EX_LOG_ERROR);
+}

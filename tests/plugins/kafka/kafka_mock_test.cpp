@@ -234,6 +234,23 @@ TEST(KafkaConfig, UnreachableBrokerIsARetriableErrorNamingTheServers) {
   EXPECT_NE(st.message().find("cannot reach 127.0.0.1:9"), std::string::npos) << st.message();
 }
 
+// librdkafka's lines are logged as they happen, from its own threads: through its main
+// queue they waited for the component's next call, and a transaction call blocked for
+// 10 s in a broker outage held them back (QA r10: lines 15 s late, stamped late).
+TEST(KafkaConfig, LibrdkafkaLinesAreLoggedWithoutWaitingForTheComponentsNextCall) {
+  exactly::testing::FakeHost host;
+  SinkHarness sink(lib(), "kafka", {{"bootstrap.servers", "127.0.0.1:9"}, {"topic", "t"}}, &host);
+  ASSERT_TRUE(sink.ok()) << sink.create_status().message();
+  // No call into the sink after create(): its producer's broker thread meets the refusal.
+  auto refused = [&] {
+    for (const auto& [level, line] : host.log_lines())
+      if (line.find("Connection refused") != std::string::npos) return true;
+    return false;
+  };
+  for (int i = 0; i < 200 && !refused(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_TRUE(refused()) << "no librdkafka line while the sink was not called";
+}
+
 TEST(KafkaConfig, MissingTopicIsAConfigErrorNamingIt) {
   MockCluster mc;
   mc.topic("present", 1);

@@ -270,6 +270,12 @@ class FakeHost {
     return it == metrics.end() ? 0.0 : it->second;
   }
 
+  // A copy of `logs`, safe while a plugin's own threads log (librdkafka's do).
+  std::vector<std::pair<int32_t, std::string>> log_lines() const {
+    std::lock_guard<std::mutex> g(mu_);
+    return logs;
+  }
+
   std::vector<std::pair<int32_t, std::string>> logs;
   std::map<std::string, double> metrics;
   std::vector<sdk::Partition> assigned, revoked;
