@@ -16,12 +16,14 @@ namespace exactly::test {
 
 class OwnCluster : public ::testing::Environment {
  public:
-  OwnCluster(int nodes, std::string heap) : nodes_(nodes), heap_(std::move(heap)) {}
+  // `extra`: more arguments for `kafka-broker.sh start`, e.g. "--prop k=v".
+  OwnCluster(int nodes, std::string heap, std::string extra = "")
+      : nodes_(nodes), heap_(std::move(heap)), extra_(std::move(extra)) {}
 
   void SetUp() override {
     dir() = temp_dir("kafka" + std::to_string(nodes_));
     auto r = run(tools_dir() + "/kafka-broker.sh start --nodes " + std::to_string(nodes_) + " --heap " +
-                     heap_ + " --dir " + dir().string(),
+                     heap_ + " --dir " + dir().string() + (extra_.empty() ? "" : " " + extra_),
                  temp_dir("kstart"));
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
     auto lines = lines_of(r.out);
@@ -50,7 +52,7 @@ class OwnCluster : public ::testing::Environment {
     return d;
   }
   int nodes_;
-  std::string heap_;
+  std::string heap_, extra_;
 };
 
 }  // namespace exactly::test
