@@ -145,7 +145,8 @@ KafkaSource::KafkaSource(sdk::Host host, const sdk::Config& cfg) : ClientContext
   rd_kafka_conf_set_rebalance_cb(b.raw(), &KafkaSource::rebalance_cb);
   instance_id_ = b.get("group.instance.id");
   rk_ = b.create(RD_KAFKA_CONSUMER);
-  // Rebalances, logs and errors are then all served by consumer_poll, on the host's thread.
+  // Rebalances and error events are then served by consumer_poll, on the host's thread
+  // (log lines come from librdkafka's own threads as they happen: route_callbacks).
   rd_kafka_poll_set_consumer(rk_);
   // One queue per priority level, so a level's records are not stuck behind another's.
   for (size_t l = 0; l < priority_.size(); ++l) level_q_.push_back(rd_kafka_queue_new(rk_));
