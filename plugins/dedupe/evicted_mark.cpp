@@ -1,12 +1,10 @@
 #include "evicted_mark.hpp"
 
-#include <cerrno>
+#include <exactly/durable_file.hpp>
+
 #include <charconv>
-#include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <system_error>
 
 namespace exactly::dedupe {
@@ -26,24 +24,10 @@ EvictedMark read_evicted_mark(const std::string& dir, uint64_t& label) {
 }
 
 bool write_evicted_mark(const std::string& dir, uint64_t label, std::string& error) {
-  const std::string path = evicted_mark_path(dir), tmp = path + ".tmp";
-  std::FILE* f = std::fopen(tmp.c_str(), "w");
-  if (f == nullptr) {
-    error = tmp + ": " + std::strerror(errno);
-    return false;
-  }
-  bool ok = std::fprintf(f, "%llu\n", static_cast<unsigned long long>(label)) > 0 && std::fflush(f) == 0;
-  if (!ok) error = tmp + ": " + std::strerror(errno);
-  if (std::fclose(f) != 0 && ok) {
-    error = tmp + ": " + std::strerror(errno);
-    ok = false;
-  }
-  if (ok && std::rename(tmp.c_str(), path.c_str()) != 0) {
-    error = path + ": " + std::strerror(errno);
-    ok = false;
-  }
-  if (!ok) std::remove(tmp.c_str());
-  return ok;
+  // Not synced (evicted_mark.hpp): the rename alone keeps it whole through a kill.
+  sdk::Status st = sdk::replace_file_atomically(evicted_mark_path(dir), std::to_string(label) + "\n", false);
+  if (!st) error = st.message();
+  return static_cast<bool>(st);
 }
 
 bool clear_evicted_mark(const std::string& dir) {
