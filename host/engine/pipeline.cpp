@@ -176,13 +176,11 @@ Pipeline::RunResult Pipeline::run_instance() {
     end_instance_calls();
     in.teardown();
     held_.clear();
-    // The partitions went with the instance (its consumer left, or will be taken for
-    // gone): their gauges go too, as at a revocation, and so does every gauge its stages
-    // set (the next instance sets its own). A pipeline that failed for good kept
-    // reporting partitions other hosts had taken over (QA: 8 assigned of 6; then, with
-    // the per-partition gauges gone, the kafka source's assigned count, 10 of 6).
-    for (const auto& [id, info] : partitions_)
-      metrics::global().remove_gauges_matching({{"pipeline", spec_.name}, {"partition", info.name}});
+    // Every gauge its stages set goes with the instance (the next one sets its own): its
+    // partitions' (its consumer left, or will be taken for gone), as at a revocation, and
+    // the others. A pipeline that failed for good kept reporting partitions other hosts
+    // had taken over (QA: 8 assigned of 6; then, with the per-partition gauges gone, the
+    // kafka source's assigned count, 10 of 6). Every gauge with a partition is a stage's.
     metrics::global().remove_gauges_matching({{"pipeline", spec_.name}}, "stage");
     return r;
   };
