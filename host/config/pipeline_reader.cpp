@@ -181,9 +181,11 @@ void read_pipeline(const YAML::Node& node, const Mark& at, const std::string& fi
   p.commit_max_records = num("commit.max.records", 100000);
   p.commit_after_takeover_ms = num("commit.after.takeover", 2000);
   p.commit_when_idle = parse_bool(value_of(c, "commit.when.idle")).value_or(true);
-  if (p.commit_after_takeover_ms < 0)
-    ctx.error(c.marks.count("commit.after.takeover") ? c.marks["commit.after.takeover"] : at,
-              fmt::format("{}: key 'commit.after.takeover' must not be negative", context));
+  p.ready_round_timeout_ms = num("ready.round.timeout", 10000);
+  for (const char* k : {"commit.after.takeover", "ready.round.timeout"})
+    if (num(k, 0) < 0)
+      ctx.error(c.marks.count(k) ? c.marks[k] : at,
+                fmt::format("{}: key '{}' must not be negative", context, k));
   p.threads = num("threads", 0);
   if (p.threads < 0 || p.threads > 256)
     ctx.error(c.marks.count("threads") ? c.marks["threads"] : at,

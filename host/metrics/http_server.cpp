@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <string>
@@ -39,30 +40,48 @@ int handle_healthz(mg_connection* conn, void*) {
   return 200;
 }
 
-// Readiness: every pipeline of the host is up (exactly_pipeline_up) and its last round
-// committed (exactly_pipeline_aborts_in_a_row 0), or has finished its bounded input
+// Readiness: every pipeline of the host is up (exactly_pipeline_up), its last round
+// committed (exactly_pipeline_aborts_in_a_row 0) and its current round has not run past
+// its limit (exactly_pipeline_round_ready_seconds: a commit held by a broker outage has
+// not failed yet, and said ready for its 10-30 s), or it has finished its bounded input
 // (exactly_pipeline_finished: done, not down), one per line. Not ready (503) while one
 // starts, retries its open, has failed, aborts its rounds (a sink that cannot commit: the
-// pipeline is up and moves nothing), or there is none: a load balancer's or an
-// orchestrator's readiness probe, not a restart trigger (a pipeline that failed on its
-// configuration stays failed until the file is fixed).
+// pipeline is up and moves nothing), is held in a round, or there is none: a load
+// balancer's or an orchestrator's readiness probe, not a restart trigger (a pipeline
+// that failed on its configuration stays failed until the file is fixed).
 int handle_readyz(mg_connection* conn, void*) {
   std::string body;
   bool ready = true;
   const auto up = global().series_of("pipeline_up");
-  std::map<std::string, double> aborted, finished;
-  for (const auto& s : global().series_of("pipeline_aborts_in_a_row"))
-    aborted[Registry::label_value(s.labels, "pipeline")] = s.value;
-  for (const auto& s : global().series_of("pipeline_finished"))
-    finished[Registry::label_value(s.labels, "pipeline")] = s.value;
+  auto by_pipeline = [](const char* name) {
+    std::map<std::string, double> m;
+    for (const auto& s : global().series_of(name)) m[Registry::label_value(s.labels, "pipeline")] = s.value;
+    return m;
+  };
+  const auto aborted = by_pipeline("pipeline_aborts_in_a_row");
+  const auto finished = by_pipeline("pipeline_finished");
+  const auto started = by_pipeline("pipeline_round_started_timestamp_seconds");
+  const auto limit = by_pipeline("pipeline_round_ready_seconds");
+  auto get = [](const std::map<std::string, double>& m, const std::string& k) {
+    const auto it = m.find(k);
+    return it == m.end() ? 0.0 : it->second;
+  };
+  const double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   for (const auto& s : up) {
     const std::string name = Registry::label_value(s.labels, "pipeline");
     const bool on = s.value >= 1;
-    const bool done = !on && finished.count(name) && finished[name] >= 1;
-    const double aborts = aborted.count(name) ? aborted[name] : 0;
-    ready = ready && (on || done) && aborts == 0;
+    const bool done = !on && get(finished, name) >= 1;
+    const double aborts = get(aborted, name);
+    const double round_s = get(started, name) > 0 ? now - get(started, name) : 0.0;
+    const bool held = on && get(limit, name) > 0 && round_s > get(limit, name);
+    ready = ready && (on || done) && aborts == 0 && !held;
     body += "pipeline " + name + (on ? ": up" : done ? ": finished" : ": down");
     if (aborts > 0) body += fmt::format(", its last {} round(s) aborted", static_cast<int64_t>(aborts));
+    if (held)
+      body += fmt::format(", its current round has run {:.0f} s (more than commit.interval + "
+                          "ready.round.timeout, {:g} s)",
+                          round_s, get(limit, name));
     body += "\n";
   }
   if (up.empty()) {
