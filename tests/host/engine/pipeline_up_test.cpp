@@ -172,7 +172,7 @@ TEST(PipelineUp, ARoundHeldPastItsLimitMakesThePipelineNotReady) {
                                "metrics: { listen: 127.0.0.1:0 }\n"
                                "pipelines:\n" +
                                    pipeline("held", held_commit_ms, "1s") + pipeline("unlimited", "3000", "0") +
-                                   pipeline("fine", "0", "1s"));
+                                   pipeline("fine", "0", "10s"));
   };
   config("3000");
   const fs::path log = dir / "log.txt";
