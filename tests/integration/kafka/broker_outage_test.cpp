@@ -22,6 +22,7 @@
 #include "hosts.hpp"
 #include "kafka_env.hpp"
 #include "kafka_test_util.hpp"
+#include "metrics_scrape.hpp"
 #include "output_checks.hpp"
 #include "own_cluster.hpp"
 #include "test_util.hpp"
@@ -73,6 +74,57 @@ TEST(BrokerOutage, AHostWatchingItsGroupOutlivesItsOnlyBrokerBeingDownForAMinute
   auto v = expect_dedupe_exactly_once(in, out, 40000);
   EXPECT_LT(answer(v, "distinct_ids"), answer(v, "input"));
   expect_markers_visible(out);
+}
+
+// A round whose commit waits on the broker has not failed yet: /readyz said ready for the
+// 10-30 s until the sink gave up (QA r10). Past commit.interval + ready.round.timeout the
+// pipeline is not ready, its line saying how long the round has run, and ready again once
+// the broker is back. (A generator keeps records coming while the broker is away; the
+// at_least_once sink's flush then holds the commit for up to a minute.)
+TEST(BrokerOutage, ACommitHeldByTheOutageMakesThePipelineNotReadyBeforeItFails) {
+  const std::string out = unique_name("held-out");
+  kafka_tool("create-topic --topic " + out + " --partitions 1");
+  const fs::path dir = temp_dir("held");
+  write_file(dir / "host.yaml",
+             "metrics: { listen: 127.0.0.1:0 }\n"
+             "pipelines:\n"
+             "  - name: held\n"
+             "    commit.interval: 200ms\n"
+             "    ready.round.timeout: 3s\n"
+             "    source: { plugin: generator, config: { count: 0, rate: 1000 } }\n"
+             "    sink:\n      plugin: kafka\n      config:\n"
+             "        bootstrap.servers: \"" + kafka_bootstrap() + "\"\n        topic: " + out + "\n");
+  Host host("held", dir / "host.yaml", dir / "host.log");
+  host.start();
+  auto ready_body = [&](std::chrono::seconds within, const std::string& want) {
+    const auto until = std::chrono::steady_clock::now() + within;
+    std::string body;
+    while (std::chrono::steady_clock::now() < until) {
+      const int port = metrics_port(read_file(host.log()));
+      if (port != 0) {
+        body = scrape(port, "/readyz");
+        if (body.find(want) != std::string::npos) return body;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    return body;
+  };
+  const std::string before = ready_body(std::chrono::seconds(60), "HTTP/1.1 200");
+  ASSERT_EQ(before.rfind("HTTP/1.1 200", 0), 0u) << before << host.log_tail();
+
+  ASSERT_TRUE(OwnCluster::node("stop-node", 1));
+  const auto stopped = std::chrono::steady_clock::now();
+  const std::string held = ready_body(std::chrono::seconds(40), "pipeline held: up, its current round has run ");
+  const double after_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - stopped).count();
+  ASSERT_TRUE(OwnCluster::node("start-node", 1));
+  EXPECT_EQ(held.rfind("HTTP/1.1 503", 0), 0u) << held << host.log_tail(6000);
+  EXPECT_NE(held.find("pipeline held: up, its current round has run "), std::string::npos)
+      << "after " << after_s << " s of outage:\n" << held << host.log_tail(6000);
+  EXPECT_NE(held.find("(more than commit.interval + ready.round.timeout, 3.2 s)"), std::string::npos) << held;
+
+  const std::string again = ready_body(std::chrono::seconds(120), "HTTP/1.1 200");
+  EXPECT_EQ(again.rfind("HTTP/1.1 200", 0), 0u) << again << host.log_tail(6000);
+  EXPECT_EQ(host.stop(SIGTERM), 0) << host.log_tail();
 }
 
 TEST(BrokerOutage, AChangelogRangeAskedForWhileTheBrokerIsDownFailsRetriablyAfterARestore) {
