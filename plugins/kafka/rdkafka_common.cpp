@@ -34,7 +34,7 @@ void ClientContext::log_cb(const rd_kafka_t* rk, int level, const char* fac, con
   uint64_t suppressed = 0;
   {
     std::lock_guard<std::mutex> g(self->log_mu_);
-    if (std::strstr(buf, "security.protocol") != nullptr) self->protocol_suspicion_ = buf;
+    self->protocol_suspicion_.note(fac, buf);
     // TxnCoordinator/1: Failed to add partition "T" [0] to transaction: Broker: Topic
     // authorization failed (topic names cannot hold a quote).
     if (std::strcmp(fac, "ADDPARTS") == 0 &&

@@ -7,6 +7,7 @@
 #include <librdkafka/rdkafka.h>
 
 #include "log_level.hpp"
+#include "protocol_suspicion.hpp"
 #include "repeat_filter.hpp"
 
 #include <atomic>
@@ -65,7 +66,7 @@ class ClientContext {
   // reached for that reason is otherwise reported as unreachable, and retried for ever.
   std::string protocol_suspicion() const {
     std::lock_guard<std::mutex> g(log_mu_);
-    return protocol_suspicion_;
+    return protocol_suspicion_.current();
   }
   // librdkafka's latest error event ("_AUTHENTICATION: SASL authentication error: ..."),
   // when it came within `within_ms` of `now`, or "": a check that finds something not
@@ -100,7 +101,7 @@ class ClientContext {
  private:
   mutable std::mutex log_mu_;
   RepeatFilter repeats_{5000};  // librdkafka's own lines (repeat_filter.hpp)
-  std::string protocol_suspicion_;
+  ProtocolSuspicion protocol_suspicion_;
   std::vector<std::string> unauthorized_topics_;
 };
 
