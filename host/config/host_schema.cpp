@@ -43,11 +43,11 @@ const std::vector<Field>& pipeline_fields() {
           "instead of waiting out commit.interval: the last records of a burst become visible "
           "at once; a trickle commits at most about every 100 ms (a source whose own poll "
           "timeout is shorter never looks idle)"),
-      fld("ready.round.timeout", EX_CFG_DURATION, "10s",
-          "/readyz answers 503 for the pipeline while its current round has run longer than "
-          "commit.interval plus this (a commit held by a broker outage, a plugin call that "
-          "hangs), not only once the round has failed; 0 = a round's length never makes it "
-          "unready"),
+      fld("ready.commit.timeout", EX_CFG_DURATION, "10s",
+          "/readyz answers 503 for the pipeline while a commit (with the abort after it) has "
+          "run longer than this: one held by a broker outage has not failed yet. Only the "
+          "commit counts, not a round held by a sink's backpressure (a rate-limited http "
+          "sink draining its window is working); 0 = never"),
       fld("threads", EX_CFG_INT, "0",
           "tasks the pipeline's partitions are split into, each running its own instances of "
           "the transforms, side by side on up to this many threads while that measures faster "

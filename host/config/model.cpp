@@ -58,7 +58,7 @@ std::string ComponentSpec::fingerprint() const {
 std::string PipelineSpec::fingerprint() const {
   std::string out = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}\n", name, to_string(delivery),
                                 commit_interval_ms, commit_max_records, commit_after_takeover_ms,
-                                commit_when_idle, ready_round_timeout_ms,
+                                commit_when_idle, ready_commit_timeout_ms,
                                 to_string(error_policy), backoff_initial_ms, backoff_max_ms,
                                 max_consecutive_aborts, threads);
   out += source.fingerprint();

@@ -64,8 +64,8 @@ struct PipelineSpec {
   int64_t commit_max_records = 100000;
   int64_t commit_after_takeover_ms = 2000;
   bool commit_when_idle = true;
-  // How long past commit_interval_ms a round may run with /readyz still 200 (0 = no limit).
-  int64_t ready_round_timeout_ms = 10000;
+  // How long a commit may run with /readyz still 200 (0 = no limit).
+  int64_t ready_commit_timeout_ms = 10000;
   // Tasks the pipeline's partitions are split into, each with its own transform
   // instances on its own thread (0 in the YAML = the machine's cores).
   int64_t threads = 1;

@@ -181,8 +181,8 @@ void read_pipeline(const YAML::Node& node, const Mark& at, const std::string& fi
   p.commit_max_records = num("commit.max.records", 100000);
   p.commit_after_takeover_ms = num("commit.after.takeover", 2000);
   p.commit_when_idle = parse_bool(value_of(c, "commit.when.idle")).value_or(true);
-  p.ready_round_timeout_ms = num("ready.round.timeout", 10000);
-  for (const char* k : {"commit.after.takeover", "ready.round.timeout"})
+  p.ready_commit_timeout_ms = num("ready.commit.timeout", 10000);
+  for (const char* k : {"commit.after.takeover", "ready.commit.timeout"})
     if (num(k, 0) < 0)
       ctx.error(c.marks.count(k) ? c.marks[k] : at,
                 fmt::format("{}: key '{}' must not be negative", context, k));

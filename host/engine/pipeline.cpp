@@ -67,17 +67,15 @@ Pipeline::Pipeline(config::PipelineSpec spec) : spec_(std::move(spec)) {
   // pipeline_up stays 1 while every round aborts (a sink that cannot commit): this is
   // what says so, and /readyz reads it.
   m.set("pipeline_aborts_in_a_row", labels(), 0);
-  // A round held up (a commit waiting out a broker outage) has not failed yet, so the
-  // gauge above still says 0: /readyz reads the round's start against this limit.
-  m.describe("pipeline_round_started_timestamp_seconds", metrics::Type::gauge,
-             "Unix time at which the pipeline's current round began (set at every round's start)");
-  m.describe("pipeline_round_ready_seconds", metrics::Type::gauge,
-             "How long a round may run with /readyz still ready: commit.interval + "
-             "ready.round.timeout (0 = no limit)");
-  metrics::global().set("pipeline_round_ready_seconds", labels(),
-        spec_.ready_round_timeout_ms > 0
-            ? static_cast<double>(spec_.commit_interval_ms + spec_.ready_round_timeout_ms) / 1000.0
-            : 0.0);
+  // A commit held up (waiting out a broker outage) has not failed yet, so the gauge
+  // above still says 0: /readyz reads the commit's start against ready.commit.timeout.
+  m.describe("pipeline_commit_started_timestamp_seconds", metrics::Type::gauge,
+             "Unix time at which the pipeline's running commit began (with the abort after "
+             "it, if it failed); 0 while none runs");
+  m.describe("pipeline_commit_ready_seconds", metrics::Type::gauge,
+             "How long a commit may run with /readyz still ready: ready.commit.timeout (0 = no limit)");
+  metrics::global().set("pipeline_commit_ready_seconds", labels(),
+                        static_cast<double>(spec_.ready_commit_timeout_ms) / 1000.0);
   // Every counter of the pipeline's own from its start, at 0: a series that appears only
   // at its first increment has no earlier sample, and `increase(...[1h]) > 0` missed each
   // pipeline's first restart and first abort (QA).
@@ -281,7 +279,7 @@ Pipeline::RunResult Pipeline::run_instance() {
     in.last_format = sv(cp.format);
     in.last_data = sv(cp.data);
   }
-  mark_round_start();  // before up: /readyz must not read the last instance's round
+  mark_commit(false);  // before up: /readyz must not read the last instance's commit
   metrics::global().set("pipeline_up", labels(), 1);
   log::info(scope, "running ({} -> {} transform(s) -> {}, delivery {})", spec_.source.plugin,
             spec_.transforms.size(), spec_.sink.plugin, config::to_string(spec_.delivery));
@@ -297,7 +295,6 @@ Pipeline::RunResult Pipeline::run_instance() {
   for (;;) {
     apply_reconfigure(in);
     in.round_start = Clock::now();
-    mark_round_start();
     const Clock::duration round_len =
         round_length<Clock::duration>(interval, in.last_commit, in.typical_commit);
     const Clock::duration min_round = round_min_length<Clock::duration>(interval, in.typical_commit);
@@ -368,6 +365,7 @@ Pipeline::RunResult Pipeline::run_instance() {
     in.last_commit = Clock::duration::zero();
     if (err.ok() && (in.round_records > 0 || eoi || !in.window.empty())) {
       const auto commit_start = Clock::now();
+      mark_commit(true);
       err = commit_round(in, eoi);
       in.last_commit = Clock::now() - commit_start;
       in.typical_commit = next_typical_commit(in.typical_commit, in.last_commit);
@@ -375,6 +373,7 @@ Pipeline::RunResult Pipeline::run_instance() {
     publish_stage_cpu(in);
     if (!err.ok()) {
       abort_round(in, err.message);
+      mark_commit(false);
       // Asked to stop, a plugin may give up a long call with any error (ABI 1.5,
       // host.stopping()): the stop it obeyed is not its failure.
       if (stop_) {
@@ -399,6 +398,7 @@ Pipeline::RunResult Pipeline::run_instance() {
           std::min<int64_t>(5000, 50LL << std::min<int64_t>(in.consecutive_aborts, 6))));
       continue;
     }
+    mark_commit(false);
     if (eoi && in.window.empty()) {
       log::info(scope, "end of input");
       return cleanup(RunResult::finished);
@@ -407,9 +407,10 @@ Pipeline::RunResult Pipeline::run_instance() {
   }
 }
 
-void Pipeline::mark_round_start() {
-  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  metrics::global().set("pipeline_round_started_timestamp_seconds", labels(), now);
+void Pipeline::mark_commit(bool running) {
+  const double now =
+      running ? std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count() : 0.0;
+  metrics::global().set("pipeline_commit_started_timestamp_seconds", labels(), now);
 }
 
 void Pipeline::thread_main() {

@@ -89,8 +89,9 @@ class Pipeline {
 
   void thread_main();
   RunResult run_instance();
-  // exactly_pipeline_round_started_timestamp_seconds := now (wall clock, for /readyz).
-  void mark_round_start();
+  // exactly_pipeline_commit_started_timestamp_seconds := now (wall clock, for /readyz)
+  // while a commit (and the abort after it) runs, 0 otherwise.
+  void mark_commit(bool running);
   // Returns false on a policy stop (the pipeline fails permanently).
   bool handle_reject(Instance& in, const std::string& stage, const ex_record& r,
                      const std::string& reason);

@@ -41,12 +41,12 @@ int handle_healthz(mg_connection* conn, void*) {
 }
 
 // Readiness: every pipeline of the host is up (exactly_pipeline_up), its last round
-// committed (exactly_pipeline_aborts_in_a_row 0) and its current round has not run past
-// its limit (exactly_pipeline_round_ready_seconds: a commit held by a broker outage has
-// not failed yet, and said ready for its 10-30 s), or it has finished its bounded input
+// committed (exactly_pipeline_aborts_in_a_row 0) and no commit of it has run past
+// exactly_pipeline_commit_ready_seconds (one held by a broker outage has not failed yet,
+// and said ready for its 10-30 s), or it has finished its bounded input
 // (exactly_pipeline_finished: done, not down), one per line. Not ready (503) while one
 // starts, retries its open, has failed, aborts its rounds (a sink that cannot commit: the
-// pipeline is up and moves nothing), is held in a round, or there is none: a load
+// pipeline is up and moves nothing), is held in a commit, or there is none: a load
 // balancer's or an orchestrator's readiness probe, not a restart trigger (a pipeline
 // that failed on its configuration stays failed until the file is fixed).
 int handle_readyz(mg_connection* conn, void*) {
@@ -60,8 +60,8 @@ int handle_readyz(mg_connection* conn, void*) {
   };
   const auto aborted = by_pipeline("pipeline_aborts_in_a_row");
   const auto finished = by_pipeline("pipeline_finished");
-  const auto started = by_pipeline("pipeline_round_started_timestamp_seconds");
-  const auto limit = by_pipeline("pipeline_round_ready_seconds");
+  const auto started = by_pipeline("pipeline_commit_started_timestamp_seconds");
+  const auto limit = by_pipeline("pipeline_commit_ready_seconds");
   auto get = [](const std::map<std::string, double>& m, const std::string& k) {
     const auto it = m.find(k);
     return it == m.end() ? 0.0 : it->second;
@@ -73,15 +73,14 @@ int handle_readyz(mg_connection* conn, void*) {
     const bool on = s.value >= 1;
     const bool done = !on && get(finished, name) >= 1;
     const double aborts = get(aborted, name);
-    const double round_s = get(started, name) > 0 ? now - get(started, name) : 0.0;
-    const bool held = on && get(limit, name) > 0 && round_s > get(limit, name);
+    const double commit_s = get(started, name) > 0 ? now - get(started, name) : 0.0;
+    const bool held = on && get(limit, name) > 0 && commit_s > get(limit, name);
     ready = ready && (on || done) && aborts == 0 && !held;
     body += "pipeline " + name + (on ? ": up" : done ? ": finished" : ": down");
     if (aborts > 0) body += fmt::format(", its last {} round(s) aborted", static_cast<int64_t>(aborts));
     if (held)
-      body += fmt::format(", its current round has run {:.0f} s (more than commit.interval + "
-                          "ready.round.timeout, {:g} s)",
-                          round_s, get(limit, name));
+      body += fmt::format(", its commit has run {:.0f} s (more than ready.commit.timeout, {:g} s)",
+                          commit_s, get(limit, name));
     body += "\n";
   }
   if (up.empty()) {
