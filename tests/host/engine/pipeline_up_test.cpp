@@ -12,6 +12,18 @@
 
 using namespace exactly::test;
 
+namespace {
+// /readyz, asked every 50 ms until its answer holds `want` (for up to 15 s): the last answer.
+std::string readyz_until(int port, const std::string& want) {
+  std::string body;
+  for (int i = 0; i < 300 && body.find(want) == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    body = scrape(port, "/readyz");
+  }
+  return body;
+}
+}  // namespace
+
 TEST(PipelineUp, IsZeroWhileOpenHangsAndOneOnceItRuns) {
   auto dir = temp_dir("pipeline-up");
   write_file(dir / "p.yaml", "plugin.path: [" + std::string(EXACTLY_BUILD_DIR) + "/test-plugins]\n"
@@ -66,11 +78,7 @@ TEST(PipelineUp, HealthAndReadinessEndpointsAndCountersFromZero) {
   EXPECT_NE(down.find("pipeline slow: down"), std::string::npos) << down;
 
   config("0");  // the reload restarts it with an open that returns
-  std::string ready;
-  for (int i = 0; i < 200 && ready.rfind("HTTP/1.1 200", 0) != 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    ready = scrape(port, "/readyz");
-  }
+  const std::string ready = readyz_until(port, "HTTP/1.1 200");
   EXPECT_EQ(ready.rfind("HTTP/1.1 200", 0), 0u) << ready << read_file(log);
   EXPECT_NE(ready.find("pipeline slow: up"), std::string::npos) << ready;
   c.kill(SIGTERM);
@@ -110,11 +118,7 @@ TEST(PipelineUp, RoundsAbortingInARowMakeThePipelineNotReady) {
   EXPECT_NE(aborting.find("pipeline fine: up\n"), std::string::npos) << aborting;
 
   config("0.0");  // the reload restarts it with a sink that commits
-  std::string ready;
-  for (int i = 0; i < 300 && ready.rfind("HTTP/1.1 200", 0) != 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    ready = scrape(port, "/readyz");
-  }
+  const std::string ready = readyz_until(port, "HTTP/1.1 200");
   EXPECT_EQ(ready.rfind("HTTP/1.1 200", 0), 0u) << ready << read_file(log);
   EXPECT_NE(scrape(port).find("exactly_pipeline_aborts_in_a_row{pipeline=\"aborting\"} 0"), std::string::npos);
   c.kill(SIGTERM);
@@ -141,11 +145,7 @@ TEST(PipelineUp, AFinishedBoundedPipelineCountsAsReady) {
   EXPECT_NE(page.find("exactly_pipeline_finished{pipeline=\"live\"} 0"), std::string::npos) << page;
   const int port = metrics_port(read_file(log));
   ASSERT_NE(port, 0) << read_file(log);
-  std::string ready;
-  for (int i = 0; i < 200 && ready.rfind("HTTP/1.1 200", 0) != 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    ready = scrape(port, "/readyz");
-  }
+  const std::string ready = readyz_until(port, "HTTP/1.1 200");
   EXPECT_EQ(ready.rfind("HTTP/1.1 200", 0), 0u) << ready << read_file(log);
   EXPECT_NE(ready.find("pipeline backfill: finished"), std::string::npos) << ready;
   EXPECT_NE(ready.find("pipeline live: up"), std::string::npos) << ready;
@@ -188,11 +188,7 @@ TEST(PipelineUp, ACommitHeldPastItsLimitMakesThePipelineNotReady) {
   EXPECT_NE(page.find("exactly_pipeline_commit_ready_seconds{pipeline=\"unlimited\"} 0"), std::string::npos) << page;
   const int port = metrics_port(read_file(log));
   ASSERT_NE(port, 0) << read_file(log);
-  std::string held;
-  for (int i = 0; i < 300 && held.find("pipeline held: up, its commit has run ") == std::string::npos; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    held = scrape(port, "/readyz");
-  }
+  const std::string held = readyz_until(port, "pipeline held: up, its commit has run ");
   EXPECT_EQ(held.rfind("HTTP/1.1 503", 0), 0u) << held << read_file(log);
   EXPECT_NE(held.find("pipeline held: up, its commit has run "), std::string::npos) << held;
   EXPECT_NE(held.find("(more than ready.commit.timeout, 1 s)"), std::string::npos) << held;
@@ -201,11 +197,7 @@ TEST(PipelineUp, ACommitHeldPastItsLimitMakesThePipelineNotReady) {
   EXPECT_NE(held.find("pipeline slow: up\n"), std::string::npos) << held;
 
   config("0");  // the reload restarts it with a sink that commits at once
-  std::string ready;
-  for (int i = 0; i < 300 && ready.rfind("HTTP/1.1 200", 0) != 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    ready = scrape(port, "/readyz");
-  }
+  const std::string ready = readyz_until(port, "HTTP/1.1 200");
   EXPECT_EQ(ready.rfind("HTTP/1.1 200", 0), 0u) << ready << read_file(log);
   EXPECT_NE(ready.find("pipeline held: up\n"), std::string::npos) << ready;
   c.kill(SIGTERM);
