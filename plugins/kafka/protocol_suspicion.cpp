@@ -17,15 +17,9 @@ std::string broker_of(const char* text) {
 }  // namespace
 
 void ProtocolSuspicion::note(const char* facility, const char* text) {
-  const bool suspicious = std::strstr(text, "security.protocol") != nullptr;
-  if (std::strcmp(facility, "FAIL") != 0) {
-    // Not a connection's failure: only a line that suspects is worth keeping.
-    if (suspicious) by_broker_[broker_of(text)] = Line{++seq_, text};
-    return;
-  }
-  if (suspicious)
+  if (std::strstr(text, "security.protocol") != nullptr)
     by_broker_[broker_of(text)] = Line{++seq_, text};
-  else
+  else if (std::strcmp(facility, "FAIL") == 0)  // that broker's connection fails otherwise now
     by_broker_.erase(broker_of(text));
 }
 
