@@ -15,7 +15,8 @@ namespace exactly::kafka {
 
 class ProtocolSuspicion {
  public:
-  // Every librdkafka log line; only FAIL lines change anything.
+  // Every librdkafka log line: one that suspects security.protocol (of any facility) is
+  // kept for its broker; a FAIL line that does not clears its broker; others change nothing.
   void note(const char* facility, const char* text);
   // The latest suspicious line of a broker still suspected, or "".
   std::string current() const;

@@ -162,11 +162,13 @@ TEST(PipelineUp, AFinishedBoundedPipelineCountsAsReady) {
 TEST(PipelineUp, ACommitHeldPastItsLimitMakesThePipelineNotReady) {
   auto dir = temp_dir("pipeline-held");
   auto config = [&](const std::string& held_commit_ms) {
-    auto pipeline = [&](const std::string& name, const std::string& commit_ms, const std::string& limit) {
+    auto pipeline = [&](const std::string& name, const std::string& commit_ms, const std::string& limit,
+                        const std::string& transforms = "") {
       return "  - name: " + name + "\n"
              "    commit.interval: 200ms\n"
              "    ready.commit.timeout: " + limit + "\n"
-             "    source: { plugin: counter, config: { count: 1000000000, poll.pace.ms: 5 } }\n"
+             "    source: { plugin: counter, config: { count: 1000000000, poll.pace.ms: 5 } }\n" +
+             (transforms.empty() ? "" : "    transforms: [ " + transforms + " ]\n") +
              "    sink: { plugin: faulty, config: { path: " + (dir / (name + ".txt")).string() +
              ", commit.delay.ms: " + commit_ms + " } }\n";
     };
@@ -175,11 +177,8 @@ TEST(PipelineUp, ACommitHeldPastItsLimitMakesThePipelineNotReady) {
                                "pipelines:\n" +
                                    pipeline("held", held_commit_ms, "1s") + pipeline("unlimited", "3000", "0") +
                                    pipeline("fine", "0", "10s") +
-                                   "  - name: slow\n"
-                                   "    ready.commit.timeout: 1s\n"
-                                   "    source: { plugin: counter, config: { count: 1000000000, poll.pace.ms: 5 } }\n"
-                                   "    transforms: [ { plugin: sleep-at, config: { at: 20, ms: 600000, give.up.on.stop: true } } ]\n"
-                                   "    sink: { plugin: faulty, config: { path: " + (dir / "slow.txt").string() + " } }\n");
+                                   pipeline("slow", "0", "1s",
+                                            "{ plugin: sleep-at, config: { at: 20, ms: 600000, give.up.on.stop: true } }"));
   };
   config("3000");
   const fs::path log = dir / "log.txt";
